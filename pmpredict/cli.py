@@ -1,0 +1,54 @@
+"""Command-line front end: argument parsing and error reporting only.
+
+Each subcommand lives in pmpredict/commands/<name>.py with
+``register(subparsers)`` (which sets ``func``); algorithms stay in the engines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+from .errors import InputError
+
+# the order of `pmpredict --help`
+COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "models"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pmpredict",
+        description="Port-mapping inference (PMEvo) and basic-block throughput prediction.")
+    parser.add_argument("--version", action="version", version=f"pmpredict {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f".commands.{name}", __package__)
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__package__}.commands.{name}":
+                continue      # a command not built yet is simply absent
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status = args.func(args)
+    except InputError as exc:
+        print(f"pmpredict: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pmpredict: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(status or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""Machine models: ports and three-level port mappings.
+
+A mapping assigns each instruction form a list of (uop, count) pairs; a uop is
+the set of ports that may execute it, stored as a bitmask over the model's
+port list. A two-level mapping is the case of one uop with count 1. A uop with
+count n on a single non-pipelined port (a divider) occupies that port n cycles.
+
+Native JSON (documented in docs/FORMATS.md)::
+
+    {"format": "pmpredict-model", "version": 1, "name": "skl", "isa": "x86",
+     "ports": ["0", "1", ...], "r_max": null,
+     "forms": {"ADD_((REG:RW:G:64)),_((IMM:32))":
+                  {"uops": [{"ports": ["0", "1", "5", "6"], "count": 1}], "latency": 1}},
+     "provenance": {...}}
+
+The PMEvo artifact's ``Mapping3`` files load too (each inner port list is one
+uop occurrence; repeats become counts).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import InputError
+from .jsonio import JsonDocument, read_json, write_json
+
+FORMAT_NAME = "pmpredict-model"
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class MachineModel:
+    """An immutable port mapping plus the facts needed to use it.
+
+    uops[form] is a tuple of (port mask, count) pairs with distinct masks.
+    """
+    name: str
+    isa: str                                  # "x86" or "aarch64"
+    ports: tuple[str, ...]
+    uops: dict[str, tuple[tuple[int, int], ...]]
+    r_max: float | None = None                # peak instructions per cycle (front end / retire)
+    latency: dict[str, float] = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if len(set(self.ports)) != len(self.ports):
+            raise ValueError("duplicate port names")
+        if len(self.ports) > 62:
+            raise ValueError("at most 62 ports are supported")
+        if self.r_max is not None and not self.r_max > 0:
+            raise ValueError("r_max must be positive")
+        full = (1 << len(self.ports)) - 1
+        for form, uops in self.uops.items():
+            for mask, count in uops:
+                if mask <= 0 or mask & ~full:
+                    raise ValueError(f"form {form!r}: uop port mask {mask:#x} is empty or out of range")
+                if count < 1:
+                    raise ValueError(f"form {form!r}: uop count {count} must be >= 1")
+
+    # --- queries -------------------------------------------------------------
+    @property
+    def forms(self) -> tuple[str, ...]:
+        return tuple(self.uops)
+
+    def port_names(self, mask: int) -> list[str]:
+        return [p for i, p in enumerate(self.ports) if mask >> i & 1]
+
+    def mask_of(self, names) -> int:
+        index = {p: i for i, p in enumerate(self.ports)}
+        mask = 0
+        for n in names:
+            mask |= 1 << index[n]
+        return mask
+
+    def volume(self) -> int:
+        """Total uop count over all forms (the EA's size measure)."""
+        return sum(c for uops in self.uops.values() for _, c in uops)
+
+    def form_index(self) -> dict[str, int]:
+        return {f: i for i, f in enumerate(self.uops)}
+
+    def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(masks int64[n_forms, max_uops], counts float64[n_forms, max_uops]); count 0 = no uop."""
+        width = max((len(u) for u in self.uops.values()), default=0) or 1
+        masks = np.zeros((len(self.uops), width), dtype=np.int64)
+        counts = np.zeros((len(self.uops), width), dtype=np.float64)
+        for i, uops in enumerate(self.uops.values()):
+            for j, (mask, count) in enumerate(uops):
+                masks[i, j] = mask
+                counts[i, j] = count
+        return masks, counts
+
+    def with_uops(self, uops: dict, **changes) -> "MachineModel":
+        fields = dict(name=self.name, isa=self.isa, ports=self.ports, uops=uops, r_max=self.r_max,
+                      latency=self.latency, provenance=self.provenance)
+        fields.update(changes)
+        return MachineModel(**fields)
+
+    # --- native JSON -----------------------------------------------------------
+    def to_json(self) -> dict:
+        forms = {}
+        for form, uops in self.uops.items():
+            entry = {"uops": [{"ports": self.port_names(m), "count": c} for m, c in uops]}
+            if form in self.latency:
+                entry["latency"] = self.latency[form]
+            forms[form] = entry
+        return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": self.name,
+                "isa": self.isa, "ports": list(self.ports), "r_max": self.r_max,
+                "provenance": self.provenance, "forms": forms}
+
+    def save(self, path) -> None:
+        write_json(path, self.to_json())
+
+
+def normalize_uops(pairs) -> tuple[tuple[int, int], ...]:
+    """Merge repeated masks, order by mask: the canonical uop list of a form."""
+    merged: dict[int, int] = {}
+    for mask, count in pairs:
+        merged[mask] = merged.get(mask, 0) + count
+    return tuple(sorted(merged.items()))
+
+
+def guess_isa(forms) -> str:
+    forms = list(forms)
+    return "aarch64" if forms and all(f.startswith("_") for f in forms) else "x86"
+
+
+# --- loading -------------------------------------------------------------------
+
+def _port_mask(doc: JsonDocument, form: str, names, index: dict[str, int]) -> int:
+    if not isinstance(names, list) or not names:
+        raise doc.error(f"form {form!r}: a uop needs a non-empty list of ports", form)
+    mask = 0
+    for p in names:
+        if str(p) not in index:
+            raise doc.error(f"form {form!r}: unknown port {p!r} (ports are {', '.join(index)})", form)
+        mask |= 1 << index[str(p)]
+    return mask
+
+
+def _ports(doc: JsonDocument, ports) -> tuple[str, ...]:
+    if not isinstance(ports, list) or not ports or not all(isinstance(p, (str, int)) for p in ports):
+        raise doc.error("'ports' must be a non-empty list of port names", "ports")
+    names = tuple(str(p) for p in ports)
+    if len(set(names)) != len(names):
+        raise doc.error("'ports' lists a port twice", "ports")
+    if len(names) > 62:
+        raise doc.error("at most 62 ports are supported", "ports")
+    return names
+
+
+def _from_mapping3(doc: JsonDocument, name: str) -> MachineModel:
+    data = doc.data
+    arch = data.get("arch")
+    if not isinstance(arch, dict):
+        raise doc.error("Mapping3 without an 'arch' object", "kind")
+    ports = _ports(doc, arch.get("ports"))
+    index = {p: i for i, p in enumerate(ports)}
+    insns = arch.get("insns")
+    if not isinstance(insns, list):
+        raise doc.error("'arch' needs an 'insns' list", "arch")
+    known = set(insns)
+    assignment = data.get("assignment")
+    if not isinstance(assignment, dict):
+        raise doc.error("Mapping3 without an 'assignment' object", "kind")
+    uops = {}
+    for form, uop_list in assignment.items():
+        if form not in known:
+            raise doc.error(f"form {form!r} is not in the architecture's 'insns'", form)
+        if not isinstance(uop_list, list):
+            raise doc.error(f"form {form!r}: expected a list of uops", form)
+        uops[form] = normalize_uops((_port_mask(doc, form, u, index), 1) for u in uop_list)
+    return MachineModel(name=name, isa=guess_isa(insns), ports=ports, uops=uops,
+                        provenance={"source": "PMEvo Mapping3", "file": os.path.basename(doc.path)})
+
+
+def _from_native(doc: JsonDocument) -> MachineModel:
+    data = doc.data
+    if data.get("version") != FORMAT_VERSION:
+        raise doc.error(f"unsupported model format version {data.get('version')!r} "
+                        f"(this pmpredict reads version {FORMAT_VERSION})", "version")
+    ports = _ports(doc, data.get("ports"))
+    index = {p: i for i, p in enumerate(ports)}
+    forms = data.get("forms")
+    if not isinstance(forms, dict):
+        raise doc.error("'forms' must be an object mapping form -> {uops: [...]}", "forms")
+    uops, latency = {}, {}
+    for form, entry in forms.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("uops"), list):
+            raise doc.error(f"form {form!r}: expected {{\"uops\": [...]}}", form)
+        pairs = []
+        for u in entry["uops"]:
+            if not isinstance(u, dict):
+                raise doc.error(f"form {form!r}: a uop must be {{\"ports\": [...], \"count\": n}}", form)
+            count = u.get("count", 1)
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise doc.error(f"form {form!r}: uop count must be an integer >= 1, not {count!r}", form)
+            pairs.append((_port_mask(doc, form, u.get("ports"), index), count))
+        uops[form] = normalize_uops(pairs)
+        if "latency" in entry and entry["latency"] is not None:
+            lat = entry["latency"]
+            if not isinstance(lat, (int, float)) or isinstance(lat, bool) or lat < 0:
+                raise doc.error(f"form {form!r}: latency must be a number >= 0, not {lat!r}", form)
+            latency[form] = float(lat)
+    r_max = data.get("r_max")
+    if r_max is not None and (not isinstance(r_max, (int, float)) or isinstance(r_max, bool) or r_max <= 0):
+        raise doc.error(f"'r_max' must be a positive number or null, not {r_max!r}", "r_max")
+    isa = data.get("isa") or guess_isa(uops)
+    if isa not in ("x86", "aarch64"):
+        raise doc.error(f"'isa' must be 'x86' or 'aarch64', not {isa!r}", "isa")
+    return MachineModel(name=str(data.get("name") or os.path.splitext(os.path.basename(doc.path))[0]),
+                        isa=isa, ports=ports, uops=uops, r_max=float(r_max) if r_max else None,
+                        latency=latency, provenance=dict(data.get("provenance") or {}))
+
+
+def load_model(spec: str) -> MachineModel:
+    """Load a model from a path (native JSON, PMEvo Mapping3, OSACA YAML) or a built-in name."""
+    from .models import builtin_path
+    path = spec
+    if not os.path.exists(spec):
+        builtin = builtin_path(spec)
+        if builtin is None:
+            raise InputError(spec, "no such file, and not a built-in model (see `pmpredict models`)")
+        path = builtin
+    if path.endswith((".yml", ".yaml")):
+        from .data.osaca import load_osaca_model
+        return load_osaca_model(path)
+    doc = read_json(path)
+    if not isinstance(doc.data, dict):
+        raise InputError(path, "expected a JSON object (a model)", 1, 1)
+    name = os.path.splitext(os.path.basename(path))[0]
+    if doc.data.get("kind") == "Mapping3":
+        return _from_mapping3(doc, name)
+    if doc.data.get("format") == FORMAT_NAME:
+        return _from_native(doc)
+    if doc.data.get("kind") == "ExperimentList" or doc.data.get("format") == "pmpredict-experiments":
+        raise InputError(path, "this is an experiment file, not a model", 1, 1)
+    raise InputError(path, f"not a model: expected \"format\": \"{FORMAT_NAME}\" or a PMEvo "
+                           "\"kind\": \"Mapping3\"", 1, 1)

@@ -1,0 +1,413 @@
+"""The exact bottleneck simulator, and the LP it must agree with.
+
+Throughput of an experiment under a port mapping is the optimum t of the LP
+
+    minimise t  s.t.  sum_p x[u,p] = mass(u)   for every uop u   (x >= 0, p in ports(u))
+                      sum_u x[u,p] <= t        for every port p
+
+(PMEvo, PLDI 2020). By the bottleneck characterisation (a max-flow / Hall
+argument) t = max over port sets Q of mass(uops with ports(u) subset of Q) / |Q|.
+Equivalently, t = max over *sets of uops* S of mass(S) / |union of ports(S)|,
+which needs no subset test. The argmax sets are closed under union, so the
+largest one is unique: that is the reported bottleneck (the ports that are
+saturated in every optimal schedule).
+
+How the engine keeps this cheap (see docs/BENCHMARKS.md for the measurements):
+  * uops with the same port set are merged (mass = count x multiplicity);
+  * the uops split into connected components (port sets that overlap); the
+    optimum is the max over components, so each is solved alone;
+  * a component with d uops is solved either by enumerating its 2^d uop subsets
+    (incremental mass and union: O(2^d)), or, when d is large, by a
+    sum-over-subsets transform over its k *port classes* (ports that belong to
+    exactly the same uops are interchangeable and merged): O(k 2^k);
+    whichever is cheaper.
+The optional peak rate R_max caps throughput: cycles = max(port bound, n / R_max).
+
+Arrays (the data layer's MachineModel.to_arrays / ExperimentSet.to_arrays):
+  masks int64[F, U], counts float64[F, U]    uop port masks and counts per form (count 0 = none)
+  ptr int64[E+1], forms int64[nnz], mults float64[nnz]   experiments in CSR form; form -1 = unknown
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+# bottleneck code when the R_max cap, not a port set, limits throughput
+FRONTEND = -1
+# largest port-class lattice the sum-over-subsets path allocates (2^16 entries)
+_MAX_SOS_BITS = 16
+_MAX_ENUM_UOPS = 16
+_REL_TOL = 1e-12
+
+
+@njit(cache=True, inline="always")
+def _popcount(x):
+    x = x - ((x >> 1) & 0x5555555555555555)
+    x = (x & 0x3333333333333333) + ((x >> 2) & 0x3333333333333333)
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0F
+    return (x * 0x0101010101010101) >> 56
+
+
+@njit(cache=True, inline="always")
+def _better(num, den, best_num, best_den):
+    """Compare num/den against best_num/best_den: 1 greater, 0 equal (within tolerance), -1 less."""
+    a = num * best_den
+    b = best_num * den
+    tol = _REL_TOL * max(abs(a), abs(b))
+    if a > b + tol:
+        return 1
+    if a >= b - tol:
+        return 0
+    return -1
+
+
+@njit(cache=True)
+def _solve_enum(umask, umass, idx, n, sub_mass, sub_union):
+    """Max over subsets S of the n uops idx[:n] of mass(S)/|ports(S)|; returns (num, den, mask)."""
+    best_num = 0.0
+    best_den = 1.0
+    best_mask = 0
+    sub_mass[0] = 0.0
+    sub_union[0] = 0
+    for b in range(n):
+        lo = 1 << b
+        m = umask[idx[b]]
+        w = umass[idx[b]]
+        for s in range(lo, lo << 1):
+            ms = sub_mass[s - lo] + w
+            un = sub_union[s - lo] | m
+            sub_mass[s] = ms
+            sub_union[s] = un
+            den = _popcount(un)
+            c = _better(ms, den, best_num, best_den)
+            if c > 0 or (c == 0 and den > best_den):
+                best_num = ms
+                best_den = den
+                best_mask = un
+    return best_num, best_den, best_mask
+
+
+@njit(cache=True)
+def _solve_sos(umask, umass, idx, n, comp_mask, lattice, sizes, class_ports):
+    """Sum-over-subsets over the port classes of one component; returns (num, den, mask)."""
+    # port classes: ports with the same membership signature over the component's uops
+    k = 0
+    rest = comp_mask
+    while rest:
+        p = rest & -rest
+        rest ^= p
+        found = -1
+        for c in range(k):
+            q = class_ports[c] & -class_ports[c]  # a representative port of class c
+            same = True
+            for j in range(n):
+                m = umask[idx[j]]
+                if ((m & p) != 0) != ((m & q) != 0):
+                    same = False
+                    break
+            if same:
+                found = c
+                break
+        if found >= 0:
+            class_ports[found] |= p
+        else:
+            class_ports[k] = p
+            k += 1
+    size = 1 << k
+    for q in range(size):
+        lattice[q] = 0.0
+    for j in range(n):
+        m = umask[idx[j]]
+        cm = 0
+        for c in range(k):
+            if class_ports[c] & m:
+                cm |= 1 << c
+        lattice[cm] += umass[idx[j]]
+    sizes[0] = 0
+    for b in range(k):
+        lo = 1 << b
+        w = _popcount(class_ports[b])
+        for q in range(lo, lo << 1):
+            sizes[q] = sizes[q - lo] + w
+    # zeta transform: lattice[Q] = mass of uops whose class set is a subset of Q
+    h = 1
+    while h < size:
+        for base in range(0, size, h << 1):
+            for j in range(base, base + h):
+                lattice[j + h] += lattice[j]
+        h <<= 1
+    best_num = 0.0
+    best_den = 1.0
+    best_q = 0
+    for q in range(1, size):
+        c = _better(lattice[q], sizes[q], best_num, best_den)
+        if c > 0 or (c == 0 and sizes[q] > best_den):
+            best_num = lattice[q]
+            best_den = sizes[q]
+            best_q = q
+    mask = 0
+    for c in range(k):
+        if best_q >> c & 1:
+            mask |= class_ports[c]
+    return best_num, best_den, mask
+
+
+@njit(cache=True)
+def solve_uops(umask, umass, d, scratch_f, scratch_i, idx, comp):
+    """Bottleneck of d distinct uops (umask[:d], umass[:d]); returns (cycles, port mask).
+
+    scratch_f / scratch_i: buffers from make_scratch(); idx, comp: int64[>= d].
+    Returns cycles = -1.0 when a component is too large for both methods (the
+    caller falls back to the LP).
+    """
+    for j in range(d):
+        comp[j] = -1
+    best_num = 0.0
+    best_den = 1.0
+    best_mask = 0
+    n_comp = 0
+    for start in range(d):
+        if comp[start] >= 0 or umass[start] <= 0.0:
+            continue
+        # grow the connected component of `start` (uops sharing ports)
+        cmask = umask[start]
+        comp[start] = n_comp
+        n = 1
+        idx[0] = start
+        changed = True
+        while changed:
+            changed = False
+            for j in range(d):
+                if comp[j] < 0 and umass[j] > 0.0 and (umask[j] & cmask) != 0:
+                    comp[j] = n_comp
+                    cmask |= umask[j]
+                    idx[n] = j
+                    n += 1
+                    changed = True
+        n_comp += 1
+        if n == 1:
+            num = umass[start]
+            den = float(_popcount(cmask))
+            mask = cmask
+        else:
+            ports = _popcount(cmask)
+            cost_sos = ports * (1 << (ports - 1)) if ports <= _MAX_SOS_BITS else 1 << 62
+            cost_enum = (1 << n) * 2 if n <= _MAX_ENUM_UOPS else 1 << 62
+            if cost_enum <= cost_sos:
+                if n > _MAX_ENUM_UOPS:
+                    return -1.0, 0
+                num, den, mask = _solve_enum(umask, umass, idx, n, scratch_f, scratch_i)
+            else:
+                # class_ports lives in the tail of scratch_i (past the 2^16 size table)
+                num, den, mask = _solve_sos(umask, umass, idx, n, cmask, scratch_f, scratch_i,
+                                            scratch_i[1 << _MAX_SOS_BITS:])
+        c = _better(num, den, best_num, best_den)
+        if c > 0:
+            best_num = num
+            best_den = den
+            best_mask = mask
+        elif c == 0 and num > 0.0:
+            # equal ratio on disjoint components: their union is tight too
+            best_num += num
+            best_den += den
+            best_mask |= mask
+    if best_num <= 0.0:
+        return 0.0, 0
+    return best_num / best_den, best_mask
+
+
+@njit(cache=True)
+def make_scratch():
+    """Work buffers for solve_uops: 2^16 lattice entries (+ 64 port-class slots)."""
+    size = 1 << max(_MAX_SOS_BITS, _MAX_ENUM_UOPS)
+    return np.zeros(size, dtype=np.float64), np.zeros(size + 64, dtype=np.int64)
+
+
+@njit(cache=True)
+def _experiment(masks, counts, ptr, forms, mults, e, r_max, umask, umass, scratch_f, scratch_i,
+                idx, comp):
+    """Simulate experiment e; returns (cycles, bottleneck mask). NaN cycles for an unknown form."""
+    d = 0
+    n_insn = 0.0
+    for t in range(ptr[e], ptr[e + 1]):
+        f = forms[t]
+        if f < 0:
+            return np.nan, 0
+        mult = mults[t]
+        n_insn += mult
+        for j in range(masks.shape[1]):
+            c = counts[f, j]
+            if c <= 0.0:
+                continue
+            m = masks[f, j]
+            found = -1
+            for q in range(d):
+                if umask[q] == m:
+                    found = q
+                    break
+            if found >= 0:
+                umass[found] += c * mult
+            else:
+                if d == umask.shape[0]:
+                    return -2.0, 0
+                umask[d] = m
+                umass[d] = c * mult
+                d += 1
+    cycles, bmask = solve_uops(umask, umass, d, scratch_f, scratch_i, idx, comp)
+    if cycles < 0.0:
+        return -2.0, 0
+    if r_max > 0.0:
+        cap = n_insn / r_max
+        if cap > cycles * (1.0 + _REL_TOL):
+            return cap, FRONTEND
+    return cycles, bmask
+
+
+_MAX_DISTINCT = 256
+
+
+@njit(cache=True)
+def _simulate_batch(masks, counts, ptr, forms, mults, r_max, scratch_f, scratch_i):
+    n_exp = ptr.shape[0] - 1
+    cycles = np.empty(n_exp, dtype=np.float64)
+    bottleneck = np.zeros(n_exp, dtype=np.int64)
+    umask = np.zeros(_MAX_DISTINCT, dtype=np.int64)
+    umass = np.zeros(_MAX_DISTINCT, dtype=np.float64)
+    idx = np.zeros(_MAX_DISTINCT, dtype=np.int64)
+    comp = np.zeros(_MAX_DISTINCT, dtype=np.int64)
+    for e in range(n_exp):
+        c, b = _experiment(masks, counts, ptr, forms, mults, e, r_max, umask, umass, scratch_f,
+                           scratch_i, idx, comp)
+        cycles[e] = c
+        bottleneck[e] = b
+    return cycles, bottleneck
+
+
+@njit(cache=True, parallel=True)
+def _simulate_population(masks, counts, ptr, forms, mults, r_max):
+    n_pop = masks.shape[0]
+    n_exp = ptr.shape[0] - 1
+    out = np.empty((n_pop, n_exp), dtype=np.float64)
+    for p in prange(n_pop):
+        scratch_f, scratch_i = make_scratch()
+        umask = np.zeros(_MAX_DISTINCT, dtype=np.int64)
+        umass = np.zeros(_MAX_DISTINCT, dtype=np.float64)
+        idx = np.zeros(_MAX_DISTINCT, dtype=np.int64)
+        comp = np.zeros(_MAX_DISTINCT, dtype=np.int64)
+        for e in range(n_exp):
+            c, _ = _experiment(masks[p], counts[p], ptr, forms, mults, e, r_max, umask, umass,
+                               scratch_f, scratch_i, idx, comp)
+            out[p, e] = c
+    return out
+
+
+# --- Python entry points ---------------------------------------------------------
+
+TOO_LARGE = -2.0   # engine marker: solve this experiment with the LP instead
+
+
+def _rate(r_max) -> float:
+    return float(r_max) if r_max else 0.0
+
+
+def simulate_arrays(masks, counts, ptr, forms, mults, r_max=None):
+    """One mapping x many experiments -> (cycles float64[E], bottleneck int64[E]).
+
+    cycles is NaN for an experiment with a form the mapping lacks; bottleneck is a
+    port mask, or FRONTEND when the R_max cap decides.
+    """
+    scratch_f, scratch_i = make_scratch()
+    cycles, bottleneck = _simulate_batch(masks, counts, ptr, forms, mults, _rate(r_max),
+                                         scratch_f, scratch_i)
+    for e in np.flatnonzero(cycles == TOO_LARGE):
+        cycles[e], bottleneck[e] = _lp_experiment(masks, counts, forms[ptr[e]:ptr[e + 1]],
+                                                  mults[ptr[e]:ptr[e + 1]], r_max)
+    return cycles, bottleneck
+
+
+def simulate_population(masks, counts, ptr, forms, mults, r_max=None):
+    """Many mappings x many experiments: masks int64[P, F, U], counts float64[P, F, U] -> float64[P, E].
+
+    Parallel over the population (numba prange); the inference engine's fitness loop.
+    """
+    out = _simulate_population(masks, counts, ptr, forms, mults, _rate(r_max))
+    for p, e in zip(*np.nonzero(out == TOO_LARGE)):
+        out[p, e] = _lp_experiment(masks[p], counts[p], forms[ptr[e]:ptr[e + 1]],
+                                   mults[ptr[e]:ptr[e + 1]], r_max)[0]
+    return out
+
+
+def simulate(model, experiments):
+    """Simulate an ExperimentSet under a MachineModel -> (cycles, bottleneck masks)."""
+    masks, counts = model.to_arrays()
+    ptr, forms, mults = experiments.to_arrays(model.form_index())
+    return simulate_arrays(masks, counts, ptr, forms, mults, model.r_max)
+
+
+def uop_masses(masks, counts, forms, mults):
+    """Merge the uops of one experiment: (distinct masks int64[d], masses float64[d], n_insn)."""
+    mass: dict[int, float] = {}
+    for f, m in zip(forms, mults):
+        for j in range(masks.shape[1]):
+            if counts[f, j] > 0:
+                key = int(masks[f, j])
+                mass[key] = mass.get(key, 0.0) + float(counts[f, j]) * float(m)
+    keys = sorted(mass)
+    return (np.array(keys, dtype=np.int64), np.array([mass[k] for k in keys]), float(np.sum(mults)))
+
+
+def _lp_experiment(masks, counts, forms, mults, r_max):
+    if np.any(forms < 0):
+        return np.nan, 0
+    umask, umass, n_insn = uop_masses(masks, counts, forms, mults)
+    n_ports = int(max((int(m).bit_length() for m in umask), default=1))
+    cycles, load, _ = lp_schedule(umask, umass, n_ports, n_insn, r_max)
+    return cycles, bottleneck_from_load(load, cycles) if cycles > 0 else 0
+
+
+def bottleneck_from_load(load, cycles, tol=1e-9) -> int:
+    """Ports loaded to the optimum in a schedule (a superset hint; the engine's mask is exact)."""
+    mask = 0
+    for p, x in enumerate(load):
+        if x >= cycles - tol * max(1.0, cycles):
+            mask |= 1 << p
+    return mask
+
+
+def lp_schedule(umask, umass, n_ports, n_insn=0.0, r_max=None):
+    """Reference LP (scipy HiGHS): the optimal cycles and one optimal schedule.
+
+    Returns (cycles, load float64[n_ports], assignment) where assignment[i] maps
+    port index -> cycles of uop i on that port. Independent of the engine above:
+    the tests compare the two.
+    """
+    from scipy.optimize import linprog
+
+    variables = [(i, p) for i, m in enumerate(umask) for p in range(n_ports) if int(m) >> p & 1]
+    n_var = len(variables) + 1          # last variable: t
+    if not variables:
+        cap = n_insn / r_max if r_max else 0.0
+        return cap, np.zeros(n_ports), [{} for _ in umask]
+    c = np.zeros(n_var)
+    c[-1] = 1.0
+    a_eq = np.zeros((len(umask), n_var))
+    a_ub = np.zeros((n_ports, n_var))
+    for v, (i, p) in enumerate(variables):
+        a_eq[i, v] = 1.0
+        a_ub[p, v] = 1.0
+    a_ub[:, -1] = -1.0
+    lower_t = n_insn / r_max if r_max else 0.0
+    bounds = [(0, None)] * len(variables) + [(lower_t, None)]
+    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(n_ports), A_eq=a_eq, b_eq=np.asarray(umass, float),
+                  bounds=bounds, method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"LP failed: {res.message}")
+    assignment = [{} for _ in umask]
+    load = np.zeros(n_ports)
+    for v, (i, p) in enumerate(variables):
+        x = float(res.x[v])
+        if x > 1e-12:
+            assignment[i][p] = x
+            load[p] += x
+    return float(res.x[-1]), load, assignment
