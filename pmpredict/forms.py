@@ -164,3 +164,36 @@ def parse_form(name: str, isa: str | None = None) -> FormTemplate:
     head, _, rest = text.partition(" ")
     operands = tuple(_operand(t) for t in split_operands(rest)) if rest else ()
     return FormTemplate(name, isa, head.lower(), operands)
+
+
+def example_instance(template: FormTemplate) -> str:
+    """One concrete instruction of a form (Intel syntax on x86), registers taken in order.
+
+    Enough for a name lookup (llvm-mc) or a smoke test; the measurement harness
+    has its own dependency-free allocation. Memory operands use rsi (x86) or
+    x0 (AArch64) as base; general-purpose operands avoid index 0 of each pool
+    (rax, x0) and the base register's family.
+    """
+    from .registers import registers
+
+    aarch64 = template.isa == "aarch64"
+    base = "x0" if aarch64 else "rsi"
+    skip = {0} if aarch64 else {0, 4}          # pool index 4 is the rsi/esi/si/sil family
+    used: dict[tuple, int] = {}
+
+    def fill(ph: Placeholder, _i: int) -> str:
+        if ph.kind == "MEM":
+            return base
+        if ph.kind == "MIMM":
+            return "64"
+        if ph.kind == "IMM":
+            return str(2 ** (ph.width - 8) + 42) if ph.width and ph.width > 8 else "42"
+        cls = ph.reg_class if ph.kind == "REG" else "G"
+        pool = registers(template.isa, cls, ph.width)
+        if cls == "G":
+            pool = [r for i, r in enumerate(pool) if i not in skip]
+        n = used.get((cls, ph.width), 0)
+        used[(cls, ph.width)] = n + 1
+        return pool[(n + 1) % len(pool)]
+
+    return template.render(fill)
