@@ -1,0 +1,20 @@
+import os
+
+import pytest
+
+ARTIFACT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
+                                         "pmevo-artifact"))
+
+
+def artifact(*parts: str) -> str:
+    """Path of a file of the shared PMEvo artifact; skips the test when it is absent."""
+    path = os.path.join(ARTIFACT, *parts)
+    if not os.path.exists(path):
+        pytest.skip(f"shared PMEvo artifact data not found at {path} "
+                    "(the tests expect ../shared/data/pmevo-artifact beside the repository)")
+    return path
+
+
+@pytest.fixture
+def shared():
+    return artifact

@@ -1,0 +1,175 @@
+"""Model and experiment files: loading, validation errors, round trips, published accuracy."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pmpredict import sim
+from pmpredict.cli import main
+from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
+from pmpredict.errors import InputError
+from pmpredict.metrics import evaluate_model, kendall_tau_b, mape
+from pmpredict.model import MachineModel, load_model
+
+
+def write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data, indent=1))
+    return str(path)
+
+
+NATIVE = {"format": "pmpredict-model", "version": 1, "name": "toy", "isa": "x86",
+          "ports": ["0", "1", "DIV"], "r_max": 4,
+          "forms": {"add": {"uops": [{"ports": ["0", "1"], "count": 1}], "latency": 1},
+                    "div": {"uops": [{"ports": ["0"]}, {"ports": ["DIV"], "count": 6}]}}}
+
+
+def test_native_round_trip(tmp_path):
+    model = load_model(write(tmp_path, "m.json", NATIVE))
+    assert model.ports == ("0", "1", "DIV")
+    assert model.uops["div"] == ((0b001, 1), (0b100, 6))
+    assert model.r_max == 4.0 and model.latency == {"add": 1.0}
+    out = tmp_path / "again.json"
+    model.save(out)
+    assert load_model(str(out)) == model
+
+
+def test_mapping3_repeated_uops_become_counts(tmp_path):
+    data = {"kind": "Mapping3", "arch": {"kind": "Architecture", "insns": ["a", "b"], "ports": ["0", "1"]},
+            "assignment": {"a": [["0"], ["0"], ["0", "1"]], "b": [["1"]]}}
+    model = load_model(write(tmp_path, "m3.json", data))
+    assert model.uops["a"] == ((1, 2), (3, 1))
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda d: d["forms"]["add"]["uops"][0].update(ports=["0", "7"]), "unknown port '7'"),
+    (lambda d: d["forms"]["add"]["uops"][0].update(ports=[]), "non-empty list of ports"),
+    (lambda d: d["forms"]["div"]["uops"][1].update(count=0), "count must be an integer >= 1"),
+    (lambda d: d["forms"]["add"].update(latency=-1), "latency must be a number >= 0"),
+    (lambda d: d.update(version=99), "unsupported model format version 99"),
+    (lambda d: d.update(ports=["0", "0"]), "lists a port twice"),
+])
+def test_native_validation_names_file_and_entry(tmp_path, mutate, message):
+    data = json.loads(json.dumps(NATIVE))
+    mutate(data)
+    path = write(tmp_path, "bad.json", data)
+    with pytest.raises(InputError) as err:
+        load_model(path)
+    assert message in str(err.value)
+    assert str(err.value).startswith(path + ":")
+    assert err.value.line is not None
+
+
+def test_mapping3_form_missing_from_architecture(tmp_path):
+    data = {"kind": "Mapping3", "arch": {"kind": "Architecture", "insns": ["a"], "ports": ["0"]},
+            "assignment": {"a": [["0"]], "zzz": [["0"]]}}
+    path = write(tmp_path, "m3.json", data)
+    with pytest.raises(InputError, match="form 'zzz' is not in the architecture") as err:
+        load_model(path)
+    assert err.value.line == json.dumps(data, indent=1).split("\n").index(
+        next(l for l in json.dumps(data, indent=1).split("\n") if '"zzz"' in l)) + 1
+
+
+def test_malformed_json_has_line_and_column(tmp_path):
+    path = write(tmp_path, "broken.json", '{"format": "pmpredict-model",\n  "ports": [1, 2,,]}')
+    with pytest.raises(InputError) as err:
+        load_model(path)
+    assert (err.value.line, err.value.column) == (2, 18)   # the second comma
+
+
+def test_cli_reports_bad_input_with_exit_2(tmp_path, capsys):
+    data = json.loads(json.dumps(NATIVE))
+    data["forms"]["add"]["uops"][0]["ports"] = ["9"]
+    bad = write(tmp_path, "bad.json", data)
+    exps = write(tmp_path, "e.json", {"format": "pmpredict-experiments", "version": 1, "forms": ["add"],
+                                      "experiments": [{"forms": {"add": 1}, "cycles": 1}]})
+    assert main(["simulate", "--mapping", bad, "--experiments", exps]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"pmpredict: error: {bad}:")
+    assert "unknown port '9'" in err[0]
+
+
+def test_experiments_native_round_trip(tmp_path):
+    exps = ExperimentSet(("a", "b"), (Experiment.of(["a", "a", "b"], 2.5), Experiment.of(["b"])))
+    exps.save(tmp_path / "e.json")
+    again = load_experiments(str(tmp_path / "e.json"))
+    assert again.experiments == exps.experiments and again.forms == exps.forms
+
+
+def test_experiment_with_unknown_form_is_rejected(tmp_path):
+    path = write(tmp_path, "e.json", {"format": "pmpredict-experiments", "version": 1, "forms": ["a"],
+                                      "experiments": [{"forms": {"b": 1}}]})
+    with pytest.raises(InputError, match="form 'b' is not in 'forms'"):
+        load_experiments(path)
+
+
+def test_metrics_known_values():
+    assert mape([1.1, 0.9], [1.0, 1.0]) == pytest.approx(10.0)
+    assert kendall_tau_b([1, 2, 3, 4], [1, 3, 2, 4]) == pytest.approx(2 / 3)
+
+
+def test_published_accuracy_on_skl_validation(shared):
+    exps = load_experiments(shared("SKL", "validation_len06.json"))
+    pmevo = evaluate_model(load_model(shared("SKL", "mapping_pmevo.json")), exps)
+    uops_info = evaluate_model(load_model(shared("SKL", "mapping_uops_info.json")), exps)
+    assert pmevo.n == 2000 and pmevo.skipped == 0
+    assert pmevo.mape == pytest.approx(14.8, abs=0.1)
+    assert uops_info.mape == pytest.approx(10.1, abs=0.1)
+    # the paper's Table: Pearson 0.98 / Kendall 0.72 for PMEvo's mapping
+    assert pmevo.pearson == pytest.approx(0.98, abs=0.01)
+    assert pmevo.kendall == pytest.approx(0.72, abs=0.01)
+
+
+def test_shared_simulation_equals_lp_on_a_sample(shared):
+    model = load_model(shared("SKL", "mapping_pmevo.json"))
+    exps = load_experiments(shared("SKL", "validation_len06.json"))
+    cycles, _ = sim.simulate(model, exps)
+    masks, counts = model.to_arrays()
+    index = model.form_index()
+    for e in range(0, 2000, 40):
+        ex = exps.experiments[e]
+        umask, umass, _ = sim.uop_masses(masks, counts, np.array([index[f] for f, _ in ex.counts]),
+                                         np.array([n for _, n in ex.counts], float))
+        assert cycles[e] == pytest.approx(sim.lp_schedule(umask, umass, len(model.ports))[0], rel=1e-7)
+
+
+def test_evaluate_cli_json_and_skipped(tmp_path, capsys, shared):
+    mapping = json.load(open(shared("SKL", "mapping_uops_info.json")))
+    dropped = sorted(mapping["assignment"])[0]
+    del mapping["assignment"][dropped]
+    path = write(tmp_path, "partial.json", mapping)
+    exps = shared("SKL", "validation_len06.json")
+    assert main(["evaluate", "-m", path, "-e", exps, "--json", "-v"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    n_using = sum(dropped in e["iseq"] for e in json.load(open(exps))["exps"])
+    assert out["skipped"] == n_using > 0 and out["n"] == 2000 - n_using
+    assert set(out) >= {"n", "skipped", "mape", "pearson", "spearman", "kendall"}
+    assert all(dropped in s["reason"] for s in out["skipped_experiments"])
+
+
+def test_simulate_cli_json_shape(tmp_path, capsys):
+    model = write(tmp_path, "m.json", NATIVE)
+    exps = write(tmp_path, "e.json", {"format": "pmpredict-experiments", "version": 1,
+                                      "forms": ["add", "div", "mystery"],
+                                      "experiments": [{"forms": {"add": 2, "div": 1}},
+                                                      {"forms": {"mystery": 1}}]})
+    assert main(["simulate", "--mapping", model, "--experiments", exps, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["predictions"]
+    assert out[0] == {"index": 0, "cycles": 6.0, "bottleneck": ["DIV"]}
+    assert out[1]["cycles"] is None and "mystery" in out[1]["error"]
+
+
+def test_evaluate_plot_writes_png(tmp_path, shared):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "heat.png"
+    assert main(["evaluate", "-m", shared("SKL", "mapping_pmevo.json"),
+                 "-e", shared("SKL", "validation_len06.json"), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_machine_model_rejects_empty_mask():
+    with pytest.raises(ValueError):
+        MachineModel("x", "x86", ("0",), {"a": ((0, 1),)})
