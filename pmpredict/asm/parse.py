@@ -1,0 +1,564 @@
+"""Assembly text -> statements (dataclasses), through the Lark grammars in grammars/.
+
+One Transformer turns the parse of all three grammars (x86 AT&T, x86 Intel,
+AArch64) into the same small set of dataclasses. Operands stay in source order
+and in source spelling (register names lower-cased, no `%`); turning them into
+form keys (Intel operand order, widths, aliases) is normalize.py's job.
+
+A line the grammar rejects raises InputError(path, message, line, column).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from ..errors import InputError
+
+SYNTAXES = ("att", "intel", "aarch64")
+_GRAMMAR_FILE = {"att": "x86_att.lark", "intel": "x86_intel.lark", "aarch64": "aarch64.lark"}
+
+
+# --- operands ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Register:
+    name: str                       # lower case, no `%`: "rax", "ymm0", "x1", "v0.4s", "k1"
+    lane: int | None = None         # AArch64 `v0.d[1]`
+    mask: str | None = None         # AVX-512 `{k1}`
+    zeroing: bool = False           # AVX-512 `{z}`
+
+
+@dataclass(frozen=True)
+class Immediate:
+    value: int | float | None       # None when the value is symbolic
+    text: str
+    symbols: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Shift:
+    """AArch64 shift or extend operand: `lsl 3`, `sxtw`, `uxtw #2`, `msl 8`."""
+    op: str
+    amount: int | None = None
+
+
+@dataclass(frozen=True)
+class Memory:
+    base: str | None = None
+    index: str | None = None
+    scale: int = 1
+    disp: int = 0                   # numeric part of the displacement / offset
+    symbols: tuple[str, ...] = ()   # symbolic part of the displacement (`.LC0`, `foo@GOTPCREL`)
+    segment: str | None = None
+    width: int | None = None        # bits, where the syntax states it (Intel `QWORD PTR`)
+    broadcast: str | None = None    # AVX-512 `{1to8}`
+    mask: str | None = None
+    zeroing: bool = False
+    writeback: str | None = None    # AArch64: "pre" (`[x0, 16]!`) or "post" (`[x0], 16`)
+    index_shift: Shift | None = None  # AArch64 `[x0, x1, lsl 3]`, `[x0, w1, sxtw 2]`
+    has_disp: bool = False          # a displacement was written (even `0`)
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A bare name: branch target, absolute address, condition code, system register."""
+    name: str
+
+
+@dataclass(frozen=True)
+class RegisterList:
+    regs: tuple[str, ...]
+    lane: int | None = None
+
+
+@dataclass(frozen=True)
+class Rounding:
+    """AVX-512 static rounding / SAE operand `{rn-sae}`."""
+    mode: str
+
+
+@dataclass(frozen=True)
+class Indirect:
+    """AT&T `*%rax`, `*(%rax)`, `*.L4(,%rax,8)`: an indirect branch target."""
+    target: object
+
+
+# --- statements -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Label:
+    line: int
+    column: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Directive:
+    line: int
+    column: int
+    name: str                       # ".byte", lower case
+    args: str                       # raw argument text
+
+
+@dataclass(frozen=True)
+class Comment:
+    line: int
+    column: int
+    text: str                       # without the comment characters, stripped
+
+
+@dataclass(frozen=True)
+class Instruction:
+    line: int
+    column: int
+    mnemonic: str                   # lower case, as written (AT&T suffix kept)
+    operands: tuple
+    prefixes: tuple[str, ...] = ()
+    text: str = field(default="", compare=False)   # the source text of the statement
+
+
+@dataclass
+class Program:
+    path: str
+    syntax: str                     # "att", "intel", "aarch64"
+    statements: list
+    lines: list[str]
+
+    @property
+    def isa(self) -> str:
+        return "aarch64" if self.syntax == "aarch64" else "x86"
+
+    @property
+    def instructions(self) -> list[Instruction]:
+        return [s for s in self.statements if isinstance(s, Instruction)]
+
+
+# --- transformer --------------------------------------------------------------------
+
+class _Expr:
+    """value + symbols of an assembler expression (numbers summed, symbols listed)."""
+    __slots__ = ("value", "symbols", "is_float")
+
+    def __init__(self, value=0, symbols=(), is_float=False):
+        self.value = value
+        self.symbols = symbols
+        self.is_float = is_float
+
+    def text(self) -> str:
+        parts = list(self.symbols)
+        if self.value or not parts:
+            parts.append(str(self.value))
+        return "+".join(parts)
+
+
+class _Sign(str):
+    pass
+
+
+class _Segment(str):
+    pass
+
+
+class _Size(int):
+    pass
+
+
+class _Decor(tuple):
+    """("mask", "k1") / ("zeroing", True) / ("broadcast", "1to8")."""
+
+
+class _Offset(str):
+    pass
+
+
+class _BaseIndex(tuple):
+    pass
+
+
+class _Address(tuple):
+    """Intel `[...]` contents: (base, index, scale, _Expr)."""
+
+
+_SIZES = {"byte": 8, "word": 16, "dword": 32, "qword": 64, "tbyte": 80, "oword": 128,
+          "xmmword": 128, "ymmword": 256, "zmmword": 512, "fword": 48, "mmword": 64}
+
+
+def parse_int(text: str) -> int:
+    """GNU as integer literal: 0x.., 0b.., leading 0 = octal, else decimal."""
+    t = text.lower()
+    if t.startswith("0x"):
+        return int(t, 16)
+    if t.startswith("0b"):
+        return int(t[2:], 2)
+    if len(t) > 1 and t.startswith("0") and t.isdigit() and all(c in "01234567" for c in t):
+        return int(t, 8)
+    return int(t, 10)
+
+
+def _reg(tok) -> str:
+    name = str(tok).lower()
+    return name[1:] if name.startswith("%") else name
+
+
+class AsmTransformer(Transformer):
+    """Parse tree -> dataclasses; shared by the three grammars (rule names agree)."""
+
+    # statements
+    def label(self, c):
+        tok = c[0]
+        return Label(tok.line, tok.column, str(tok)[:-1])
+
+    def directive(self, c):
+        tok = c[0]
+        args = str(c[1]).strip() if len(c) > 1 else ""
+        return Directive(tok.line, tok.column, str(tok).lower(), args)
+
+    def comment(self, c):
+        tok = c[0]
+        text = str(tok).strip()
+        for lead in ("//", "#", "/*"):
+            if text.startswith(lead):
+                text = text[len(lead):]
+                break
+        if text.endswith("*/"):
+            text = text[:-2]
+        return Comment(tok.line, tok.column, text.strip())
+
+    def prefix(self, c):
+        return c[0]
+
+    def instruction(self, c):
+        prefixes = []
+        i = 0
+        while i < len(c) and isinstance(c[i], Token) and c[i].type in ("PREFIX", "PSEUDO_PREFIX"):
+            prefixes.append(str(c[i]).lower())
+            i += 1
+        first = c[0]
+        if i == len(c):            # prefixes only (`rep` alone, `lock;`)
+            return Instruction(first.line, first.column, prefixes[-1], (), tuple(prefixes[:-1]))
+        mnemonic = c[i]
+        return Instruction(first.line, first.column, str(mnemonic).lower(), tuple(c[i + 1:]),
+                           tuple(prefixes))
+
+    # expressions
+    def number(self, c):
+        return _Expr(parse_int(str(c[0])))
+
+    def fnumber(self, c):
+        return _Expr(float(str(c[0])), is_float=True)
+
+    def symbol(self, c):
+        return _Expr(0, (str(c[0]),))
+
+    def neg(self, c):
+        e = c[0]
+        return _Expr(-e.value, tuple("-" + s for s in e.symbols), e.is_float)
+
+    def plus(self, c):
+        return _Sign("+")
+
+    def minus(self, c):
+        return _Sign("-")
+
+    def expr(self, c):
+        value, symbols, is_float, sign = 0, [], False, 1
+        for item in c:
+            if isinstance(item, _Sign):
+                sign = -1 if item == "-" else 1
+                continue
+            value += sign * item.value
+            symbols.extend(item.symbols if sign > 0 else ("-" + s for s in item.symbols))
+            is_float = is_float or item.is_float
+            sign = 1
+        return _Expr(value, tuple(symbols), is_float)
+
+    # decorations (AVX-512)
+    def mask(self, c):
+        return _Decor(("mask", _reg(c[0])))
+
+    def zeroing(self, c):
+        return _Decor(("zeroing", True))
+
+    def broadcast(self, c):
+        return _Decor(("broadcast", str(c[0]).lower()))
+
+    def rounding(self, c):
+        return Rounding(str(c[0]).lower())
+
+    @staticmethod
+    def _decorations(items) -> dict:
+        out = {}
+        for d in items:
+            if isinstance(d, _Decor):
+                out[d[0]] = d[1]
+        return out
+
+    # operands
+    def register(self, c):
+        lane = None
+        if len(c) > 1 and isinstance(c[1], int) and not isinstance(c[1], _Decor):
+            lane = c[1]
+        d = self._decorations(c[1:])
+        return Register(_reg(c[0]), lane, d.get("mask"), bool(d.get("zeroing")))
+
+    def lane(self, c):
+        return parse_int(str(c[0]))
+
+    def immediate(self, c):
+        hashed = False
+        if c and isinstance(c[0], Token) and c[0].type == "HASH":
+            hashed = True
+            c = c[1:]
+        if len(c) == 2 and isinstance(c[0], _Offset):      # Intel OFFSET FLAT:sym
+            e = c[1]
+            return Immediate(None, e.text(), e.symbols)
+        e = c[0]
+        if isinstance(e, Immediate):                         # AArch64 relocation
+            return e
+        if e.symbols:
+            if not hashed and len(e.symbols) == 1 and not e.value and not e.symbols[0].startswith("-"):
+                return Symbol(e.symbols[0])                  # Intel / AArch64 bare name
+            return Immediate(None, e.text(), e.symbols)
+        return Immediate(e.value, e.text())
+
+    def att_immediate(self, c):
+        e = c[0]
+        return Immediate(None if e.symbols else e.value, e.text(), e.symbols)
+
+    def offset(self, c):
+        return _Offset(str(c[0]))
+
+    def reloc(self, c):
+        return Immediate(None, f":{c[0]}:{c[1]}", (str(c[1]),))
+
+    def literal(self, c):
+        e = c[0]
+        return Immediate(e.value if not e.symbols else None, "=" + e.text(), e.symbols)
+
+    def direct(self, c):
+        e = c[0]
+        if len(e.symbols) == 1 and not e.value and not e.symbols[0].startswith("-"):
+            return Symbol(e.symbols[0])
+        return Memory(disp=e.value, symbols=e.symbols, has_disp=True)
+
+    def indirect(self, c):
+        return Indirect(c[0])
+
+    def segment(self, c):
+        return _Segment(_reg(c[0]))
+
+    def size(self, c):
+        return _Size(_SIZES[str(c[0]).split()[0].lower()])
+
+    def base_index(self, c):
+        # AT&T `(base, index, scale)`: commas are dropped, so rebuild from the raw tokens
+        base = index = None
+        scale = 1
+        regs = [t for t in c if t.type == "REG"]
+        nums = [t for t in c if t.type == "NUMBER"]
+        if regs and c[0].type == "REG":
+            base = _reg(regs[0])
+            regs = regs[1:]
+        if regs:
+            index = _reg(regs[0])
+        if nums:
+            scale = parse_int(str(nums[0]))
+        return _BaseIndex((base, index, scale))
+
+    def memory(self, c):
+        seg, size, disp = None, None, _Expr()
+        base = index = None
+        scale, has_disp = 1, False
+        for item in c:
+            if isinstance(item, _Segment):
+                seg = str(item)
+            elif isinstance(item, _Size):
+                size = int(item)
+            elif isinstance(item, _Expr):
+                disp, has_disp = item, True
+            elif isinstance(item, _BaseIndex):
+                base, index, scale = item
+            elif isinstance(item, _Address):
+                base, index, scale, inner = item
+                if inner is not None:
+                    disp = _Expr(disp.value + inner.value, disp.symbols + inner.symbols)
+                    has_disp = True
+            elif isinstance(item, Memory):           # (not produced by the grammars)
+                return item
+        d = self._decorations(c)
+        return Memory(base=base, index=index, scale=scale, disp=disp.value, symbols=disp.symbols,
+                      segment=seg, width=size, broadcast=d.get("broadcast"), mask=d.get("mask"),
+                      zeroing=bool(d.get("zeroing")), has_disp=has_disp)
+
+    # Intel `[...]`
+    def areg(self, c):
+        return ("reg", _reg(c[0]))
+
+    def scaled(self, c):
+        reg = next(t for t in c if t.type == "REG")
+        num = next(t for t in c if t.type == "NUMBER")
+        return ("scaled", _reg(reg), parse_int(str(num)))
+
+    def address(self, c):
+        base = index = None
+        scale = 1
+        value, symbols, sign = 0, [], 1
+        seen = False
+        for item in c:
+            if isinstance(item, _Sign):
+                sign = -1 if item == "-" else 1
+                continue
+            if isinstance(item, tuple) and item and item[0] == "reg":
+                if base is None:
+                    base = item[1]
+                else:
+                    index = item[1]
+            elif isinstance(item, tuple) and item and item[0] == "scaled":
+                if index is not None and base is None:
+                    base = index
+                index, scale = item[1], item[2]
+            else:
+                value += sign * item.value
+                symbols.extend(item.symbols if sign > 0 else ("-" + s for s in item.symbols))
+                seen = True
+            sign = 1
+        return _Address((base, index, scale, _Expr(value, tuple(symbols)) if seen else None))
+
+    # AArch64
+    def shift(self, c):
+        amount = None
+        for t in c[1:]:
+            if t.type == "NUMBER":
+                amount = parse_int(str(t))
+        return Shift(str(c[0]).lower(), amount)
+
+    def reglist(self, c):
+        regs = tuple(_reg(t) for t in c if isinstance(t, Token) and t.type == "REG")
+        lane = next((x for x in c if isinstance(x, int) and not isinstance(x, Token)), None)
+        return RegisterList(regs, lane)
+
+    def amemory(self, c):
+        base = _reg(c[0])
+        index = None
+        disp, symbols, has_disp = 0, (), False
+        shift = None
+        writeback = None
+        for item in c[1:]:
+            if isinstance(item, Token) and item.type == "WRITEBACK":
+                writeback = "pre"
+            elif isinstance(item, tuple) and item and item[0] == "aoffset":
+                kind, payload = item[1], item[2]
+                if kind == "imm":
+                    disp = payload.value if payload.value is not None else 0
+                    symbols = payload.symbols
+                    has_disp = True
+                else:
+                    index, shift = payload
+        return Memory(base=base, index=index, disp=disp if isinstance(disp, int) else 0,
+                      symbols=symbols, writeback=writeback, index_shift=shift, has_disp=has_disp)
+
+
+def _aoffset(self, c):
+    items = [x for x in c if not (isinstance(x, Token) and x.type == "HASH")]
+    first = items[0]
+    if isinstance(first, Token) and first.type == "REG":
+        shift = items[1] if len(items) > 1 else None
+        return ("aoffset", "reg", (_reg(first), shift))
+    if isinstance(first, Immediate):
+        return ("aoffset", "imm", first)
+    return ("aoffset", "imm", Immediate(first.value if not first.symbols else None, first.text(),
+                                        first.symbols))
+
+
+# `offset` is both an Intel rule (OFFSET keyword) and an AArch64 rule (memory offset):
+# the AArch64 grammar is built with its own transformer subclass.
+class _AArch64Transformer(AsmTransformer):
+    offset = _aoffset
+
+
+# --- the parser ------------------------------------------------------------------------
+
+def _grammar_text(syntax: str) -> str:
+    name = _GRAMMAR_FILE[syntax]
+    try:
+        return resources.files("pmpredict.grammars").joinpath(name).read_text()
+    except (ModuleNotFoundError, FileNotFoundError):       # running from a source tree
+        here = os.path.join(os.path.dirname(__file__), "..", "..", "grammars", name)
+        with open(here) as fh:
+            return fh.read()
+
+
+@lru_cache(maxsize=None)
+def get_parser(syntax: str) -> Lark:
+    transformer = _AArch64Transformer() if syntax == "aarch64" else AsmTransformer()
+    return Lark(_grammar_text(syntax), parser="lalr", lexer="contextual", transformer=transformer,
+                maybe_placeholders=False, cache=False)
+
+
+def _describe(exc: UnexpectedInput, lines: list[str]) -> str:
+    if isinstance(exc, UnexpectedCharacters):
+        what = f"unexpected character {exc.char!r}"
+    elif isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        text = str(tok) if tok.type != "DIRARGS" else (str(tok).split() or [""])[0]
+        what = "unexpected end of line" if tok.type in ("_NL", "$END") else f"unexpected {text[:30]!r}"
+    else:
+        what = "unexpected end of input"
+    line = getattr(exc, "line", None)
+    if isinstance(line, int) and 1 <= line <= len(lines):
+        what += f" in: {lines[line - 1].strip()[:80]}"
+    return what
+
+
+def parse(text: str, syntax: str, path: str = "<input>") -> Program:
+    """Parse a whole assembly file. Raises InputError on a line the grammar rejects."""
+    if syntax not in SYNTAXES:
+        raise ValueError(f"unknown syntax {syntax!r}")
+    if not text.endswith("\n"):
+        text += "\n"
+    lines = text.splitlines()
+    try:
+        statements = get_parser(syntax).parse(text).children
+    except UnexpectedInput as exc:
+        line = exc.line if isinstance(getattr(exc, "line", None), int) and exc.line > 0 else None
+        column = exc.column if line and isinstance(getattr(exc, "column", None), int) else None
+        raise InputError(path, f"cannot parse {syntax} assembly: {_describe(exc, lines)}",
+                         line, column) from None
+    except (ValueError, RecursionError) as exc:          # e.g. a malformed number literal
+        raise InputError(path, f"cannot parse {syntax} assembly: {exc}") from None
+    return Program(path, syntax, _with_text(statements, lines), lines)
+
+
+def _with_text(statements: list, lines: list[str]) -> list:
+    """Fill Instruction.text: the statement's own slice of its source line."""
+    out = []
+    n = len(statements)
+    for i, st in enumerate(statements):
+        if isinstance(st, Instruction):
+            src = lines[st.line - 1] if st.line - 1 < len(lines) else ""
+            end = len(src)
+            if i + 1 < n and statements[i + 1].line == st.line:
+                end = statements[i + 1].column - 1
+            piece = src[st.column - 1:end].strip().rstrip(";").strip()
+            st = Instruction(st.line, st.column, st.mnemonic, st.operands, st.prefixes,
+                             " ".join(piece.split()))
+        out.append(st)
+    return out
+
+
+def parse_file(path: str, syntax: str | None = None, isa: str | None = None) -> Program:
+    """Read and parse a file; the syntax is detected unless given."""
+    from .detect import detect_syntax
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    syntax = detect_syntax(text, syntax=syntax, isa=isa, path=path)
+    return parse(text, syntax, path)
