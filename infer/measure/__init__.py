@@ -1,0 +1,18 @@
+"""Measurement on the host by timing alone (no performance counters).
+
+Public API:
+- measure_experiment_set(experiments, *, cache_dir, progress=None) -> ExperimentSet
+- default_forms() -> list[str]
+- measure_block(asm_text, syntax="att") -> dict
+"""
+
+from .host_forms import default_forms, load_form_list
+from .measure_set import MeasureOptions, measure_experiment_set
+
+__all__ = ["default_forms", "load_form_list", "measure_experiment_set", "MeasureOptions",
+           "measure_block"]
+
+
+def measure_block(asm_text: str, syntax: str = "att", **kwargs) -> dict:
+    from .block import measure_block as _measure_block
+    return _measure_block(asm_text, syntax, **kwargs)

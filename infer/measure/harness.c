@@ -1,0 +1,247 @@
+/* pmpredict measurement harness (template; codegen.py appends the kernels before it).
+ *
+ * Times loops of x86-64 instructions with clock_gettime(CLOCK_MONOTONIC) and converts
+ * nanoseconds to core cycles with a calibration loop of dependent register-register adds
+ * (`add %rbx, %rax`: one cycle each on every x86 core; add-immediate chains are folded at
+ * rename on Golden Cove and later, so they must not be used).
+ *
+ * Steady state: for a kernel running n iterations, t(2n) - t(n) removes call overhead and
+ * warm-up. Each sample pairs a calibration measurement with a kernel measurement taken right
+ * after it, so a frequency change between samples cancels; the median of the samples is
+ * reported, plus the minimum-based estimate (robust against preemption on a busy machine).
+ *
+ * A SIGILL / SIGSEGV / SIGBUS / SIGFPE or a hang (SIGALRM) inside a kernel is caught, the
+ * kernel is reported as failed and the run goes on. In block mode (pmpredict measure FILE.s)
+ * SIGSEGV on an unmapped address maps a zeroed page there and retries, as BHive does.
+ *
+ * Protocol on stdout, one flushed line per event:
+ *   C <ghz>                                   calibration at start
+ *   B <kernel>                                kernel about to run
+ *   R <kernel> <median> <min_based> <lo> <hi> <n> cycles per loop iteration
+ *   F <kernel> <signal name>                  kernel failed
+ * Arguments: target_ns samples cpu(-1: stay) alarm_s [kernel indices...] (none: all)
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CAL_ADDS 100
+
+__asm__(
+    ".text\n"
+    ".p2align 6\n"
+    ".globl pm_calibrate\n"
+    ".type pm_calibrate, @function\n"
+    "pm_calibrate:\n"
+    "  push %rbx\n"
+    "  mov $1, %eax\n"
+    "  mov $1, %ebx\n"
+    "  .p2align 6\n"
+    "1:\n"
+    "  .rept 100\n"
+    "  add %rbx, %rax\n"
+    "  .endr\n"
+    "  dec %rsi\n"
+    "  jnz 1b\n"
+    "  pop %rbx\n"
+    "  ret\n"
+    ".size pm_calibrate, .-pm_calibrate\n");
+void pm_calibrate(char *base, long iters);
+
+static sigjmp_buf jump_back;
+static volatile sig_atomic_t armed = 0;
+static volatile sig_atomic_t map_on_fault = 0;
+static volatile sig_atomic_t mapped_pages = 0;
+
+static void on_signal(int sig, siginfo_t *info, void *ctx) {
+    (void)ctx;
+    if (sig == SIGSEGV && map_on_fault && info->si_code == SEGV_MAPERR && mapped_pages < 4096) {
+        uintptr_t addr = (uintptr_t)info->si_addr & ~(uintptr_t)4095;
+        if (addr >= 65536 && addr < ((uintptr_t)1 << 46)) {
+            void *p = mmap((void *)addr, 4096, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+            if (p == (void *)addr) {
+                mapped_pages++;
+                return;   /* the faulting instruction runs again */
+            }
+        }
+    }
+    if (armed) {
+        armed = 0;
+        siglongjmp(jump_back, sig);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static double timed(kernel_fn fn, char *base, long n) {
+    double t0 = now_ns();
+    fn(base, n);
+    return now_ns() - t0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* iterations so that one run of fn takes about target_ns */
+static long iterations_for(kernel_fn fn, char *base, double target_ns) {
+    long n = 1;
+    fn(base, 1);
+    for (;;) {
+        double t = timed(fn, base, n);
+        if (t > target_ns / 8 || n > (1L << 40)) {
+            double scaled = (double)n * target_ns / (t > 1 ? t : 1);
+            return scaled < 1 ? 1 : (long)scaled;
+        }
+        n *= 2;
+    }
+}
+
+static long cal_iters;
+
+/* ns per cycle from `samples` calibration pairs */
+static double calibrate(char *base, int samples, double target_ns) {
+    double v[64];
+    if (samples > 64) samples = 64;
+    cal_iters = iterations_for(pm_calibrate, base, target_ns);
+    for (int s = 0; s < samples; s++) {
+        double a = timed(pm_calibrate, base, cal_iters);
+        double b = timed(pm_calibrate, base, 2 * cal_iters);
+        v[s] = (b - a) / ((double)cal_iters * CAL_ADDS);
+    }
+    return median(v, samples);
+}
+
+static void measure(const struct pm_kernel *k, char *base, double target_ns, int samples,
+                    double ns_per_cycle) {
+    double cyc[64], cal_a[64], cal_b[64], run_a[64], run_b[64];
+    if (samples > 64) samples = 64;
+    long n = iterations_for(k->fn, base, target_ns);
+    for (int s = 0; s < samples; s++) {
+        cal_a[s] = timed(pm_calibrate, base, cal_iters);
+        cal_b[s] = timed(pm_calibrate, base, 2 * cal_iters);
+        run_a[s] = timed(k->fn, base, n);
+        run_b[s] = timed(k->fn, base, 2 * n);
+        double cal = (cal_b[s] - cal_a[s]) / ((double)cal_iters * CAL_ADDS);
+        if (!(cal > 0)) cal = ns_per_cycle;
+        cyc[s] = (run_b[s] - run_a[s]) / (double)n / cal;
+    }
+    double lo = 1e300, hi = -1e300;
+    for (int s = 0; s < samples; s++) {
+        if (cyc[s] < lo) lo = cyc[s];
+        if (cyc[s] > hi) hi = cyc[s];
+    }
+    double med = median(cyc, samples);
+    /* minimum-based: preemption only ever adds time, so the fastest run of each
+       kind is the least disturbed one */
+    double ca = 1e300, cb = 1e300, ra = 1e300, rb = 1e300;
+    for (int s = 0; s < samples; s++) {
+        if (cal_a[s] < ca) ca = cal_a[s];
+        if (cal_b[s] < cb) cb = cal_b[s];
+        if (run_a[s] < ra) ra = run_a[s];
+        if (run_b[s] < rb) rb = run_b[s];
+    }
+    double cal_min = (cb - ca) / ((double)cal_iters * CAL_ADDS);
+    if (!(cal_min > 0)) cal_min = ns_per_cycle;
+    double minb = (rb - ra) / (double)n / cal_min;
+    printf("R %d %.6f %.6f %.6f %.6f %ld\n", k->index, med, minb, lo, hi, n);
+    fflush(stdout);
+}
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGILL: return "SIGILL";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGALRM: return "timeout";
+    default: return "signal";
+    }
+}
+
+int main(int argc, char **argv) {
+    double target_ns = argc > 1 ? atof(argv[1]) : 1e6;
+    int samples = argc > 2 ? atoi(argv[2]) : 7;
+    int cpu = argc > 3 ? atoi(argv[3]) : -1;
+    int alarm_s = argc > 4 ? atoi(argv[4]) : 10;
+    if (samples < 1) samples = 1;
+
+    if (cpu < 0) cpu = sched_getcpu();
+    if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        sched_setaffinity(0, sizeof set, &set);   /* best effort: measuring still works unpinned */
+    }
+
+    static char altstack[1 << 16];
+    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    int sigs[] = {SIGILL, SIGSEGV, SIGBUS, SIGFPE, SIGALRM};
+    for (unsigned i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaction(sigs[i], &sa, NULL);
+
+    /* scratch memory: 1.0f in every 32-bit lane (a normal number for float and double
+       views, so no floating-point assists); the kernel gets the middle of it */
+    size_t bytes = PM_SCRATCH_BYTES * 2 + 2 * 4096;
+    char *mem = aligned_alloc(4096, bytes);
+    if (!mem) return 3;
+    for (size_t i = 0; i < bytes / 4; i++) ((float *)mem)[i] = 1.0f;
+    char *base = mem + 4096;
+
+    double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples, target_ns);
+    printf("C %.6f\n", 1.0 / ns_per_cycle);
+    fflush(stdout);
+
+    int first = 5, count = argc - first;
+    int total = count > 0 ? count : PM_NKERNELS;
+    for (int j = 0; j < total; j++) {
+        int i = count > 0 ? atoi(argv[first + j]) : j;
+        if (i < 0 || i >= PM_NKERNELS) continue;
+        const struct pm_kernel *k = &PM_KERNELS[i];
+        printf("B %d\n", k->index);
+        fflush(stdout);
+        map_on_fault = k->block;
+        int sig = sigsetjmp(jump_back, 1);
+        if (sig == 0) {
+            armed = 1;
+            alarm(alarm_s);
+            measure(k, base, target_ns, samples, ns_per_cycle);
+            alarm(0);
+            armed = 0;
+        } else {
+            alarm(0);
+            printf("F %d %s\n", k->index, signal_name(sig));
+            fflush(stdout);
+        }
+        map_on_fault = 0;
+    }
+    return 0;
+}

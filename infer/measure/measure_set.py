@@ -1,0 +1,166 @@
+"""Measure an experiment set on this host: instantiate, generate, run, combine, cache.
+
+The reported cycles of an experiment are for one instance of its multiset in steady
+state: every unroll variant (window of about 32 / 50 / 80 instructions) is timed, its
+cycles per loop iteration divided by the number of copies of the multiset in the
+window, and the minimum over the variants is kept (noise on a busy machine only ever
+adds time; a variant can only be slowed by an artefact, never sped up).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, replace
+
+from ...data.experiments import Experiment, ExperimentSet
+from ...forms import parse_form
+from .cache import ResultCache, experiment_key
+from .calibrate import cpu_identity
+from .codegen import experiment_kernel
+from .instantiate import DEFAULT_LENGTHS, instantiate, windows
+from .runner import RunOptions, Timing, check_assembles, run_kernels
+
+BATCH = 40            # experiments per harness binary (amortises the compiler)
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    run: RunOptions = RunOptions()
+    lengths: tuple[int, ...] = DEFAULT_LENGTHS
+    batch: int = BATCH
+
+    def cache_params(self) -> dict:
+        return {"target_ns": self.run.target_ns, "samples": self.run.samples,
+                "lengths": list(self.lengths)}
+
+
+def stderr_progress(done: int, total: int, message: str = "") -> None:
+    """The default progress display: one rewritten line on stderr."""
+    end = "\n" if done >= total else ""
+    sys.stderr.write(f"\rmeasure: {done}/{total} {message}"[:100].ljust(60) + end)
+    sys.stderr.flush()
+
+
+def kernel_cycles(t: Timing) -> float | None:
+    """Cycles per loop iteration from one kernel's timing (min-based unless it is unusable)."""
+    if t.error:
+        return None
+    for value in (t.min_based, t.median):
+        if value is not None and math.isfinite(value) and value > 0:
+            return value
+    return None
+
+
+def combine(variants: list[tuple[int, Timing]]) -> tuple[float | None, str | None]:
+    """(cycles per multiset instance, error) from the unroll variants (copies, timing)."""
+    errors = [t.error for _, t in variants if t.error]
+    if any(e.startswith("SIGILL") or e.startswith("does not assemble") for e in errors):
+        return None, next(e for e in errors if e.startswith(("SIGILL", "does not assemble")))
+    per_instance = [c / copies for copies, t in variants
+                    if (c := kernel_cycles(t)) is not None]
+    if not per_instance:
+        return None, errors[0] if errors else "no usable timing"
+    return min(per_instance), None
+
+
+def _form_errors(forms) -> dict[str, str]:
+    """Forms the assembler rejects (or that cannot be instantiated), with the reason."""
+    bad, lines, owners = {}, [], []
+    for f in forms:
+        try:
+            parse_form(f, "x86")
+            w = instantiate([(f, 1)], 1)
+        except ValueError as exc:
+            bad[f] = f"cannot instantiate: {exc}"
+            continue
+        lines.append(w.lines[0])
+        owners.append(f)
+    for f, err in zip(owners, check_assembles(lines)):
+        if err:
+            bad[f] = f"does not assemble: {err}"
+    return bad
+
+
+def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
+                           progress=None, options: MeasureOptions = MeasureOptions()
+                           ) -> ExperimentSet:
+    """The set with `cycles` filled in by timing on this host.
+
+    A failed experiment keeps cycles=None and other["error"] says why (SIGILL:
+    unsupported instruction, does not assemble, crash, timeout). Results are cached
+    in `cache_dir` (None: no cache) under a content hash, so a rerun after an
+    interruption only measures what is missing. `progress(done, total, message)` is
+    called after each experiment (True: a line on stderr).
+    """
+    if experiments.isa not in ("x86", "", None):
+        raise ValueError(f"only x86-64 experiments can be measured here, not {experiments.isa}")
+    if progress is True:
+        progress = stderr_progress
+    cpu = cpu_identity()
+    params = options.cache_params()
+    cache = ResultCache(cache_dir, cpu)
+    keys = [experiment_key(e.counts, cpu, params) for e in experiments.experiments]
+    results: dict[str, tuple[float | None, str | None]] = {}
+    for k in keys:
+        hit = cache.get(k)
+        if hit is not None:
+            results[k] = (hit.get("cycles"), hit.get("error"))
+    pending: dict[str, Experiment] = {}
+    for k, e in zip(keys, experiments.experiments):
+        if k not in results and k not in pending:
+            pending[k] = e
+    total = len(set(keys))
+    done = total - len(pending)
+    started = time.monotonic()
+    if progress:
+        progress(done, total, f"({done} from cache)" if done else "")
+
+    bad_forms = _form_errors({f for e in pending.values() for f in e.forms()})
+    for k, e in list(pending.items()):
+        wrong = [f for f in e.forms() if f in bad_forms]
+        if wrong:
+            results[k] = (None, bad_forms[wrong[0]])
+            cache.put(k, None, bad_forms[wrong[0]])
+            del pending[k]
+            done += 1
+    order = list(pending)
+    for start in range(0, len(order), options.batch):
+        chunk = order[start:start + options.batch]
+        kernels, owner = [], []
+        for j, k in enumerate(chunk):
+            for w in windows(pending[k].counts, options.lengths):
+                kernels.append(experiment_kernel(f"pm_e{j}_c{w.copies}", w))
+                owner.append((k, w.copies))
+        collected: dict[str, list] = {k: [] for k in chunk}
+        expected = {k: sum(1 for o, _ in owner if o == k) for k in chunk}
+
+        def on_result(i: int, timing: Timing) -> None:
+            nonlocal done
+            k, copies = owner[i]
+            collected[k].append((copies, timing))
+            if len(collected[k]) == expected[k]:
+                cycles, error = combine(collected[k])
+                if cycles is not None:
+                    cycles = round(cycles, 5)
+                results[k] = (cycles, error)
+                # transient failures (timeouts, crashes) are measured again next time
+                if cycles is not None or (error or "").startswith(("SIGILL", "does not")):
+                    cache.put(k, cycles, error)
+                done += 1
+                if progress:
+                    rate = (time.monotonic() - started) / max(1, done - (total - len(order)))
+                    eta = rate * (total - done)
+                    progress(done, total, f"eta {eta:.0f}s")
+
+        run_kernels(kernels, options.run, on_result)
+
+    out = []
+    for k, e in zip(keys, experiments.experiments):
+        cycles, error = results.get(k, (None, "not measured"))
+        other = {key: v for key, v in e.other.items() if key != "error"}
+        if error:
+            other["error"] = error
+        out.append(replace(e, cycles=cycles, other=other))
+    return ExperimentSet(experiments.forms, tuple(out), "x86", experiments.source)

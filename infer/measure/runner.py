@@ -1,0 +1,217 @@
+"""Compile a harness with the system C compiler and run it, surviving whatever the kernels do.
+
+A kernel that dies (SIGILL for an instruction this CPU lacks, SIGSEGV, ...) or hangs is
+normally caught inside the harness, which reports it and goes on. If the whole process dies
+or stops answering anyway, the kernel it was running is marked failed and the remaining
+kernels run in a fresh process. If the C file does not compile (a form the assembler
+rejects), the kernel list is bisected to find the culprits.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+
+from .codegen import Kernel, harness_source
+
+CC_FLAGS = ["-O1", "-w"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Cycles per loop iteration of one kernel (or why there is none)."""
+    median: float | None = None      # median over samples, each paired with a calibration
+    min_based: float | None = None   # from the fastest runs (robust against preemption)
+    lo: float | None = None
+    hi: float | None = None
+    iterations: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    target_ns: float = 1e6        # duration of one timed run
+    samples: int = 7              # samples per kernel (median)
+    cpu: int = -1                 # core to pin to (-1: the one the harness starts on)
+    alarm_s: int = 10             # in-harness per-kernel time limit
+    timeout_s: float = 60.0       # silence after which the process is killed
+
+
+def compiler() -> str:
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cc and shutil.which(cc):
+            return cc
+    raise RuntimeError("no C compiler found (set CC or install gcc)")
+
+
+def compile_harness(kernels: list[Kernel], workdir: str) -> tuple[str | None, str]:
+    """Build the harness binary; (path or None, compiler messages)."""
+    src = os.path.join(workdir, "harness.c")
+    exe = os.path.join(workdir, "harness")
+    with open(src, "w") as fh:
+        fh.write(harness_source(kernels))
+    proc = subprocess.run([compiler(), *CC_FLAGS, "-o", exe, src], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, proc.stderr
+    return exe, ""
+
+
+def first_error(messages: str) -> str:
+    for line in messages.splitlines():
+        if "Error:" in line or "error:" in line:
+            return line.split("Error:", 1)[-1].split("error:", 1)[-1].strip()
+    return messages.strip().splitlines()[-1] if messages.strip() else "compilation failed"
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, on_result) -> list[int]:
+    """Run the harness on `indices`; fill results; return the indices still to run."""
+    args = [exe, repr(opts.target_ns), str(opts.samples), str(opts.cpu), str(opts.alarm_s)]
+    args += [str(i) for i in indices]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            bufsize=1)
+    current = None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        deadline = time.monotonic() + opts.timeout_s
+        while True:
+            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                proc.kill()
+                proc.wait()
+                if current is not None:
+                    results[current] = Timing(error="timeout")
+                    on_result(current)
+                break
+            line = proc.stdout.readline()
+            if not line:
+                proc.wait()
+                if current is not None:
+                    results[current] = Timing(error=f"crash: {_signal_name(proc.returncode)}")
+                    on_result(current)
+                break
+            deadline = time.monotonic() + opts.timeout_s
+            parts = line.split()
+            if not parts:
+                continue
+            tag = parts[0]
+            if tag == "B":
+                current = int(parts[1])
+            elif tag == "R":
+                i = int(parts[1])
+                med, minb, lo, hi = (float(x) for x in parts[2:6])
+                results[i] = Timing(med, minb, lo, hi, int(parts[6]))
+                current = None
+                on_result(i)
+            elif tag == "F":
+                i = int(parts[1])
+                reason = parts[2]
+                results[i] = Timing(error="SIGILL: instruction not supported by this CPU"
+                                    if reason == "SIGILL" else
+                                    "timeout" if reason == "timeout" else f"crash: {reason}")
+                current = None
+                on_result(i)
+    finally:
+        sel.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    return [i for i in indices if i not in results]
+
+
+def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_result=None) -> list[Timing]:
+    """Time every kernel; the result list is parallel to `kernels`.
+
+    `on_result(i, timing)` is called as soon as kernel i is done (to save progress).
+    """
+    results: dict[int, Timing] = {}
+    workdir = tempfile.mkdtemp(prefix="pmpredict-measure-")
+    try:
+        _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return [results[i] for i in range(len(kernels))]
+
+
+def _run_group(indices, kernels, opts, results, on_result, workdir) -> None:
+    sub = [kernels[i] for i in indices]
+    exe, messages = compile_harness(sub, workdir)
+    if exe is None:
+        if len(indices) == 1:
+            results[indices[0]] = Timing(error="does not assemble: " + first_error(messages))
+            if on_result:
+                on_result(indices[0], results[indices[0]])
+            return
+        half = len(indices) // 2
+        _run_group(indices[:half], kernels, opts, results, on_result, workdir)
+        _run_group(indices[half:], kernels, opts, results, on_result, workdir)
+        return
+    local: dict[int, Timing] = {}
+
+    def done(j):
+        results[indices[j]] = local[j]
+        if on_result:
+            on_result(indices[j], local[j])
+
+    todo = list(range(len(sub)))
+    while todo:
+        left = _run_binary(exe, todo, opts, local, done)
+        if len(left) == len(todo):          # died before running anything: give up on these
+            for j in left:
+                local[j] = Timing(error="the harness did not start (calibration failed)")
+                done(j)
+            left = []
+        todo = left
+
+
+def check_assembles(lines: list[str], syntax: str = "intel") -> list[str | None]:
+    """Assemble each instruction line once; the assembler's complaint per line (None: fine)."""
+    if not lines:
+        return []
+    workdir = tempfile.mkdtemp(prefix="pmpredict-as-")
+    try:
+        src = os.path.join(workdir, "check.s")
+        header = [".intel_syntax noprefix" if syntax == "intel" else ".att_syntax", ".text"]
+        with open(src, "w") as fh:
+            fh.write("\n".join(header + lines) + "\n")
+        proc = subprocess.run([compiler(), "-c", "-x", "assembler", "-o",
+                               os.path.join(workdir, "check.o"), src],
+                              capture_output=True, text=True)
+        errors: list[str | None] = [None] * len(lines)
+        if proc.returncode == 0:
+            return errors
+        located = False
+        for msg in proc.stderr.splitlines():
+            # "check.s:12: Error: ..." (gas) or "check.s:12:5: error: ..." (clang)
+            head, _, rest = msg.partition(": ")
+            parts = head.rsplit("check.s:", 1)
+            if len(parts) != 2:
+                continue
+            try:
+                line_no = int(parts[1].split(":")[0])
+            except ValueError:
+                continue
+            k = line_no - len(header) - 1
+            if 0 <= k < len(lines) and errors[k] is None:
+                errors[k] = rest.split("Error:", 1)[-1].split("error:", 1)[-1].strip() or rest
+                located = True
+        if not located:
+            errors = [first_error(proc.stderr)] * len(lines)
+        return errors
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
