@@ -1,0 +1,127 @@
+"""Decisions shared by the exporters: validation, singleton throughput, latency defaults.
+
+Front-end layer: turns a MachineModel into the plain facts the renderers need.
+Nothing here knows about a target format's syntax.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.errors import InputError
+from pmpredict.forms import parse_form
+
+# Latency of a form the model has no measurement for. PMEvo infers port usage
+# from throughput alone, so most models carry no latency; these defaults keep
+# the exported files usable and every defaulted value is flagged in the output.
+DEFAULT_LATENCY = 1.0
+# added for a form that reads memory (an L1 hit on the cores we model: 4-5 cycles)
+DEFAULT_LOAD_LATENCY = 4.0
+
+
+class ExportError(InputError):
+    """The model cannot be expressed in the target format (one line, exit status 2)."""
+
+    def __init__(self, model, message: str):
+        super().__init__(model_source(model), message)
+
+
+def model_source(model) -> str:
+    prov = model.provenance or {}
+    return str(prov.get("file") or prov.get("path") or f"model {model.name!r}")
+
+
+def check_exportable(model) -> None:
+    """Reject what no target format can express, with the offending form named.
+
+    llvm-tblgen accepts a negative latency, an empty write and a unit count < 1
+    silently, and OSACA drops an instruction with throughput 0 from its sums:
+    catch all of them here, before anything is written.
+    """
+    if not model.uops:
+        raise ExportError(model, "the model has no instruction forms")
+    n_ports = len(model.ports)
+    for form, uops in model.uops.items():
+        if not uops:
+            raise ExportError(model, f"form {form!r} has no uops (an empty write list cannot be "
+                                     "exported: give it at least one uop)")
+        for mask, count in uops:
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ExportError(model, f"form {form!r}: uop count {count!r} must be an integer >= 1")
+            if mask <= 0 or mask >> n_ports:
+                raise ExportError(model, f"form {form!r}: uop port mask {mask:#x} is empty or names "
+                                         "a port the model does not have")
+    for form, lat in model.latency.items():
+        if not isinstance(lat, (int, float)) or isinstance(lat, bool) or math.isnan(lat) or lat < 0:
+            raise ExportError(model, f"form {form!r}: latency {lat!r} must be a number >= 0")
+    if model.r_max is not None and not model.r_max > 0:
+        raise ExportError(model, f"r_max {model.r_max!r} must be positive")
+
+
+def singleton_cycles(model) -> dict[str, float]:
+    """Reciprocal throughput of each form alone, from the exact simulator (never 0)."""
+    from pmpredict.sim import simulate
+    forms = model.forms
+    exps = ExperimentSet(forms, tuple(Experiment.of([f]) for f in forms), model.isa, "singletons")
+    cycles, _ = simulate(model, exps)
+    return {f: float(c) for f, c in zip(forms, cycles)}
+
+
+@dataclass(frozen=True)
+class Latency:
+    value: float
+    measured: bool           # False: DEFAULT_LATENCY (+ DEFAULT_LOAD_LATENCY), flagged in output
+
+
+_ELEMENT = re.compile(r"\(\(REG:[^()]*\)\)\.\w+\[\d+\]")
+
+
+def is_element_register(operand) -> bool:
+    """An AArch64 vector element `v1.d[0]`: pmpredict.forms files it as "mem" (it has brackets)."""
+    return _ELEMENT.fullmatch(operand.text.strip()) is not None
+
+
+def is_memory(operand) -> bool:
+    return operand.kind == "mem" and not is_element_register(operand)
+
+
+def form_reads_memory(form: str, isa: str) -> bool:
+    """A memory operand that is read (loads, read-modify-write, compare with memory)."""
+    try:
+        t = parse_form(form, isa)
+    except ValueError:
+        return False
+    if t.mnemonic == "lea" or not any(is_memory(o) for o in t.operands):
+        return False
+    return not is_pure_store(form, isa)
+
+
+def is_pure_store(form: str, isa: str) -> bool:
+    """A store that does not read its memory operand (mov [m], r / str r, [m])."""
+    try:
+        t = parse_form(form, isa)
+    except ValueError:
+        return False
+    if not t.operands or not any(is_memory(o) for o in t.operands):
+        return False
+    if isa == "aarch64":
+        return t.mnemonic.startswith(("str", "stp", "stur", "st1"))
+    return t.operands[0].kind == "mem" and (
+        t.mnemonic in ("mov", "movnti") or re.fullmatch(r"v?mov\w*", t.mnemonic) is not None
+        or t.mnemonic.startswith(("vextract", "extract")))
+
+
+def latency_of(model, form: str) -> Latency:
+    if form in model.latency:
+        return Latency(float(model.latency[form]), True)
+    extra = DEFAULT_LOAD_LATENCY if form_reads_memory(form, model.isa) else 0.0
+    return Latency(DEFAULT_LATENCY + extra, False)
+
+
+def tablegen_identifier(text: str) -> str:
+    """A TableGen-safe identifier fragment (letters, digits, underscore)."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", text)
+    return out or "_"

@@ -1,0 +1,319 @@
+"""MachineModel -> OSACA machine file (YAML), through templates/osaca.yml.j2.
+
+Decisions made here (the template only lays them out):
+* name: the bare mnemonic (no GAS size suffix; OSACA strips the suffix of the
+  kernel's `addq` when looking up, and a suffixed name loses OSACA's ISA
+  read/write semantics). movzx/movsx/movsxd take their AT&T stems
+  (movzb/movzw, movsb/movsw, movsl), which is what OSACA's lookup reaches.
+* operands: OSACA classes in AT&T order on x86 (the reverse of the Intel order
+  of our form strings); AArch64 in source order, with shift / extend words
+  folded or split exactly as OSACA's AArch64 parser does (see _aarch64_literal).
+* port_pressure: one `[count, [ports...]]` per uop, always in list form (a
+  string of port names would be split into characters).
+* throughput: the exact simulator's singleton cycles (never 0).
+* latency: the model's where known; otherwise DEFAULT_LATENCY (+
+  DEFAULT_LOAD_LATENCY for a memory read), flagged with a comment and
+  `pmpredict_latency: default` so that import does not take it as measured.
+* load/store defaults: the port pressure of the model's cheapest pure load and
+  pure store forms (OSACA adds them to register forms used with memory
+  operands that have no explicit memory form).
+* `pmpredict_form` on every entry and a top-level `pmpredict` block (name,
+  R_max, provenance) make export -> import exact. OSACA ignores both.
+Several of our forms can share one OSACA key (e.g. `add $imm8` and `add $imm32`
+on a byte / dword / qword memory operand): all are written, in model order,
+and OSACA uses the first one it finds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from pmpredict.data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
+from pmpredict.forms import parse_form
+
+from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, form_reads_memory,
+                     is_element_register,
+                     is_pure_store, latency_of, singleton_cycles)
+from .render import render_template
+
+OSACA_VERSION = "0.7.1"
+_X86_VECTOR = {64: "mm", 128: "xmm", 256: "ymm", 512: "zmm"}
+_AARCH64_SCALAR = {8: "b", 16: "h", 32: "s", 64: "d", 128: "q"}
+# shift / extend words OSACA's AArch64 parser folds into the preceding operand
+_AARCH64_FOLDED = {"lsl", "lsr", "asr", "ror", "sxtw", "uxtw", "uxtb"}
+# Intel mnemonic -> AT&T stem keyed by the source width (bits)
+_X86_ATT_STEMS = {"movzx": {8: "movzb", 16: "movzw"}, "movsx": {8: "movsb", 16: "movsw"},
+                  "movsxd": {32: "movsl"}}
+
+
+class UnsupportedForm(ValueError):
+    """A form whose operands have no OSACA spelling (listed in a comment, not exported)."""
+
+
+# --- operands ------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(r"\(\(([^()]*)\)\)")
+
+
+def _memory(text: str, isa: str) -> dict:
+    inner = text[text.index("[") + 1:text.rindex("]")]
+    base = offset = index = None
+    scale = 1
+    terms = [t.strip() for t in re.split(r"[+,]", inner) if t.strip()]
+    for term in terms:
+        m = re.fullmatch(r"(\d+)\s*\*\s*\(\(DIV:\d+\)\)|\(\(DIV:\d+\)\)\s*\*\s*(\d+)", term)
+        if m:
+            index, scale = "gpr", int(m.group(1) or m.group(2))
+        elif re.fullmatch(r"\(\(MEM:\d+\)\)", term):
+            base = "x" if isa == "aarch64" else "gpr"
+        elif re.fullmatch(r"\(\(DIV:\d+\)\)", term):
+            index = "gpr"
+        elif re.fullmatch(r"\(\((MIMM|IMM):\d+\)\)|#?-?(0x[0-9a-fA-F]+|\d+)", term):
+            offset = "imd"
+        else:
+            raise UnsupportedForm(f"memory term {term!r}")
+    op = {"class": "memory", "base": base, "offset": offset, "index": index, "scale": scale}
+    if isa == "aarch64":
+        op.update(pre_indexed=False, post_indexed=False)
+    return op
+
+
+def _immediate(text: str, mnemonic: str = "") -> dict:
+    body = text.lstrip("#")
+    is_float = "." in body or ("e" in body.lower() and not body.lower().startswith(("0x", "-0x")))
+    # fcmeq/fcmgt/... against zero: assemblers print the zero as #0.0, which OSACA reads as double
+    is_float = is_float or (mnemonic.startswith("fcm") and body in ("0", "0.0"))
+    return {"class": "immediate", "imd": "double" if is_float else "int"}
+
+
+def _register(o, isa: str) -> dict:
+    ph = o.placeholders[0]
+    if isa == "x86":
+        if ph.kind == "DIV" or ph.reg_class == "G":
+            return {"class": "register", "name": "gpr"}
+        name = _X86_VECTOR.get(ph.width)
+        if name is None:
+            raise UnsupportedForm(f"x86 vector register of width {ph.width}")
+        return {"class": "register", "name": name}
+    if ph.reg_class == "G" or ph.kind == "DIV":
+        return {"class": "register", "prefix": "w" if ph.width == 32 else "x"}
+    if ph.width is None:                       # VEC: v register, element type from the arrangement
+        arr = o.arrangement or _PLACEHOLDER.sub("", o.text)
+        m = re.search(r"\.\d*([bhsdq])", arr)
+        if not m:
+            raise UnsupportedForm(f"vector register without an arrangement: {o.text!r}")
+        return {"class": "register", "prefix": "v", "shape": m.group(1)}
+    prefix = _AARCH64_SCALAR.get(ph.width)
+    if prefix is None:
+        raise UnsupportedForm(f"AArch64 register of width {ph.width}")
+    return {"class": "register", "prefix": prefix}
+
+
+def _aarch64_literal(text: str) -> list[dict]:
+    """Shift / extend words: folded, or an identifier (+ an immediate amount), as OSACA parses."""
+    words = text.split()
+    if words[0].lower() in _AARCH64_FOLDED:
+        return []
+    out = [{"class": "identifier"}]
+    if len(words) > 1:
+        out.append(_immediate(words[1]))
+    return out
+
+
+def osaca_operands(template) -> list[dict]:
+    """OSACA operand classes of a parsed form, in OSACA's order (AT&T on x86)."""
+    isa = template.isa
+    ops: list[dict] = []
+    for o in template.operands:
+        if is_element_register(o):
+            ops.append(_register(o, isa))
+        elif o.kind == "mem":
+            ops.append(_memory(o.text, isa))
+        elif o.kind == "reg":
+            ops.append(_register(o, isa))
+        elif o.kind == "imm":
+            ops.append(_immediate(o.text, template.mnemonic))
+        elif isa == "aarch64":
+            ops.extend(_aarch64_literal(o.text))
+        else:
+            raise UnsupportedForm(f"operand {o.text!r}")
+    return list(reversed(ops)) if isa == "x86" else ops
+
+
+def osaca_mnemonic(template) -> str:
+    name = template.mnemonic.lower()
+    if template.isa == "x86" and name in _X86_ATT_STEMS:
+        src = template.operands[-1]
+        return _X86_ATT_STEMS[name].get(src.width, name)
+    if template.isa == "x86" and name == "mov" and template.operands[-1].kind == "imm" \
+            and template.operands[-1].width == 64:
+        return "movabs"                       # AT&T spells mov r64, imm64 `movabsq`
+    return name
+
+
+def printed_alias(form: str, isa: str, asm: str | None, n_operands: int) -> str | None:
+    """The mnemonic an assembler prints for the form (`mov` for `ins`/`umov`/`dup`, `mvn` for
+    `not`...), when it differs from ours and keeps the operand count: an extra OSACA name so
+    that compiler output finds the entry. AArch64 only (x86 printing adds size suffixes)."""
+    if isa != "aarch64" or not asm:
+        return None
+    mnemonic, _, rest = asm.strip().partition(" ")
+    ours = parse_form(form, isa).mnemonic
+    if mnemonic.lower() == ours or not re.fullmatch(r"[a-z][a-z0-9.]*", mnemonic.lower()):
+        return None
+    from pmpredict.forms import split_operands
+    return mnemonic.lower() if len(split_operands(rest)) == n_operands else None
+
+
+def osaca_identity(form: str, isa: str) -> tuple[str, list[dict]]:
+    """(name, operands) of one of our forms, or of a foreign form imported from OSACA."""
+    if form.startswith(FOREIGN_PREFIX):
+        return parse_foreign_form_name(form, isa)
+    t = parse_form(form, isa)
+    return osaca_mnemonic(t), osaca_operands(t)
+
+
+# --- the document -----------------------------------------------------------------------
+
+def port_pressure(model, uops) -> list:
+    return [[count, model.port_names(mask)] for mask, count in uops]
+
+
+def _cheapest(model, forms):
+    forms = list(forms)
+    if not forms:
+        return None
+    return min(forms, key=lambda f: (not _plain_move(f, model.isa), sum(c for _, c in model.uops[f]),
+                                     forms.index(f)))
+
+
+def _plain_move(form: str, isa: str) -> bool:
+    """mov/ldr/str of a 64-bit general-purpose register: the load/store the defaults describe."""
+    t = parse_form(form, isa)
+    regs = [o for o in t.operands if o.kind == "reg"]
+    return (t.mnemonic in ("mov", "ldr", "str") and len(regs) == 1 and regs[0].reg_class == "G"
+            and regs[0].width == 64)
+
+
+def pure_load_forms(model) -> list[str]:
+    """Forms that only load: a register destination and one memory source."""
+    out = []
+    for form in model.forms:
+        if form.startswith(FOREIGN_PREFIX) or not form_reads_memory(form, model.isa):
+            continue
+        t = parse_form(form, model.isa)
+        if len(t.operands) != 2 or t.operands[0].kind != "reg" or t.operands[1].kind != "mem":
+            continue
+        if model.isa == "aarch64":
+            ok = t.mnemonic.startswith(("ldr", "ldur"))
+        else:
+            ok = re.fullmatch(r"v?(mov\w*|p?broadcast\w*|vpbroadcast\w*)", t.mnemonic) is not None
+        if ok:
+            out.append(form)
+    return out
+
+
+def pure_store_forms(model) -> list[str]:
+    out = []
+    for form in model.forms:
+        if form.startswith(FOREIGN_PREFIX) or not is_pure_store(form, model.isa):
+            continue
+        t = parse_form(form, model.isa)
+        if any(o.kind == "reg" for o in t.operands):
+            out.append(form)
+    return out
+
+
+def _flow(value) -> str:
+    """A value in YAML flow style (JSON is valid YAML); lists stay lists."""
+    return json.dumps(value)
+
+
+def _load_latency_keys(isa: str) -> list[str]:
+    return ["w", "x", "b", "h", "s", "d", "q", "v"] if isa == "aarch64" else ["gpr", "mm", "xmm",
+                                                                               "ymm", "zmm"]
+
+
+def osaca_context(model, source: str = "") -> dict:
+    """Everything the template prints, decided and formatted."""
+    check_exportable(model)
+    tp = singleton_cycles(model)
+    from .opcodes import resolve_opcodes
+    # printed spellings from the opcode table (shipped / cached; llvm-mc is not run here)
+    printed = resolve_opcodes(model.forms, model.isa, use_llvm_mc=False) \
+        if model.isa == "aarch64" else {}
+    entries, unsupported = [], []
+    for form in model.forms:
+        try:
+            name, operands = osaca_identity(form, model.isa)
+        except (UnsupportedForm, ValueError) as why:
+            unsupported.append(f"{form}  ({why})")
+            continue
+        lat = latency_of(model, form)
+        names = [name]
+        if form in printed and not form.startswith(FOREIGN_PREFIX):
+            alias = printed_alias(form, model.isa, printed[form].asm,
+                                  len(parse_form(form, model.isa).operands))
+            if alias and alias != name:
+                names.append(alias)
+        entries.append({
+            "form": form,
+            "name": name if len(names) == 1 else "[" + ", ".join(names) + "]",
+            "operands": [_flow(o) for o in operands],
+            "latency": lat.value,
+            "latency_default": not lat.measured,
+            "port_pressure": _flow(port_pressure(model, model.uops[form])),
+            "throughput": repr(float(tp[form])),
+            "uops": sum(c for _, c in model.uops[form]),
+            "form_json": _flow(form),
+        })
+    load = _cheapest(model, pure_load_forms(model))
+    store = _cheapest(model, pure_store_forms(model))
+    if load is not None:
+        load_lat = latency_of(model, load)
+        load_latency = load_lat.value if load_lat.measured else DEFAULT_LOAD_LATENCY
+    else:
+        load_latency = DEFAULT_LOAD_LATENCY
+    meta = {"format": "pmpredict-osaca", "version": 1, "name": model.name, "r_max": model.r_max,
+            "provenance": model.provenance}
+    meta_text = _flow(meta).replace("instruction_forms:", "instruction_forms\\u003a")
+    return {
+        "source": source or model.name,
+        "osaca_version": OSACA_VERSION,
+        "micro_architecture": _flow(str(model.provenance.get("description") or model.name)),
+        "arch_code": _flow(model.name),
+        "isa": model.isa,
+        "ports": _flow(list(model.ports)),
+        "r_max": model.r_max,
+        "load_latency": _flow({k: load_latency for k in _load_latency_keys(model.isa)}),
+        "load_form": load,
+        "load_pressure": _flow(port_pressure(model, model.uops[load]) if load else []),
+        "store_form": store,
+        "store_pressure": _flow(port_pressure(model, model.uops[store]) if store else []),
+        "default_latency": DEFAULT_LATENCY,
+        "default_load_latency": DEFAULT_LOAD_LATENCY,
+        "meta": meta_text,
+        "entries": entries,
+        "unsupported": unsupported,
+    }
+
+
+def render_osaca(model, source: str = "") -> str:
+    return render_template("osaca.yml.j2", osaca_context(model, source))
+
+
+def export_osaca(model, path, source: str = "") -> dict:
+    """Write the OSACA file; returns a summary (forms written, unsupported forms)."""
+    ctx = osaca_context(model, source)
+    text = render_template("osaca.yml.j2", ctx)
+    _write_text(path, text)
+    return {"forms": len(ctx["entries"]), "unsupported": ctx["unsupported"]}
+
+
+def _write_text(path, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf8") as f:
+        f.write(text)
+    os.replace(tmp, path)

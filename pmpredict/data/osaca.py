@@ -1,0 +1,286 @@
+"""OSACA machine files (YAML) -> MachineModel.
+
+Two kinds of files load:
+
+* files written by ``pmpredict export --format osaca``: every instruction form
+  carries ``pmpredict_form`` (our form string), the top-level ``pmpredict``
+  block carries the model name and R_max, and defaulted latencies are marked
+  ``pmpredict_latency: default``. Import restores the model exactly.
+* foreign files (e.g. those shipped in ``site-packages/osaca/data``): each
+  instruction form becomes a form named by :func:`foreign_form_name`::
+
+      osaca:<mnemonic>[ <operand>,<operand>,...]      operands in the file's order
+
+  with operands spelled ``gpr`` / ``xmm`` / ``ymm`` ... (x86 register class or
+  fixed name), ``x`` / ``w`` / ``d`` / ``v.d`` ... (AArch64 prefix[.shape]),
+  ``imd:int`` / ``imd:double`` (immediate), ``mem(base,offset,index,scale)``
+  (``~`` = none; AArch64 adds ``,pre`` / ``,post``), ``id`` (identifier),
+  ``cond:CC``, ``flag:NAME``, ``prfop``. Example: ``osaca:add imd:int,gpr``,
+  ``osaca:vaddpd ymm,ymm,ymm``, ``osaca:ldr q,mem(x,imd,~,1,post)``.
+  A list of aliases (``name: [jo, jno]``) gives one form per alias.
+
+Port pressure ``[[n, ports]]`` becomes one uop of count n on the listed ports
+(a string of ports is split into characters, as OSACA does). Forms whose
+pressure cannot be a uop list (fractional or alternative pressures) are left
+out and listed in ``provenance["skipped"]``; the first of several entries with
+the same name and operands wins, as in OSACA.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from ..errors import InputError
+from ..model import MachineModel, normalize_uops
+
+FOREIGN_PREFIX = "osaca:"
+
+
+# --- YAML with line numbers ------------------------------------------------------
+
+def _load_yaml(path):
+    import yaml
+
+    # libyaml's loader when present: the shipped OSACA files are up to 1 MB
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class _Loader(base):
+        pass
+
+    def construct_mapping(loader, node, deep=False):
+        mapping = base.construct_mapping(loader, node, deep=deep)
+        mapping["__line__"] = node.start_mark.line + 1
+        return mapping
+
+    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    try:
+        with open(path, encoding="utf8") as f:
+            return yaml.load(f, Loader=_Loader)
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(path, f"malformed YAML: {what}", mark.line + 1 if mark else None,
+                         mark.column + 1 if mark else None) from None
+
+
+def _strip_lines(obj):
+    """Drop the loader's __line__ keys (for data passed through, e.g. provenance)."""
+    if isinstance(obj, dict):
+        return {k: _strip_lines(v) for k, v in obj.items() if k != "__line__"}
+    if isinstance(obj, list):
+        return [_strip_lines(v) for v in obj]
+    return obj
+
+
+def _line(obj):
+    return obj.get("__line__") if isinstance(obj, dict) else None
+
+
+# --- foreign form names ----------------------------------------------------------
+
+def _spell(value) -> str:
+    if value is None:
+        return "~"
+    if isinstance(value, dict):          # a register given as {name: ...} / {prefix: ...}
+        return str(value.get("prefix") or value.get("name") or "*")
+    return str(value)
+
+
+def operand_token(op: dict) -> str:
+    """One OSACA operand (a dict from the YAML) in the foreign form-name spelling."""
+    cls = op.get("class")
+    if cls == "register":
+        if op.get("prefix") is not None:
+            token = str(op["prefix"])
+            if op.get("shape") is not None:
+                token += "." + str(op["shape"])
+            return token
+        return str(op.get("name", "*"))
+    if cls == "immediate":
+        return f"imd:{op.get('imd', 'int')}"
+    if cls == "memory":
+        parts = [_spell(op.get(k)) for k in ("base", "offset", "index", "scale")]
+        if op.get("pre_indexed"):
+            parts.append("pre")
+        if op.get("post_indexed"):
+            parts.append("post")
+        return "mem(" + ",".join(parts) + ")"
+    if cls == "identifier":
+        return "id"
+    if cls == "condition":
+        return f"cond:{str(op.get('ccode', '*')).upper()}"
+    if cls == "flag":
+        return f"flag:{op.get('name', '*')}"
+    if cls == "prfop":
+        return "prfop"
+    return str(cls)
+
+
+def foreign_form_name(mnemonic: str, operands) -> str:
+    ops = ",".join(operand_token(o) for o in operands)
+    return FOREIGN_PREFIX + mnemonic.lower() + (" " + ops if ops else "")
+
+
+def _token_value(text: str):
+    if text == "~":
+        return None
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    return text
+
+
+def parse_foreign_form_name(form: str, isa: str) -> tuple[str, list[dict]]:
+    """Inverse of foreign_form_name: (mnemonic, OSACA operand dicts)."""
+    if not form.startswith(FOREIGN_PREFIX):
+        raise ValueError(f"not a foreign OSACA form name: {form!r}")
+    body = form[len(FOREIGN_PREFIX):]
+    mnemonic, _, rest = body.partition(" ")
+    ops = []
+    for token in re.findall(r"mem\([^)]*\)|[^,]+", rest):
+        if token.startswith("mem("):
+            parts = token[4:-1].split(",")
+            op = {"class": "memory", "base": _token_value(parts[0]), "offset": _token_value(parts[1]),
+                  "index": _token_value(parts[2]), "scale": _token_value(parts[3])}
+            if isa == "aarch64":
+                op["pre_indexed"] = "pre" in parts[4:]
+                op["post_indexed"] = "post" in parts[4:]
+            ops.append(op)
+        elif token.startswith("imd:"):
+            ops.append({"class": "immediate", "imd": token[4:]})
+        elif token == "id":
+            ops.append({"class": "identifier"})
+        elif token.startswith("cond:"):
+            ops.append({"class": "condition", "ccode": token[5:]})
+        elif token.startswith("flag:"):
+            ops.append({"class": "flag", "name": token[5:]})
+        elif token == "prfop":
+            ops.append({"class": "prfop"})
+        elif isa == "aarch64":
+            prefix, _, shape = token.partition(".")
+            op = {"class": "register", "prefix": prefix}
+            if shape:
+                op["shape"] = shape
+            ops.append(op)
+        else:
+            ops.append({"class": "register", "name": token})
+    return mnemonic, ops
+
+
+# --- port pressure -------------------------------------------------------------------
+
+class _Skip(Exception):
+    """A form whose pressure is not a list of whole uops (left out, listed in provenance)."""
+
+
+def _uops(path, entry, pressure, index):
+    """Uops of one entry. A malformed pressure in our own export is an error; in a foreign
+    file (the shipped ones have slips: snb names port 'DIV', zen2 has [1, '8', '9', '10'])
+    the entry is left out, as OSACA only fails once a kernel uses it."""
+    line = _line(entry)
+    strict = "pmpredict_form" in entry
+
+    def bad(message):
+        if strict:
+            raise InputError(path, message, line)
+        raise _Skip(message)
+
+    if pressure is None:
+        raise _Skip("no port_pressure")
+    if isinstance(pressure, dict):
+        raise _Skip("alternative port pressures")
+    if not isinstance(pressure, list):
+        bad(f"port_pressure must be a list [[cycles, ports], ...], not {pressure!r}")
+    pairs = []
+    for item in pressure:
+        if not isinstance(item, list) or len(item) != 2:
+            bad(f"port_pressure entry {item!r} must be [cycles, ports]")
+        n, ports = item
+        if not isinstance(n, (int, float)) or isinstance(n, bool) or math.isnan(n) or n < 0:
+            bad(f"port_pressure cycles {n!r} must be a number >= 0")
+        names = list(ports) if isinstance(ports, str) else ports
+        if not isinstance(names, list) or not names:
+            bad(f"port_pressure ports {ports!r} must be a list of port names")
+        mask = 0
+        for p in names:
+            if str(p) not in index:
+                bad(f"unknown port {p!r} in port_pressure (ports are {', '.join(index)})")
+            mask |= 1 << index[str(p)]
+        if n == 0:
+            continue
+        if n != int(n):
+            raise _Skip(f"fractional port pressure {n}")
+        pairs.append((mask, int(n)))
+    return normalize_uops(pairs)
+
+
+# --- the loader ------------------------------------------------------------------------
+
+def load_osaca_model(path) -> MachineModel:
+    """Load an OSACA machine file (ours or foreign) as a MachineModel."""
+    data = _load_yaml(path)
+    if not isinstance(data, dict):
+        raise InputError(path, "not an OSACA machine file: expected a YAML mapping", 1, 1)
+    isa = str(data.get("isa", "")).lower()
+    if isa not in ("x86", "aarch64"):
+        raise InputError(path, f"'isa' must be x86 or aarch64, not {data.get('isa')!r}", 1, 1)
+    ports = data.get("ports")
+    if not isinstance(ports, list) or not ports:
+        raise InputError(path, "'ports' must be a non-empty list of port names", 1, 1)
+    ports = tuple(str(p) for p in ports)
+    if len(set(ports)) != len(ports):
+        raise InputError(path, "'ports' lists a port twice", 1, 1)
+    if len(ports) > 62:
+        raise InputError(path, "at most 62 ports are supported", 1, 1)
+    index = {p: i for i, p in enumerate(ports)}
+    forms = data.get("instruction_forms")
+    if not isinstance(forms, list):
+        raise InputError(path, "'instruction_forms' must be a list", 1, 1)
+
+    meta = data.get("pmpredict") if isinstance(data.get("pmpredict"), dict) else {}
+    uops, latency, skipped = {}, {}, []
+    for entry in forms:
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise InputError(path, "an instruction form needs a 'name'", _line(entry))
+        operands = entry.get("operands") or []
+        if not isinstance(operands, list) or not all(isinstance(o, dict) for o in operands):
+            raise InputError(path, "'operands' must be a list of operand mappings", _line(entry))
+        if "pmpredict_form" in entry:
+            names = [str(entry["pmpredict_form"])]
+        else:
+            aliases = entry["name"] if isinstance(entry["name"], list) else [entry["name"]]
+            names = [foreign_form_name(str(a), operands) for a in aliases]
+        try:
+            form_uops = _uops(path, entry, entry.get("port_pressure"), index)
+        except _Skip as why:
+            skipped.extend(f"{n}: {why}" for n in names)
+            continue
+        lat = entry.get("latency")
+        measured = entry.get("pmpredict_latency", "measured") != "default"
+        for name in names:
+            if name in uops:
+                continue                 # OSACA uses the first matching entry
+            uops[name] = form_uops
+            if measured and isinstance(lat, (int, float)) and not isinstance(lat, bool) \
+                    and not math.isnan(lat) and lat >= 0:
+                latency[name] = float(lat)
+    r_max = meta.get("r_max")
+    if r_max is not None and (not isinstance(r_max, (int, float)) or isinstance(r_max, bool)
+                              or not r_max > 0):
+        raise InputError(path, f"pmpredict.r_max must be a positive number or null, not {r_max!r}",
+                         _line(meta))
+    name = meta.get("name") or data.get("arch_code") or os.path.splitext(os.path.basename(path))[0]
+    provenance = {"source": "OSACA machine file", "file": os.path.basename(path)}
+    if isinstance(meta.get("provenance"), dict):
+        provenance = _strip_lines(meta["provenance"])
+    if skipped:
+        provenance["skipped"] = skipped
+    try:
+        return MachineModel(name=str(name), isa=isa, ports=ports, uops=uops,
+                            r_max=float(r_max) if r_max else None, latency=latency,
+                            provenance=provenance)
+    except ValueError as exc:
+        raise InputError(path, str(exc)) from None
