@@ -6,10 +6,11 @@ Public API:
 - measure_block(asm_text, syntax="att") -> dict
 """
 
+from .cache import default_cache_dir
 from .host_forms import default_forms, load_form_list
 from .measure_set import MeasureOptions, measure_experiment_set
 
-__all__ = ["default_forms", "load_form_list", "measure_experiment_set", "MeasureOptions",
+__all__ = ["default_cache_dir", "default_forms", "load_form_list", "measure_experiment_set", "MeasureOptions",
            "measure_block"]
 
 

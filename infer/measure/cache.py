@@ -57,3 +57,11 @@ class ResultCache:
         if self.path:
             with open(self.path, "a") as fh:
                 fh.write(json.dumps(entry, separators=(",", ":")) + "\n")
+
+
+def default_cache_dir() -> str:
+    """$PMPREDICT_CACHE, else $XDG_CACHE_HOME/pmpredict, else ~/.cache/pmpredict."""
+    if os.environ.get("PMPREDICT_CACHE"):
+        return os.environ["PMPREDICT_CACHE"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pmpredict")

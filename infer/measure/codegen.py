@@ -97,6 +97,7 @@ def harness_source(kernels: list[Kernel]) -> str:
            "typedef void (*kernel_fn)(char *base, long iters);",
            "struct pm_kernel { int index; int block; kernel_fn fn; };",
            f"#define PM_SCRATCH_BYTES {SCRATCH_BYTES}",
+           f"#define PM_BLOCK_INIT {BLOCK_INIT}ULL",
            f"#define PM_NKERNELS {len(kernels)}", ""]
     for k in kernels:
         out.append(f"void {k.name}(char *base, long iters);")

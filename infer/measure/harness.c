@@ -12,7 +12,8 @@
  *
  * A SIGILL / SIGSEGV / SIGBUS / SIGFPE or a hang (SIGALRM) inside a kernel is caught, the
  * kernel is reported as failed and the run goes on. In block mode (pmpredict measure FILE.s)
- * SIGSEGV on an unmapped address maps a zeroed page there and retries, as BHive does.
+ * SIGSEGV on an unmapped address maps one shared physical page there and retries, as BHive
+ * does (the page holds the registers' initial value, so loaded pointers stay usable).
  *
  * Protocol on stdout, one flushed line per event:
  *   C <ghz>                                   calibration at start
@@ -62,14 +63,16 @@ static sigjmp_buf jump_back;
 static volatile sig_atomic_t armed = 0;
 static volatile sig_atomic_t map_on_fault = 0;
 static volatile sig_atomic_t mapped_pages = 0;
+static int page_fd = -1;   /* block mode: every page mapped on demand shows this one page */
 
 static void on_signal(int sig, siginfo_t *info, void *ctx) {
     (void)ctx;
-    if (sig == SIGSEGV && map_on_fault && info->si_code == SEGV_MAPERR && mapped_pages < 4096) {
+    if (sig == SIGSEGV && map_on_fault && page_fd >= 0 && info->si_code == SEGV_MAPERR &&
+        mapped_pages < 16384) {
         uintptr_t addr = (uintptr_t)info->si_addr & ~(uintptr_t)4095;
         if (addr >= 65536 && addr < ((uintptr_t)1 << 46)) {
             void *p = mmap((void *)addr, 4096, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+                           MAP_SHARED | MAP_FIXED_NOREPLACE, page_fd, 0);
             if (p == (void *)addr) {
                 mapped_pages++;
                 return;   /* the faulting instruction runs again */
@@ -215,6 +218,19 @@ int main(int argc, char **argv) {
     if (!mem) return 3;
     for (size_t i = 0; i < bytes / 4; i++) ((float *)mem)[i] = 1.0f;
     char *base = mem + 4096;
+
+    /* block mode: one physical page (BHive): it holds the registers' initial value, so a
+       pointer loaded from it points at mapped-on-demand memory again */
+    page_fd = memfd_create("pmpredict-page", 0);
+    if (page_fd >= 0 && ftruncate(page_fd, 4096) == 0) {
+        uint64_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
+        if (page != MAP_FAILED) {
+            for (int i = 0; i < 512; i++) page[i] = PM_BLOCK_INIT;
+            munmap(page, 4096);
+        }
+    } else {
+        page_fd = -1;
+    }
 
     double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples, target_ns);
     printf("C %.6f\n", 1.0 / ns_per_cycle);

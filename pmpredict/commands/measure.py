@@ -1,0 +1,90 @@
+"""`pmpredict measure`: time a basic block, or fill in an experiment file, on this host."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import InputError
+from .common import print_json
+
+
+def register(sub):
+    p = sub.add_parser("measure", help="measure throughput on this host by timing (no perf counters)",
+                       description="Time a basic block (cycles per iteration of the block in a loop) "
+                                   "or fill in measured cycles for an experiment file.")
+    p.add_argument("file", nargs="?", metavar="FILE.s", help="x86-64 basic block (AT&T or Intel)")
+    p.add_argument("--syntax", choices=["att", "intel"], help="assembly syntax (default: guess)")
+    p.add_argument("--experiments", "-e", metavar="E", help="experiment file to measure")
+    p.add_argument("-o", "--output", metavar="OUT", help="where to write the measured experiments")
+    p.add_argument("--cache", metavar="DIR", help="result cache directory "
+                   "(default: $PMPREDICT_CACHE or ~/.cache/pmpredict)")
+    p.add_argument("--no-cache", action="store_true", help="measure everything afresh")
+    p.add_argument("--samples", type=int, default=None, metavar="N",
+                   help="timing samples per kernel (default 5)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def _run_options(args):
+    from ..infer.measure.runner import RunOptions
+    if args.samples is not None and args.samples < 1:
+        raise InputError(None, "--samples must be at least 1")
+    return RunOptions() if args.samples is None else RunOptions(samples=args.samples)
+
+
+def run(args):
+    if args.experiments:
+        if args.file:
+            raise InputError(args.file, "give either FILE.s or --experiments, not both")
+        if not args.output:
+            raise InputError(args.experiments, "--experiments needs -o OUT for the measured set")
+        return _run_experiments(args)
+    if not args.file:
+        raise InputError(None, "nothing to measure: give FILE.s or --experiments E -o OUT")
+    return _run_block(args)
+
+
+def _run_block(args):
+    from ..infer.measure.block import measure_block
+    try:
+        with open(args.file) as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise InputError(args.file, f"cannot read: {exc.strerror}") from None
+    result = measure_block(text, args.syntax, args.file, options=_run_options(args))
+    if args.json:
+        print_json(result)
+    elif result["cycles"] is None:
+        print(f"{args.file}: not measured: {result['error']}")
+    else:
+        unrolls = "/".join(str(v["unroll"]) for v in result["variants"])
+        print(f"{result['cycles']:.3f} cycles per iteration  ({result['instructions']} instructions, "
+              f"{result['syntax']} syntax, unrolled {unrolls}x, {result['cpu']})")
+        for d in result.get("dropped", []):
+            print(f"  (line {d['line']}: '{d['text']}' left out: the harness provides the loop)")
+    return 0 if result["cycles"] is not None else 1
+
+
+def _run_experiments(args):
+    from ..data.experiments import load_experiments
+    from ..infer.measure import MeasureOptions, default_cache_dir, measure_experiment_set
+    from ..infer.measure.measure_set import stderr_progress
+    exps = load_experiments(args.experiments)
+    if exps.isa != "x86":
+        raise InputError(args.experiments, f"only x86-64 experiments can be measured on this host "
+                                           f"(this set is {exps.isa})")
+    cache = None if args.no_cache else (args.cache or default_cache_dir())
+    progress = stderr_progress if sys.stderr.isatty() or not args.json else None
+    out = measure_experiment_set(exps, cache_dir=cache, progress=progress,
+                                 options=MeasureOptions(run=_run_options(args)))
+    out.save(args.output)
+    failed = [e for e in out.experiments if e.cycles is None]
+    summary = {"output": args.output, "measured": len(out) - len(failed), "failed": len(failed),
+               "errors": sorted({e.other.get("error", "") for e in failed})}
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"{args.output}: {summary['measured']} experiments measured, {summary['failed']} failed")
+        for reason in summary["errors"]:
+            print(f"  failed: {reason}")
+    return 0
