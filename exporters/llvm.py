@@ -1,0 +1,250 @@
+"""MachineModel -> LLVM scheduling model (TableGen), through templates/llvm_*.td.j2.
+
+Decisions made here (the templates only lay them out):
+* a ProcResource<1> per port; a ProcResGroup per distinct multi-port uop set;
+* a SchedWriteRes per distinct (resources, cycles, latency, uops); a uop of
+  count n on a port set is its resource with n cycles, and a resource's cycles
+  *include* the cycles of every other resource of the same write that is a
+  subset of it (llvm-mca subtracts member uses from enclosing groups):
+  1 x {P0} + 2 x {P0,P1} is written [P0, P01] with cycles [1, 3];
+* NumMicroOps = the form's uop count; Latency = the model's latency rounded to
+  the nearest cycle, or the documented default (flagged in a comment);
+* opcodes: from llvm-mc (see opcodes.py). Forms it cannot resolve are listed
+  in a comment, never guessed. When several forms resolve to one opcode
+  (`add x0, x1, x2` and `add x0, x1, x2, lsl 2` are both ADDXrs), LLVM allows
+  one InstRW per opcode ("Overlapping InstRW"), so the opcode gets the write of
+  its slowest form (largest singleton cycles; ties: the first in model order)
+  and the others are named in a comment next to it;
+* IssueWidth = ceil(R_max), or the number of ports when the model has no R_max
+  (the ports, not the front end, then bound throughput).
+The exporter also rejects what llvm-tblgen lets through (negative latency, an
+empty write, a unit count < 1), see common.check_exportable.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+
+from .common import ExportError, check_exportable, latency_of, singleton_cycles, tablegen_identifier
+from .opcodes import Resolution, resolve_opcodes
+from .render import render_template
+
+CYCLES_FIELD = {14: "ResourceCycles", 19: "ReleaseAtCycles"}
+
+
+@dataclass(frozen=True)
+class Resource:
+    name: str
+    mask: int
+    ports: tuple[str, ...]          # TableGen names of the member units (groups only)
+    comment: str
+
+
+@dataclass
+class Write:
+    name: str
+    resources: list[str]
+    cycles: list[int]
+    latency: int
+    micro_ops: int
+    latency_default: bool
+    forms: list[str] = field(default_factory=list)
+    opcodes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LlvmPlan:
+    prefix: str
+    model_name: str
+    version: int
+    cycles_field: str
+    issue_width: int
+    issue_comment: str
+    units: list[Resource]
+    groups: list[Resource]
+    writes: list[Write]
+    unresolved: list[tuple[str, str]]
+    merged: list[tuple[str, str, list[str]]]     # (opcode, chosen form, other forms)
+
+    @property
+    def opcodes(self) -> list[str]:
+        return sorted({op for w in self.writes for op in w.opcodes})
+
+
+def _camel(name: str) -> str:
+    parts = re.split(r"[^A-Za-z0-9]+", name)
+    return "".join(p[:1].upper() + p[1:] for p in parts if p) or "Model"
+
+
+def resource_names(prefix: str, ports) -> list[str]:
+    """One TableGen identifier per port, unique after sanitising."""
+    names, seen = [], set()
+    for i, p in enumerate(ports):
+        name = f"{prefix}Port{tablegen_identifier(p)}"
+        if name in seen:
+            name = f"{name}_{i}"
+        seen.add(name)
+        names.append(name)
+    return names
+
+
+def group_name(prefix: str, port_names: list[str]) -> str:
+    if all(len(p) == 1 and p.isalnum() for p in port_names):
+        return f"{prefix}Port{''.join(port_names)}"
+    return f"{prefix}Port" + "_".join(tablegen_identifier(p) for p in port_names)
+
+
+def covering_group(masks) -> int | None:
+    """The mask of an extra group if two groups overlap without one containing the other.
+
+    llvm-tblgen rejects overlapping ProcResGroups unless some group contains both
+    ("no supergroup contains both"). One group over the union of all groups is
+    enough: every group is a subset of it. No write uses it.
+    """
+    masks = sorted(set(masks))
+    for i, a in enumerate(masks):
+        for b in masks[i + 1:]:
+            if a & b and a & b not in (a, b) and not any(c & (a | b) == (a | b) for c in masks):
+                union = 0
+                for m in masks:
+                    union |= m
+                return union
+    return None
+
+
+def write_cycles(uops) -> list[tuple[int, int]]:
+    """(mask, cycles) per uop, a set's cycles including those of its subsets in the same write.
+
+    `uops` is a normalized uop list (distinct masks). Ordered units first, then by size.
+    """
+    ordered = sorted(uops, key=lambda u: (bin(u[0]).count("1"), u[0]))
+    out = []
+    for mask, _ in ordered:
+        total = sum(c for m, c in ordered if m & mask == m)     # m subset of mask (incl. itself)
+        out.append((mask, total))
+    return out
+
+
+def choose_form(forms: list[str], cycles: dict[str, float], order: dict[str, int]) -> str:
+    """The form whose write an opcode shared by several forms gets: the slowest one."""
+    return min(forms, key=lambda f: (-cycles[f], order[f]))
+
+
+def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | None = None,
+              name: str | None = None) -> LlvmPlan:
+    if version not in CYCLES_FIELD:
+        raise ExportError(model, f"unsupported LLVM version {version} (14 or 19)")
+    check_exportable(model)
+    prefix = "Pmp" + _camel(name or model.name)
+    if resolutions is None:
+        resolutions = resolve_opcodes(model.forms, model.isa)
+    unit_names = resource_names(prefix, model.ports)
+    units = [Resource(n, 1 << i, (), f"port {p}") for i, (n, p) in enumerate(zip(unit_names,
+                                                                                 model.ports))]
+    resource_of = {u.mask: u.name for u in units}
+    groups: list[Resource] = []
+    for uops in model.uops.values():
+        for mask, _ in uops:
+            if mask in resource_of:
+                continue
+            members = [unit_names[i] for i in range(len(model.ports)) if mask >> i & 1]
+            gname = group_name(prefix, model.port_names(mask))
+            if gname in {g.name for g in groups} or gname in unit_names:
+                gname = f"{prefix}Group{len(groups)}"
+            groups.append(Resource(gname, mask, tuple(members),
+                                   "ports " + ", ".join(model.port_names(mask))))
+            resource_of[mask] = gname
+    cover = covering_group(g.mask for g in groups)
+    if cover is not None and cover not in resource_of:
+        members = [unit_names[i] for i in range(len(model.ports)) if cover >> i & 1]
+        gname = group_name(prefix, model.port_names(cover))
+        if gname in {g.name for g in groups} or gname in unit_names:
+            gname = f"{prefix}Group{len(groups)}"
+        groups.append(Resource(gname, cover, tuple(members), "ports " + ", ".join(
+            model.port_names(cover)) + " (used by no write: tblgen wants a supergroup of "
+            "overlapping groups)"))
+        resource_of[cover] = gname
+    groups.sort(key=lambda g: (bin(g.mask).count("1"), g.mask))
+
+    cycles = singleton_cycles(model)
+    order = {f: i for i, f in enumerate(model.forms)}
+    by_opcode: dict[str, list[str]] = {}
+    unresolved = []
+    for form in model.forms:
+        r = resolutions.get(form)
+        if r is None or not r.opcode:
+            unresolved.append((form, (r.error if r else None) or "not resolved"))
+            continue
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", r.opcode):
+            unresolved.append((form, f"opcode {r.opcode!r} is not a TableGen identifier"))
+            continue
+        by_opcode.setdefault(r.opcode, []).append(form)
+
+    writes: dict[tuple, Write] = {}
+    merged = []
+    for opcode in sorted(by_opcode, key=lambda op: order[by_opcode[op][0]]):
+        forms = by_opcode[opcode]
+        form = choose_form(forms, cycles, order)
+        if len(forms) > 1:
+            merged.append((opcode, form, [f for f in forms if f != form]))
+        lat = latency_of(model, form)
+        latency = int(math.floor(lat.value + 0.5))
+        pairs = write_cycles(model.uops[form])
+        key = (tuple(resource_of[m] for m, _ in pairs), tuple(c for _, c in pairs), latency,
+               sum(c for _, c in model.uops[form]), lat.measured)
+        w = writes.get(key)
+        if w is None:
+            w = Write(f"{prefix}Write{len(writes)}", list(key[0]), list(key[1]), latency, key[3],
+                      not lat.measured)
+            writes[key] = w
+        w.opcodes.append(opcode)
+        w.forms.extend(forms)
+    clash = {u.name for u in units + groups} & set(by_opcode)
+    if clash:
+        raise ExportError(model, f"resource name(s) {sorted(clash)} clash with opcode names; "
+                                 "pass another model name")
+    if model.r_max:
+        issue = int(math.ceil(model.r_max - 1e-9))
+        note = f"R_max = {model.r_max:g} instructions/cycle" + (
+            "" if issue == model.r_max else " (rounded up: IssueWidth is an integer)")
+    else:
+        issue = len(model.ports)
+        note = "the model has no R_max: one per port, so the ports bound throughput"
+    return LlvmPlan(prefix, _camel(name or model.name), version, CYCLES_FIELD[version], issue, note,
+                    units, groups, list(writes.values()), unresolved, merged)
+
+
+def _context(plan: LlvmPlan, model, source: str, complete: bool) -> dict:
+    merged = {op: others for op, _, others in plan.merged}
+    return {"plan": plan, "model": model, "source": source or model.name,
+            "sched_model": f"{plan.prefix}Model", "complete": 1 if complete else 0,
+            "merged": merged}
+
+
+def render_llvm(model, version: int = 19, self_contained: bool = False, source: str = "",
+                resolutions=None, name: str | None = None) -> tuple[str, LlvmPlan]:
+    plan = plan_llvm(model, version, resolutions, name)
+    if not plan.writes:
+        raise ExportError(model, "no form of the model resolved to an LLVM opcode; nothing to "
+                                 "bind (is llvm-mc installed?)")
+    ctx = _context(plan, model, source, complete=self_contained)
+    sched = render_template("llvm_sched.td.j2", ctx)
+    if not self_contained:
+        return sched, plan
+    ctx["sched"] = sched
+    ctx["copy_resource"] = plan.units[0].name
+    return render_template("llvm_harness.td.j2", ctx), plan
+
+
+def export_llvm(model, path, version: int = 19, self_contained: bool = False,
+                source: str = "", name: str | None = None) -> dict:
+    text, plan = render_llvm(model, version, self_contained, source, name=name)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return {"opcodes": len(plan.opcodes), "writes": len(plan.writes),
+            "unresolved": [f for f, _ in plan.unresolved], "merged": plan.merged}
