@@ -11,6 +11,7 @@ A line the grammar rejects raises InputError(path, message, line, column).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -356,20 +357,15 @@ class AsmTransformer(Transformer):
     def size(self, c):
         return _Size(_SIZES[str(c[0]).split()[0].lower()])
 
+    def base_only(self, c):
+        return _BaseIndex((_reg(c[0]), None, 1))
+
     def base_index(self, c):
-        # AT&T `(base, index, scale)`: commas are dropped, so rebuild from the raw tokens
-        base = index = None
-        scale = 1
-        regs = [t for t in c if t.type == "REG"]
-        nums = [t for t in c if t.type == "NUMBER"]
-        if regs and c[0].type == "REG":
-            base = _reg(regs[0])
-            regs = regs[1:]
-        if regs:
-            index = _reg(regs[0])
-        if nums:
-            scale = parse_int(str(nums[0]))
-        return _BaseIndex((base, index, scale))
+        # AT&T `(base, index, scale)`; absent parts are None placeholders
+        base, index, scale = (list(c) + [None, None, None])[:3]
+        return _BaseIndex((_reg(base) if base is not None else None,
+                           _reg(index) if index is not None else None,
+                           parse_int(str(scale)) if scale is not None else 1))
 
     def memory(self, c):
         seg, size, disp = None, None, _Expr()
@@ -443,6 +439,17 @@ class AsmTransformer(Transformer):
         lane = next((x for x in c if isinstance(x, int) and not isinstance(x, Token)), None)
         return RegisterList(regs, lane)
 
+    def regrange(self, c):
+        """`{v0.4s-v3.4s}`: registers numbered first..last (wrapping at 32)."""
+        first, last = (_reg(t) for t in c if isinstance(t, Token) and t.type == "REG")
+        lane = next((x for x in c if isinstance(x, int) and not isinstance(x, Token)), None)
+        m1, m2 = re.match(r"([a-z]+)(\d+)(.*)", first), re.match(r"([a-z]+)(\d+)(.*)", last)
+        if not m1 or not m2:
+            return RegisterList((first, last), lane)
+        lo, hi = int(m1.group(2)), int(m2.group(2))
+        count = (hi - lo) % 32 + 1
+        return RegisterList(tuple(f"{m1.group(1)}{(lo + k) % 32}{m1.group(3)}" for k in range(count)), lane)
+
     def amemory(self, c):
         base = _reg(c[0])
         index = None
@@ -498,7 +505,7 @@ def _grammar_text(syntax: str) -> str:
 def get_parser(syntax: str) -> Lark:
     transformer = _AArch64Transformer() if syntax == "aarch64" else AsmTransformer()
     return Lark(_grammar_text(syntax), parser="lalr", lexer="contextual", transformer=transformer,
-                maybe_placeholders=False, cache=False)
+                maybe_placeholders=True, cache=False)
 
 
 def _describe(exc: UnexpectedInput, lines: list[str]) -> str:

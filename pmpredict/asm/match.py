@@ -1,0 +1,241 @@
+"""Match normalised instructions (FormKey) against a model's forms.
+
+Both sides meet in the same vocabulary: the model's form strings (PMEvo
+spelling, parsed by pmpredict.forms.parse_form) become operand *patterns*, the
+user's instruction a FormKey (normalize.py). Candidates share the mnemonic and
+the operand count; each operand pair is either incompatible or costs a penalty.
+The winner is the candidate with (no approximation, lowest penalty, form name)
+smallest, so the choice is deterministic:
+
+  * x86 immediates: the narrowest immediate form the value fits (imm8 before imm32);
+  * x86 memory of unknown width (AT&T without a size suffix): any width, the one
+    equal to the widest register operand first;
+  * `lea`: base / index presence must agree; no displacement before disp8 before disp32;
+  * AArch64 literal immediates, shift amounts and lanes: equal value first, else any;
+  * approximate matches (reported as such, with the reason) only when no exact
+    form exists: a general-purpose register of another width (`w1` vs the model's
+    `x` form, `eax` vs `rax`), an AArch64 addressing mode other than [base, #imm],
+    AVX-512 masking.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..forms import parse_form
+from .normalize import FormKey, render_key
+
+APPROX_GPR = "general-purpose register width differs"
+APPROX_ADDR = "addressing mode differs (model has [base, #imm])"
+APPROX_MASK = "AVX-512 masking/broadcast ignored"
+
+
+@dataclass(frozen=True)
+class Match:
+    key: FormKey
+    form: str | None                  # the model's form string, None if unmatched
+    approx: tuple[str, ...] = ()      # why the match is approximate (empty: exact)
+    reason: str = ""                  # why it is unmatched
+
+    @property
+    def matched(self) -> bool:
+        return self.form is not None
+
+
+# --- model side -------------------------------------------------------------------------
+
+_SHIFT_LIT = re.compile(r"(lsl|lsr|asr|ror|msl|[su]xt[bhwx])(?:\s+#?(\d+))?$", re.IGNORECASE)
+
+
+def _number(text: str):
+    t = text.lstrip("#")
+    try:
+        return int(t, 0)
+    except ValueError:
+        try:
+            return float(t)
+        except ValueError:
+            return None
+
+
+def form_pattern(template) -> tuple:
+    """FormTemplate -> (mnemonic, operand patterns) in the FormKey vocabulary."""
+    pats = []
+    aarch64 = template.isa == "aarch64"
+    for op in template.operands:
+        phs = op.placeholders
+        if aarch64 and op.kind == "mem" and phs and phs[0].kind == "REG":
+            # forms.parse_form reads the lane brackets of `((REG:R:F:VEC)).d[0]` as an
+            # address; it is a vector element
+            elem, lane = op.text.split(")).", 1)[1].rstrip("]").split("[")
+            pats.append(("velem", elem, int(lane)))
+            continue
+        if op.kind == "reg":
+            ph = phs[0]
+            if aarch64 and ph.width is None:
+                arr = (op.arrangement or "").lstrip(".")
+                if op.text.lstrip().startswith("{"):
+                    pats.append(("vlist", arr, 1))
+                elif "[" in arr:
+                    elem, lane = arr[:-1].split("[")
+                    pats.append(("velem", elem, int(lane)))
+                else:
+                    pats.append(("vreg", arr))
+            else:
+                pats.append(("reg", ph.reg_class if ph.kind == "REG" else "G", ph.width))
+        elif op.kind == "mem":
+            if aarch64:
+                pats.append(("amem", "imm"))
+            elif op.mem_width is not None:
+                pats.append(("mem", op.mem_width))
+            else:                                  # lea: the address shape is the operand
+                kinds = [p.kind for p in phs]
+                disp = 8 if "IMM" in kinds else (32 if "MIMM" in kinds else None)
+                pats.append(("addr", "MEM" in kinds, "DIV" in kinds, disp))
+        elif op.kind == "imm":
+            if phs:
+                pats.append(("imm_w", phs[0].width))
+            else:
+                pats.append(("imm_lit", _number(op.text)))
+        else:
+            m = _SHIFT_LIT.match(op.text.strip())
+            if m:
+                pats.append(("shift", m.group(1).lower(), int(m.group(2)) if m.group(2) else None))
+            else:
+                pats.append(("lit", op.text.strip().lower()))
+    return template.mnemonic, tuple(pats)
+
+
+def _fits(value: int, width: int) -> bool:
+    # signed range, or unsigned for an operand of exactly that width (`mov byte ptr [..], 200`)
+    return -(1 << (width - 1)) <= value < (1 << width)
+
+
+def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
+    """(penalty, approx note or None) if user operand u fits pattern f, else None."""
+    uk, fk = u[0], f[0]
+    if fk == "reg":
+        if uk != "reg" or u[1] != f[1]:
+            return None
+        if u[2] == f[2]:
+            return 0.0, None
+        if u[1] == "G" and allow_approx and u[2] is not None and f[2] is not None:
+            return abs(f[2] - u[2]) / 64.0, APPROX_GPR
+        return None
+    if fk == "vreg":
+        return (0.0, None) if uk == "vreg" and u[1] == f[1] else None
+    if fk == "velem":
+        if uk != "velem" or u[1] != f[1]:
+            return None
+        return (0.0 if u[2] == f[2] else 0.5), None
+    if fk == "vlist":
+        return (0.0, None) if uk == "vlist" and u[1] == f[1] and u[2] == f[2] else None
+    if fk == "mem":
+        if uk != "mem":
+            return None
+        if u[1] is None:
+            return (0.0 if f[1] == hint else 1.0), None
+        return (0.0, None) if u[1] == f[1] else None
+    if fk == "addr":
+        if uk != "addr" or u[1] != f[1] or u[2] != f[2]:
+            return None
+        disp = u[3]
+        if f[3] is None:
+            return (0.0, None) if disp == 0 else None
+        if f[3] == 8:
+            return (1.0, None) if disp is not None and -128 <= disp < 128 else None
+        return 2.0, None
+    if fk == "amem":
+        if uk != "amem":
+            return None
+        if u[1] in ("base", "imm"):
+            return 0.0, None
+        return (1.0, APPROX_ADDR) if allow_approx else None
+    if fk == "imm_w":
+        if uk != "imm":
+            return None
+        v = u[1]
+        if v is None or isinstance(v, float):
+            return (f[1] / 8.0, None) if f[1] >= 32 else None
+        return (f[1] / 8.0, None) if _fits(v, f[1]) else None
+    if fk == "imm_lit":
+        if uk != "imm":
+            return None
+        if u[1] is None or f[1] is None:
+            return 1.0, None
+        if isinstance(u[1], float) != isinstance(f[1], float):
+            return 2.0, None
+        return (0.0 if u[1] == f[1] else 1.0), None
+    if fk == "shift":
+        if uk != "shift" or u[1] != f[1]:
+            return None
+        if u[2] == f[2]:
+            return 0.0, None
+        if u[2] is None or f[2] is None:
+            return 1.0, None
+        return 1.0 + abs(u[2] - f[2]) / 100.0, None
+    return None
+
+
+class FormMatcher:
+    """Index of a model's forms by (mnemonic, operand count); matches FormKeys."""
+
+    def __init__(self, forms, isa: str, allow_approx: bool = True):
+        self.isa = isa
+        self.allow_approx = allow_approx
+        self.index: dict[tuple[str, int], list[tuple[str, tuple]]] = {}
+        self.by_mnemonic: dict[str, list[str]] = {}
+        for name in sorted(forms):
+            try:
+                template = parse_form(name, isa)
+            except ValueError:
+                continue                      # a form we cannot read is simply never matched
+            mnemonic, pats = form_pattern(template)
+            self.index.setdefault((mnemonic, len(pats)), []).append((name, pats))
+            self.by_mnemonic.setdefault(mnemonic, []).append(render_key(mnemonic, pats))
+        self._cache: dict[FormKey, Match] = {}
+
+    def match(self, key: FormKey) -> Match:
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = self._match(key)
+        return hit
+
+    def _hint(self, key: FormKey) -> int | None:
+        vec = [o[2] for o in key.operands if o[0] == "reg" and o[1] == "V"]
+        if vec:
+            return max(vec)
+        gpr = [o[2] for o in key.operands if o[0] == "reg" and o[1] == "G"]
+        return max(gpr) if gpr else None
+
+    def _match(self, key: FormKey) -> Match:
+        candidates = self.index.get((key.mnemonic, len(key.operands)), [])
+        hint = self._hint(key)
+        best = None
+        for name, pats in candidates:
+            total, notes = 0.0, []
+            for u, f in zip(key.operands, pats):
+                r = _compat(u, f, hint, self.allow_approx)
+                if r is None:
+                    break
+                total += r[0]
+                if r[1] and r[1] not in notes:
+                    notes.append(r[1])
+            else:
+                if key.masked:
+                    if not self.allow_approx:
+                        continue
+                    notes.append(APPROX_MASK)
+                score = (len(notes) > 0, total, name)
+                if best is None or score < best[0]:
+                    best = (score, name, tuple(notes))
+        if best is not None:
+            return Match(key, best[1], best[2])
+        known = self.by_mnemonic.get(key.mnemonic)
+        if not known:
+            reason = f"the model has no `{key.mnemonic}` form"
+        else:
+            shown = "; ".join(sorted(set(known))[:4]) + ("; ..." if len(set(known)) > 4 else "")
+            reason = f"the model's `{key.mnemonic}` forms take other operands ({shown})"
+        return Match(key, None, (), reason)

@@ -1,0 +1,320 @@
+"""Instructions (as parsed) -> normalised form keys, the currency of form matching.
+
+A key is (mnemonic, operands) with the mnemonic in lower-case Intel / ARM spelling
+(AT&T size suffixes and aliases resolved) and the operands in Intel order as
+small tuples:
+
+    ("reg", cls, width)        x86 cls G (general) V (xmm/ymm/zmm) K M X S IP;
+                               AArch64 cls G (x/w) F (b/h/s/d/q) Z P
+    ("vreg", "4s")             AArch64 vector register with arrangement
+    ("velem", "d", lane)       AArch64 vector element `v0.d[1]`
+    ("vlist", "16b", n)        AArch64 register list
+    ("mem", width|None)        x86 memory operand (None: the syntax does not say)
+    ("addr", base?, index?, disp|None)   x86 address of `lea` (its shape matters)
+    ("amem", mode)             AArch64 memory: base / imm / reg / ext / pre / post
+    ("imm", value|None)        immediate (None: symbolic)
+    ("shift", op, amount)      AArch64 shift or extend (`lsl 3`, `sxtw`, `uxtw 2`)
+    ("sym",)                   branch target, condition, system register...
+    ("round",)                 AVX-512 rounding control
+
+The same instruction written in AT&T or Intel syntax gets the same key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .parse import (Immediate, Indirect, Instruction, Memory, Register, RegisterList, Rounding,
+                    Shift, Symbol)
+
+# --- registers ---------------------------------------------------------------------------
+
+_X86_GPR = {}
+for _w, _names in ((64, "rax rbx rcx rdx rsi rdi rbp rsp"), (32, "eax ebx ecx edx esi edi ebp esp"),
+                   (16, "ax bx cx dx si di bp sp"), (8, "al bl cl dl sil dil bpl spl ah bh ch dh")):
+    for _n in _names.split():
+        _X86_GPR[_n] = _w
+for _i in range(8, 16):
+    _X86_GPR[f"r{_i}"] = 64
+    _X86_GPR[f"r{_i}d"] = 32
+    _X86_GPR[f"r{_i}w"] = 16
+    _X86_GPR[f"r{_i}b"] = 8
+
+
+def x86_register(name: str) -> tuple:
+    if name in _X86_GPR:
+        return ("reg", "G", _X86_GPR[name])
+    m = re.fullmatch(r"([xyz])mm\d+", name)
+    if m:
+        return ("reg", "V", {"x": 128, "y": 256, "z": 512}[m.group(1)])
+    if re.fullmatch(r"k[0-7]", name):
+        return ("reg", "K", 64)
+    if re.fullmatch(r"mm[0-7]", name):
+        return ("reg", "M", 64)
+    if name.startswith("st"):
+        return ("reg", "X", 80)
+    if name in ("cs", "ds", "es", "fs", "gs", "ss"):
+        return ("reg", "S", 16)
+    if name in ("rip", "eip"):
+        return ("reg", "IP", 64)
+    return ("reg", "?", None)
+
+
+_A64_FP_WIDTH = {"b": 8, "h": 16, "s": 32, "d": 64, "q": 128}
+
+
+def aarch64_register(reg: Register) -> tuple:
+    name = reg.name
+    if name.startswith("v") and "." in name:
+        arr = name.split(".", 1)[1]
+        if reg.lane is not None or not arr[:1].isdigit():
+            return ("velem", arr[-1], reg.lane)
+        return ("vreg", arr)
+    if name[0] in "xw" and (name[1:].isdigit() or name[1:] == "zr"):
+        return ("reg", "G", 64 if name[0] == "x" else 32)
+    if name in ("sp", "lr", "fp"):
+        return ("reg", "G", 64)
+    if name == "wsp":
+        return ("reg", "G", 32)
+    if name[0] in _A64_FP_WIDTH and name[1:].isdigit():
+        return ("reg", "F", _A64_FP_WIDTH[name[0]])
+    if name.startswith("z"):
+        return ("reg", "Z", None)
+    if name.startswith("p"):
+        return ("reg", "P", None)
+    return ("reg", "?", None)
+
+
+# --- x86 mnemonics -----------------------------------------------------------------------
+
+# Base mnemonics that take an AT&T size suffix (b/w/l/q).
+_SUFFIXED = set("""add adc sub sbb and or xor cmp test mov lea inc dec neg not shl shr sar sal rol ror
+rcl rcr shld shrd imul mul idiv div bt bts btr btc bsf bsr bswap lzcnt tzcnt popcnt xchg cmpxchg
+xadd push pop call ret jmp leave nop movabs andn blsr blsi blsmsk bzhi bextr pdep pext sarx shlx
+shrx rorx crc32 adcx adox movbe movnti enter iret lret lgdt sgdt
+cvtsi2sd cvtsi2ss vcvtsi2sd vcvtsi2ss cvttsd2si cvttss2si cvtsd2si cvtss2si vcvttsd2si vcvttss2si
+vcvtsd2si vcvtss2si vcvtusi2sd vcvtusi2ss""".split())
+_CONDITIONS = set("o no b c nae ae nb nc e z ne nz be na a nbe s ns p pe np po l nge ge nl le ng g nle".split())
+_SUFFIX_WIDTH = {"b": 8, "w": 16, "l": 32, "q": 64}
+# AT&T-only spellings -> Intel
+_ATT_ALIASES = {"cltq": "cdqe", "cwtl": "cwde", "cbtw": "cbw", "cqto": "cqo", "cltd": "cdq",
+                "cwtd": "cwd", "movslq": "movsxd", "ljmp": "jmp", "lcall": "call"}
+# both syntaxes: one spelling per opcode
+_X86_ALIASES = {"sal": "shl"}
+_ATT_EXTEND = re.compile(r"mov([sz])([bwl])([wlq])$")
+
+
+def att_mnemonic(m: str, operands) -> tuple[str, int | None, int | None]:
+    """AT&T mnemonic -> (Intel mnemonic, operand size from the suffix, source size for movzx/movsx)."""
+    if m in _ATT_ALIASES:
+        return _ATT_ALIASES[m], None, (32 if m == "movslq" else None)
+    if m == "movq" and any(isinstance(o, Register) and x86_register(o.name)[1] in ("V", "M")
+                           for o in operands):
+        return "movq", None, None
+    ext = _ATT_EXTEND.match(m)
+    if ext:
+        kind, src, dst = ext.groups()
+        if kind == "s" and src == "l":
+            return "movsxd", _SUFFIX_WIDTH[dst], 32
+        return ("movsx" if kind == "s" else "movzx"), _SUFFIX_WIDTH[dst], _SUFFIX_WIDTH[src]
+    if m in _SUFFIXED:
+        return m, None, None
+    if m.startswith("cmov"):
+        cond = m[4:]
+        if cond in _CONDITIONS:
+            return m, None, None
+        if cond[:-1] in _CONDITIONS and cond[-1:] in _SUFFIX_WIDTH:
+            return m[:-1], _SUFFIX_WIDTH[cond[-1]], None
+        return m, None, None
+    if m[-1:] in _SUFFIX_WIDTH and m[:-1] in _SUFFIXED:
+        return m[:-1], _SUFFIX_WIDTH[m[-1]], None
+    return m, None, None
+
+
+_X86_BRANCHES = re.compile(r"j[a-z]+|call|ret|loop\w*|jmp")
+
+
+def is_x86_branch(m: str) -> bool:
+    return bool(_X86_BRANCHES.fullmatch(m))
+
+
+# --- the normalised instruction ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class FormKey:
+    mnemonic: str
+    operands: tuple
+    masked: bool = False            # AVX-512 masking / broadcast present
+
+    def __str__(self) -> str:
+        return render_key(self.mnemonic, self.operands)
+
+
+def render_operand(op: tuple) -> str:
+    kind = op[0]
+    if kind == "reg":
+        cls, width = op[1], op[2]
+        names = {"G": "r", "V": "v", "F": "f", "K": "k", "M": "mm", "X": "st", "S": "seg",
+                 "IP": "rip", "Z": "z", "P": "p"}
+        if cls == "F":
+            return {8: "b", 16: "h", 32: "s", 64: "d", 128: "q"}.get(width, "f")
+        if cls == "V":
+            return {128: "xmm", 256: "ymm", 512: "zmm"}.get(width, "v")
+        return f"{names.get(cls, '?')}{width or ''}"
+    if kind == "vreg":
+        return f"v.{op[1]}"
+    if kind == "velem":
+        return f"v.{op[1]}[{op[2] if op[2] is not None else '?'}]"
+    if kind == "vlist":
+        return "{" + ", ".join([f"v.{op[1]}"] * op[2]) + "}"
+    if kind == "mem":
+        return f"m{op[1]}" if op[1] else "m"
+    if kind == "addr":
+        parts = []
+        if op[1]:
+            parts.append("base")
+        if op[2]:
+            parts.append("index*s")
+        if op[3] is not None and (op[3] != 0 or not parts):
+            parts.append("disp8" if -128 <= op[3] < 128 else "disp32")
+        elif op[3] is None:
+            parts.append("disp32")
+        return "[" + "+".join(parts) + "]"
+    if kind == "amem":
+        return {"base": "[x]", "imm": "[x, imm]", "reg": "[x, x]", "ext": "[x, x, ext]",
+                "pre": "[x, imm]!", "post": "[x], imm"}.get(op[1], "[?]")
+    if kind == "imm":
+        return "imm" if op[1] is None else f"imm({op[1]})"
+    if kind == "imm_w":
+        return f"imm{op[1]}"
+    if kind == "imm_lit":
+        return f"#{op[1]}"
+    if kind == "shift":
+        return op[1] + (f" {op[2]}" if op[2] is not None else "")
+    if kind == "sym":
+        return "label"
+    if kind == "round":
+        return "{rc}"
+    return "?"
+
+
+def render_key(mnemonic: str, operands: tuple) -> str:
+    return mnemonic + (" " + ", ".join(render_operand(o) for o in operands) if operands else "")
+
+
+def _x86_operand(op, mnemonic: str, mem_width: int | None):
+    if isinstance(op, Register):
+        return x86_register(op.name)
+    if isinstance(op, Immediate):
+        return ("imm", op.value if not op.symbols else None)
+    if isinstance(op, Memory):
+        if mnemonic == "lea":
+            disp = op.disp if not op.symbols else None
+            # rip counts as a base: `lea r, [rip+sym]` is a base+disp32 address
+            return ("addr", op.base is not None, op.index is not None,
+                    disp if (op.has_disp or op.base in ("rip", "eip")) else 0)
+        width = op.width if op.width is not None else mem_width
+        if op.broadcast:
+            width = None
+        return ("mem", width)
+    if isinstance(op, Symbol):
+        return ("sym",) if is_x86_branch(mnemonic) else ("mem", mem_width)
+    if isinstance(op, Indirect):
+        return ("sym",)
+    if isinstance(op, Rounding):
+        return ("round",)
+    return ("?",)
+
+
+def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
+    ops = list(insn.operands)
+    suffix_width = src_width = None
+    mnemonic = insn.mnemonic
+    if syntax == "att":
+        mnemonic, suffix_width, src_width = att_mnemonic(mnemonic, ops)
+        ops.reverse()                                   # AT&T lists the destination last
+    mnemonic = _X86_ALIASES.get(mnemonic, mnemonic)
+    reg_widths = [x86_register(o.name)[2] for o in ops if isinstance(o, Register)
+                  and x86_register(o.name)[1] == "G"]
+    if mnemonic == "movsx":
+        # Intel spells movsxd as movsx when the source is 32 bits wide
+        srcs = [o for o in ops[1:] if isinstance(o, (Register, Memory))]
+        if srcs and ((isinstance(srcs[0], Register) and x86_register(srcs[0].name)[2] == 32)
+                     or (isinstance(srcs[0], Memory) and (srcs[0].width or src_width) == 32)):
+            mnemonic = "movsxd"
+    if mnemonic in ("movsx", "movzx", "movsxd"):
+        mem_width = src_width
+    elif mnemonic.startswith(("cvtsi2s", "vcvtsi2s", "vcvtusi2s")):
+        mem_width = suffix_width
+    elif suffix_width is not None:
+        mem_width = suffix_width
+    elif reg_widths and not any(isinstance(o, Register) and x86_register(o.name)[1] == "V" for o in ops):
+        mem_width = max(reg_widths)                     # same-size operands (add r64, m64)
+    else:
+        mem_width = None
+    keys = tuple(_x86_operand(o, mnemonic, mem_width) for o in ops)
+    masked = any((isinstance(o, Register) and o.mask) or (isinstance(o, Memory) and (o.broadcast or o.mask))
+                 for o in ops)
+    return FormKey(mnemonic, keys, masked)
+
+
+# --- AArch64 -----------------------------------------------------------------------------
+
+_A64_COND = set("eq ne cs hs cc lo mi pl vs vc hi ls ge lt gt le al nv".split())
+A64_COND_BRANCHES = {"b" + c for c in _A64_COND} | {"b." + c for c in _A64_COND} | {
+    "cbz", "cbnz", "tbz", "tbnz"}
+
+
+def aarch64_mnemonic(m: str) -> str:
+    if m.startswith("b") and len(m) == 3 and m[1:] in _A64_COND:
+        return "b." + m[1:]                          # gcc `bne` == clang `b.ne`
+    return m
+
+
+def _a64_memory(op: Memory) -> tuple:
+    if op.writeback == "pre":
+        return ("amem", "pre")
+    if op.writeback == "post":
+        return ("amem", "post")
+    if op.index is not None:
+        return ("amem", "ext" if op.index_shift is not None else "reg")
+    return ("amem", "imm" if op.has_disp else "base")
+
+
+def _a64_operand(op) -> tuple:
+    if isinstance(op, Register):
+        return aarch64_register(op)
+    if isinstance(op, Immediate):
+        return ("imm", op.value if not op.symbols else None)
+    if isinstance(op, Memory):
+        return _a64_memory(op)
+    if isinstance(op, Shift):
+        return ("shift", op.op, op.amount)
+    if isinstance(op, RegisterList):
+        first = aarch64_register(Register(op.regs[0]))
+        arr = first[1] if first[0] in ("vreg", "velem") else "?"
+        return ("vlist", arr, len(op.regs))
+    if isinstance(op, Symbol):
+        return ("sym",)
+    return ("?",)
+
+
+def normalize_aarch64(insn: Instruction) -> FormKey:
+    ops = list(insn.operands)
+    # post-index `[x0], 16` / `[x0], x2`: one memory operand with write-back
+    for i in range(len(ops) - 1):
+        if isinstance(ops[i], Memory) and ops[i].writeback is None and i + 2 == len(ops) \
+                and isinstance(ops[i + 1], (Immediate, Register)):
+            m = ops[i]
+            ops[i] = Memory(base=m.base, index=m.index, disp=m.disp, symbols=m.symbols,
+                            writeback="post", index_shift=m.index_shift, has_disp=m.has_disp)
+            del ops[i + 1]
+            break
+    return FormKey(aarch64_mnemonic(insn.mnemonic), tuple(_a64_operand(o) for o in ops))
+
+
+def normalize(insn: Instruction, syntax: str) -> FormKey:
+    if syntax == "aarch64":
+        return normalize_aarch64(insn)
+    return normalize_x86(insn, syntax)

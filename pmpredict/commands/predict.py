@@ -1,0 +1,77 @@
+"""`pmpredict predict`: throughput, port pressure and bottleneck of an assembly kernel."""
+
+from __future__ import annotations
+
+import sys
+
+from ..asm.kernel import all_regions, select_kernel
+from ..asm.parse import parse_file
+from ..errors import InputError
+from ..model import load_model
+from ..models import builtin_path
+from ..predict import Predictor
+from ..report import render_text, to_json
+from .common import print_json
+
+DEFAULT_MODEL = {"x86": "skl", "aarch64": "a72"}
+
+
+def register(sub):
+    p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)")
+    p.add_argument("file", metavar="FILE.s", help="assembly as written by gcc/clang -S")
+    p.add_argument("--model", "-m", metavar="M",
+                   help="model file or built-in name (default: skl for x86, a72 for AArch64)")
+    p.add_argument("--isa", choices=["x86", "aarch64"], help="instruction set (default: detected)")
+    p.add_argument("--syntax", choices=["att", "intel"], help="x86 syntax (default: detected)")
+    p.add_argument("--lines", metavar="A-B", help="predict the instructions on lines A to B")
+    p.add_argument("--region", metavar="NAME", help="predict the LLVM-MCA-BEGIN region NAME")
+    p.add_argument("--strict", action="store_true",
+                   help="an instruction the model has no form for is an error (exit 2)")
+    p.add_argument("--exact", action="store_true",
+                   help="no approximate matches (other GPR width, addressing mode, masking)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def _model_for(args, isa: str):
+    spec = args.model
+    if spec is None:
+        spec = DEFAULT_MODEL[isa]
+        if builtin_path(spec) is None:
+            raise InputError(args.file, f"no built-in {isa} model {spec!r} is installed; "
+                                        "give one with --model FILE")
+    model = load_model(spec)
+    if model.isa != isa:
+        raise InputError(args.file, f"the kernel is {isa} but model {model.name!r} is {model.isa}; "
+                                    "choose a matching --model (or --isa)")
+    return model
+
+
+def run(args):
+    program = parse_file(args.file, syntax=args.syntax, isa=args.isa)
+    model = _model_for(args, program.isa)
+    kernel = select_kernel(program, lines=args.lines, region=args.region)
+    kernels = [kernel]
+    if kernel.how == "llvm-mca-region" and args.region is None and kernel.others \
+            and len(kernel.others) > 1:
+        kernels = all_regions(program)            # like llvm-mca: every region is reported
+    predictor = Predictor(model, allow_approx=not args.exact)
+    reports = [predictor.predict(k, program.syntax, args.file) for k in kernels]
+    if args.strict:
+        for rep in reports:
+            if rep.unmatched:
+                first = rep.unmatched[0]
+                raise InputError(args.file, f"{len(rep.unmatched)} instruction(s) not in model "
+                                            f"{model.name!r} (--strict), first: {first.text!r} "
+                                            f"[{first.key}]", first.line)
+    if args.json:
+        out = to_json(reports[0])
+        if len(reports) > 1:
+            out["regions"] = [to_json(r) for r in reports]
+        print_json(out)
+    else:
+        for i, rep in enumerate(reports):
+            if i:
+                sys.stdout.write("\n" + "=" * 72 + "\n\n")
+            sys.stdout.write(render_text(rep))
+    return 0
