@@ -220,11 +220,59 @@ def _x86_operand(op, mnemonic: str, mem_width: int | None):
         return ("mem", width)
     if isinstance(op, Symbol):
         return ("sym",) if is_x86_branch(mnemonic) else ("mem", mem_width)
-    if isinstance(op, Indirect):
-        return ("sym",)
+    if isinstance(op, Indirect):                       # AT&T `*%rax` / `*(%rax)`: Intel `rax` / `[rax]`
+        inner = op.target
+        if isinstance(inner, Register):
+            return x86_register(inner.name)
+        return ("mem", 64)
     if isinstance(op, Rounding):
         return ("round",)
     return ("?",)
+
+
+_PMOV = re.compile(r"v?pmov[sz]x([bwd])([wdq])$")
+_ELEM = {"b": 8, "w": 16, "d": 32, "q": 64}
+_BROADCAST = {"vbroadcastss": 32, "vbroadcastsd": 64, "vpbroadcastb": 8, "vpbroadcastw": 16,
+              "vpbroadcastd": 32, "vpbroadcastq": 64, "vbroadcastf128": 128, "vbroadcasti128": 128,
+              "vinsertf128": 128, "vinserti128": 128, "vextractf128": 128, "vextracti128": 128,
+              "movq": 64, "vmovq": 64, "movd": 32, "vmovd": 32, "movhps": 64, "movlps": 64,
+              "movhpd": 64, "movlpd": 64, "vmovhps": 64, "vmovlps": 64, "vmovhpd": 64, "vmovlpd": 64,
+              "vmovddup": None, "movddup": 64}
+
+
+def vector_memory_width(m: str, reg_width: int) -> int | None:
+    """Memory width of an AT&T vector instruction (Intel states it with `XMMWORD PTR` etc.).
+
+    The register width for the ordinary full-width operation; the exceptions that
+    compilers emit (scalar, broadcast, widening, shift-count, 128-bit lane moves);
+    None where unsure (the matcher then accepts any width).
+    """
+    if m in _BROADCAST:
+        return _BROADCAST[m] if _BROADCAST[m] is not None else (64 if reg_width == 128 else reg_width)
+    if "cvt" in m:
+        src = m.split("cvt", 1)[1].lstrip("t").split("2", 1)[0]
+        if src == "ss":
+            return 32
+        if src == "sd":
+            return 64
+        if src in ("dq", "ps") and m.endswith("pd"):
+            return reg_width // 2
+        if src in ("dq", "ps") and m.endswith(("ps", "dq")):
+            return reg_width
+        return None
+    pm = _PMOV.match(m)
+    if pm:
+        return reg_width * _ELEM[pm.group(1)] // _ELEM[pm.group(2)]
+    if re.fullmatch(r"v?ps(?:ll|rl|ra)[wdq]", m):
+        return 128                                     # shift count from memory
+    if re.fullmatch(r"v?p(?:insr|extr)([bwdq])", m):
+        return _ELEM[m[-1]]
+    if not m.startswith(("p", "vp")):                  # scalar fp (vaddsd); not vpminsd
+        if m.endswith("ss"):
+            return 32
+        if m.endswith("sd"):
+            return 64
+    return reg_width
 
 
 def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
@@ -251,6 +299,10 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
         mem_width = suffix_width
     elif reg_widths and not any(isinstance(o, Register) and x86_register(o.name)[1] == "V" for o in ops):
         mem_width = max(reg_widths)                     # same-size operands (add r64, m64)
+    elif syntax == "att":
+        vec = [x86_register(o.name)[2] for o in ops if isinstance(o, Register)
+               and x86_register(o.name)[1] == "V"]
+        mem_width = vector_memory_width(mnemonic, max(vec)) if vec else None
     else:
         mem_width = None
     keys = tuple(_x86_operand(o, mnemonic, mem_width) for o in ops)
