@@ -1,0 +1,220 @@
+"""Exporter decisions (no external tools): grouping, cycle arithmetic, operand classes, checks."""
+
+import json
+
+import pytest
+
+from pmpredict.data.osaca import foreign_form_name, parse_foreign_form_name
+from pmpredict.errors import InputError
+from pmpredict.exporters.common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportError,
+                                        check_exportable, form_reads_memory, latency_of,
+                                        singleton_cycles)
+from pmpredict.exporters.llvm import (choose_form, covering_group, group_name, plan_llvm,
+                                      render_llvm, write_cycles)
+from pmpredict.exporters.opcodes import Resolution, parse_show_inst
+from pmpredict.exporters.osaca import (osaca_identity, osaca_operands, port_pressure,
+                                       pure_load_forms, pure_store_forms, render_osaca)
+from pmpredict.forms import parse_form
+from pmpredict.model import MachineModel
+
+ADD_RI = "ADD_((REG:RW:G:64)),_((IMM:32))"
+ADD_RM = "ADD_((REG:RW:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+MOV_LD = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+MOV_ST = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+VADD = "VADDPD_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
+LEA_SIB = "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))+((IMM:8))]"
+
+
+def toy(uops, latency=None, ports=("0", "1", "2", "3"), r_max=None, isa="x86"):
+    return MachineModel("toy", isa, tuple(ports), uops, r_max=r_max, latency=latency or {})
+
+
+# --- LLVM decisions -------------------------------------------------------------------
+
+def test_group_cycles_include_member_cycles_of_the_same_write():
+    # 1 x {P0} + 2 x {P0,P1}  ->  [P0: 1, P01: 3]  (llvm-tablegen.md)
+    assert write_cycles(((0b01, 1), (0b11, 2))) == [(0b01, 1), (0b11, 3)]
+    # disjoint sets keep their own cycles; a superset collects every subset
+    assert write_cycles(((0b0001, 1), (0b0110, 2), (0b1111, 1))) == [(0b0001, 1), (0b0110, 2),
+                                                                      (0b1111, 4)]
+
+
+def test_overlapping_groups_get_one_covering_supergroup():
+    assert covering_group([0b011, 0b110]) == 0b111
+    assert covering_group([0b011, 0b110, 0b111]) is None        # already covered
+    assert covering_group([0b0011, 0b1100]) is None              # disjoint
+    assert covering_group([0b0011, 0b0111]) is None              # nested
+
+
+def test_group_names():
+    assert group_name("PmpX", ["0", "1", "5", "6"]) == "PmpXPort0156"
+    assert group_name("PmpX", ["0DV", "1"]) == "PmpXPort0DV_1"
+
+
+def test_shared_opcode_takes_the_slowest_form():
+    cycles = {"a": 0.5, "b": 1.0, "c": 1.0}
+    order = {"a": 0, "b": 1, "c": 2}
+    assert choose_form(["a", "b", "c"], cycles, order) == "b"
+
+
+def test_plan_binds_each_opcode_once_and_lists_unresolved():
+    m = toy({ADD_RI: ((0b0011, 1),), "ADD_((REG:RW:G:64)),_((IMM:8))": ((0b0001, 2),),
+             VADD: ((0b0100, 1),)}, latency={VADD: 4.4})
+    res = {ADD_RI: Resolution("ADD64ri32"), "ADD_((REG:RW:G:64)),_((IMM:8))": Resolution("ADD64ri32"),
+           VADD: Resolution(None, None, "llvm-mc: invalid instruction")}
+    plan = plan_llvm(m, 19, res)
+    assert plan.opcodes == ["ADD64ri32"]
+    assert plan.unresolved == [(VADD, "llvm-mc: invalid instruction")]
+    (w,) = plan.writes
+    # the imm8 form (2 cycles on one port) is slower than imm32 (1 uop on two ports)
+    assert (w.resources, w.cycles, w.micro_ops) == (["PmpToyPort0"], [2], 2)
+    assert plan.merged == [("ADD64ri32", "ADD_((REG:RW:G:64)),_((IMM:8))", [ADD_RI])]
+    text, _ = render_llvm(m, 14, resolutions=res)
+    assert "ResourceCycles = [2]" in text and "ReleaseAtCycles" not in text
+    assert f"//   {VADD}  -- llvm-mc: invalid instruction" in text
+    assert text.count("InstRW<") == 1
+
+
+def test_issue_width_from_r_max_and_latency_rounding():
+    m = toy({VADD: ((0b0110, 3),)}, latency={VADD: 4.5}, r_max=3.5)
+    plan = plan_llvm(m, 19, {VADD: Resolution("VADDPDYrr")})
+    assert plan.issue_width == 4
+    (w,) = plan.writes
+    assert (w.latency, w.latency_default, w.resources, w.cycles) == (5, False, ["PmpToyPort12"], [3])
+    assert plan_llvm(toy({VADD: ((1, 1),)}), 19, {VADD: Resolution("X")}).issue_width == 4
+
+
+# --- validation -----------------------------------------------------------------------
+
+def test_rejects_what_tblgen_lets_through():
+    with pytest.raises(ExportError, match="no uops"):
+        check_exportable(toy({ADD_RI: ()}))
+    with pytest.raises(ExportError, match="latency -5"):
+        check_exportable(toy({ADD_RI: ((1, 1),)}, latency={ADD_RI: -5}))
+    broken = toy({ADD_RI: ((1, 1),)})
+    object.__setattr__(broken, "uops", {ADD_RI: ((1, 0),)})     # bypass the model's own check
+    with pytest.raises(ExportError, match="uop count 0"):
+        check_exportable(broken)
+    assert issubclass(ExportError, InputError)
+
+
+# --- latency defaults, singleton throughput --------------------------------------------
+
+def test_latency_default_depends_on_memory_read():
+    m = toy({ADD_RI: ((1, 1),), ADD_RM: ((3, 2),), MOV_ST: ((4, 1),), VADD: ((2, 1),)},
+            latency={VADD: 4.0})
+    assert latency_of(m, VADD).value == 4.0 and latency_of(m, VADD).measured
+    assert latency_of(m, ADD_RI).value == DEFAULT_LATENCY and not latency_of(m, ADD_RI).measured
+    assert latency_of(m, ADD_RM).value == DEFAULT_LATENCY + DEFAULT_LOAD_LATENCY
+    assert latency_of(m, MOV_ST).value == DEFAULT_LATENCY         # a store reads no memory
+    assert not form_reads_memory(LEA_SIB, "x86")
+    # an AArch64 vector element is not a memory operand
+    assert not form_reads_memory("_fmla_((REG:W:F:VEC)).2d,_((REG:R:F:VEC)).2d,_((REG:R:F:VEC)).d[0]",
+                                 "aarch64")
+
+
+def test_singleton_cycles_from_the_simulator():
+    m = toy({ADD_RI: ((0b0011, 1),), ADD_RM: ((0b0001, 3), (0b0110, 1))}, r_max=4)
+    assert singleton_cycles(m) == {ADD_RI: 0.5, ADD_RM: 3.0}
+
+
+# --- OSACA operand classes --------------------------------------------------------------
+
+def test_x86_operands_are_in_att_order_with_all_memory_keys():
+    name, ops = osaca_identity(ADD_RM, "x86")
+    assert name == "add"
+    assert ops == [{"class": "memory", "base": "gpr", "offset": "imd", "index": None, "scale": 1},
+                   {"class": "register", "name": "gpr"}]
+    assert osaca_identity(MOV_ST, "x86")[1][::-1][0]["class"] == "memory"     # Intel dest first
+    assert osaca_identity(VADD, "x86") == ("vaddpd", [{"class": "register", "name": "ymm"}] * 3)
+    assert osaca_identity(ADD_RI, "x86")[1][0] == {"class": "immediate", "imd": "int"}
+    assert osaca_identity(LEA_SIB, "x86")[1][0] == {"class": "memory", "base": "gpr",
+                                                    "offset": "imd", "index": "gpr", "scale": 2}
+    assert osaca_identity("MOVZX_((REG:W:G:64)),_byte_ptr_[((MEM:64))_+_((MIMM:16))]",
+                          "x86")[0] == "movzb"
+    assert osaca_identity("MOV_((REG:W:G:64)),_((IMM:64))", "x86")[0] == "movabs"
+
+
+def test_aarch64_operands_follow_osaca_parser():
+    t = parse_form("_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:32)),_sxth_3")
+    assert osaca_operands(t) == [{"class": "register", "prefix": "x"}] * 2 + [
+        {"class": "register", "prefix": "w"}, {"class": "identifier"},
+        {"class": "immediate", "imd": "int"}]
+    # lsl/lsr/asr/ror/sxtw/uxtw/uxtb are folded into the register by OSACA's parser
+    t = parse_form("_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:64)),_lsl_2")
+    assert len(osaca_operands(t)) == 3
+    t = parse_form("_fmla_((REG:W:F:VEC)).2d,_((REG:R:F:VEC)).2d,_((REG:R:F:VEC)).d[0]")
+    assert osaca_operands(t) == [{"class": "register", "prefix": "v", "shape": "d"}] * 3
+    t = parse_form("_ldr_((REG:W:F:128)),_[((MEM:64)),_((MIMM:16))]")
+    assert osaca_operands(t) == [{"class": "register", "prefix": "q"},
+                                 {"class": "memory", "base": "x", "offset": "imd", "index": None,
+                                  "scale": 1, "pre_indexed": False, "post_indexed": False}]
+    t = parse_form("_fcmp_((REG:R:F:64)),_#0.0")
+    assert osaca_operands(t)[1] == {"class": "immediate", "imd": "double"}
+
+
+def test_port_pressure_is_a_list_even_for_multi_character_ports():
+    m = toy({ADD_RI: ((0b11, 2),)}, ports=("10", "0DV"))
+    assert port_pressure(m, m.uops[ADD_RI]) == [[2, ["10", "0DV"]]]
+    text = render_osaca(m)
+    assert 'port_pressure: [[2, ["10", "0DV"]]]' in text
+    assert text.rstrip().split("\n")[-1].startswith("  pmpredict_form")   # instruction_forms last
+    assert text.index("instruction_forms:") > text.index("pmpredict:")
+
+
+def test_load_store_defaults_come_from_pure_load_and_store_forms():
+    m = toy({ADD_RM: ((0b0011, 1), (0b0100, 1)), MOV_LD: ((0b0100, 1),), MOV_ST: ((0b1000, 1),)})
+    assert pure_load_forms(m) == [MOV_LD] and pure_store_forms(m) == [MOV_ST]
+    text = render_osaca(m)
+    assert 'load_throughput_default: [[1, ["2"]]]' in text
+    assert 'store_throughput_default: [[1, ["3"]]]' in text
+
+
+def test_throughput_is_never_zero_and_default_latency_is_flagged():
+    m = toy({ADD_RI: ((0b1111, 1),)})
+    text = render_osaca(m)
+    assert "throughput: 0.25" in text
+    assert "latency: 1.0  # default: not measured" in text and "pmpredict_latency: default" in text
+
+
+# --- foreign OSACA names, llvm-mc output parsing -----------------------------------------
+
+@pytest.mark.parametrize("isa, ops", [
+    ("x86", [{"class": "immediate", "imd": "int"},
+             {"class": "memory", "base": "gpr", "offset": None, "index": "gpr", "scale": 8}]),
+    ("aarch64", [{"class": "register", "prefix": "q"},
+                 {"class": "memory", "base": "x", "offset": "imd", "index": None, "scale": 1,
+                  "pre_indexed": False, "post_indexed": True}]),
+])
+def test_foreign_form_names_round_trip(isa, ops):
+    name = foreign_form_name("LDR", ops)
+    assert name.startswith("osaca:ldr ")
+    assert parse_foreign_form_name(name, isa) == ("ldr", ops)
+
+
+def test_foreign_form_name_spelling():
+    assert foreign_form_name("add", [{"class": "immediate", "imd": "int"},
+                                     {"class": "register", "name": "gpr"}]) == "osaca:add imd:int,gpr"
+    assert foreign_form_name("fmla", [{"class": "register", "prefix": "v", "shape": "d"}] * 3) == \
+        "osaca:fmla v.d,v.d,v.d"
+    assert foreign_form_name("cltq", []) == "osaca:cltq"
+
+
+def test_parse_show_inst_maps_labels_and_errors():
+    stdout = ("pmpredict_form_0:\n\taddq\t$42, %rcx                       # <MCInst #618 ADD64ri8\n"
+              "#  <MCOperand Reg:54>>\npmpredict_form_1:\npmpredict_form_2:\n"
+              "\tabs\tv1.2d, v2.2d   // <MCInst #1398 ABSv2i64\n")
+    stderr = "<stdin>:5:1: error: invalid instruction mnemonic 'bogus'\n"
+    out = parse_show_inst(stdout, stderr, {3: 0, 5: 1, 7: 2})
+    assert out[0] == Resolution("ADD64ri8", "addq $42, %rcx")
+    assert out[1].opcode is None and "invalid instruction mnemonic" in out[1].error
+    assert out[2].opcode == "ABSv2i64" and out[2].asm == "abs v1.2d, v2.2d"
+
+
+def test_shipped_opcode_table_covers_the_artifact_forms():
+    from pmpredict.exporters.opcodes import SHIPPED
+    with open(SHIPPED) as f:
+        table = json.load(f)
+    assert len(table["x86"]) == 310 and len(table["aarch64"]) == 390
+    assert table["x86"][ADD_RI]["opcode"] == "ADD64ri32"
+    assert all("opcode" in v for v in table["x86"].values())
