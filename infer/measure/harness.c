@@ -6,9 +6,8 @@
  * rename on Golden Cove and later, so they must not be used).
  *
  * Steady state: for a kernel running n iterations, t(2n) - t(n) removes call overhead and
- * warm-up. Each sample pairs a calibration measurement with a kernel measurement taken right
- * after it, so a frequency change between samples cancels; the median of the samples is
- * reported, plus the minimum-based estimate (robust against preemption on a busy machine).
+ * warm-up (see measure()). A run during which the scheduler switched this thread out is
+ * repeated; of the remaining runs the fastest counts (noise only ever adds time).
  *
  * A SIGILL / SIGSEGV / SIGBUS / SIGFPE or a hang (SIGALRM) inside a kernel is caught, the
  * kernel is reported as failed and the run goes on. In block mode (pmpredict measure FILE.s)
@@ -18,7 +17,7 @@
  * Protocol on stdout, one flushed line per event:
  *   C <ghz>                                   calibration at start
  *   B <kernel>                                kernel about to run
- *   R <kernel> <median> <min_based> <lo> <hi> <n> cycles per loop iteration
+ *   R <kernel> <steady> <short> <long> <spread> <n> <ghz>   cycles per loop iteration
  *   F <kernel> <signal name>                  kernel failed
  * Arguments: target_ns samples cpu(-1: stay) alarm_s [kernel indices...] (none: all)
  */
@@ -33,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,10 +93,29 @@ static double now_ns(void) {
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
+static long switches(void) {
+    struct rusage u;
+    getrusage(RUSAGE_THREAD, &u);
+    return u.ru_nvcsw + u.ru_nivcsw;
+}
+
+static long dirty_runs = 0;
+
+/* One timed run that the scheduler did not interrupt: a run during which this thread was
+   switched out is thrown away and repeated (a few times at most, then the last one counts:
+   the minimum-based estimate still guards against it). On a machine shared with other
+   busy processes this removes most of the noise at its source. */
 static double timed(kernel_fn fn, char *base, long n) {
-    double t0 = now_ns();
-    fn(base, n);
-    return now_ns() - t0;
+    double t = 0;
+    for (int attempt = 0; attempt < 12; attempt++) {
+        long before = switches();
+        double t0 = now_ns();
+        fn(base, n);
+        t = now_ns() - t0;
+        if (switches() == before) return t;
+        dirty_runs++;
+    }
+    return t;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -138,39 +157,44 @@ static double calibrate(char *base, int samples, double target_ns) {
     return median(v, samples);
 }
 
+/* Time one kernel. Every sample is a run of n and a run of 2n iterations (each about
+   target_ns and twice that). Reported, in cycles per loop iteration:
+     short = min over samples of t(n) / n       long = min over samples of t(2n) / 2n
+     steady = 2 * long - short  (= (t(2n) - t(n)) / n: call overhead and warm-up cancel)
+     spread = median over samples of t(2n) / 2n
+   Minima, because everything that disturbs a run (interrupts, a hypervisor) only adds
+   time. Some instruction mixes settle into one of two steady states per run (a divider
+   schedule of 4.5 or 5 cycles, say); the minimum then finds the faster one, and
+   runner.py falls back from `steady` to `long` when short and long ran in different
+   states. The cycle is recalibrated right before each kernel (frequency drift). */
 static void measure(const struct pm_kernel *k, char *base, double target_ns, int samples,
-                    double ns_per_cycle) {
-    double cyc[64], cal_a[64], cal_b[64], run_a[64], run_b[64];
+                    double *ns_per_cycle) {
+    double run_a[64], run_b[64];
     if (samples > 64) samples = 64;
     long n = iterations_for(k->fn, base, target_ns);
+    double short_ns = 1e300, long_ns = 1e300;
     for (int s = 0; s < samples; s++) {
-        cal_a[s] = timed(pm_calibrate, base, cal_iters);
-        cal_b[s] = timed(pm_calibrate, base, 2 * cal_iters);
         run_a[s] = timed(k->fn, base, n);
         run_b[s] = timed(k->fn, base, 2 * n);
-        double cal = (cal_b[s] - cal_a[s]) / ((double)cal_iters * CAL_ADDS);
-        if (!(cal > 0)) cal = ns_per_cycle;
-        cyc[s] = (run_b[s] - run_a[s]) / (double)n / cal;
+        if (run_a[s] / n < short_ns) short_ns = run_a[s] / n;
+        if (run_b[s] / (2 * n) < long_ns) long_ns = run_b[s] / (2 * n);
     }
-    double lo = 1e300, hi = -1e300;
-    for (int s = 0; s < samples; s++) {
-        if (cyc[s] < lo) lo = cyc[s];
-        if (cyc[s] > hi) hi = cyc[s];
+    for (int s = 0; s < samples; s++) run_b[s] /= 2.0 * n;
+    double spread_ns = median(run_b, samples);
+    /* calibration right after the kernel: min of three runs (noise only adds time) */
+    double cal = 1e300;
+    for (int s = 0; s < 3; s++) {
+        double t = timed(pm_calibrate, base, cal_iters) / ((double)cal_iters * CAL_ADDS);
+        if (t < cal) cal = t;
     }
-    double med = median(cyc, samples);
-    /* minimum-based: preemption only ever adds time, so the fastest run of each
-       kind is the least disturbed one */
-    double ca = 1e300, cb = 1e300, ra = 1e300, rb = 1e300;
-    for (int s = 0; s < samples; s++) {
-        if (cal_a[s] < ca) ca = cal_a[s];
-        if (cal_b[s] < cb) cb = cal_b[s];
-        if (run_a[s] < ra) ra = run_a[s];
-        if (run_b[s] < rb) rb = run_b[s];
-    }
-    double cal_min = (cb - ca) / ((double)cal_iters * CAL_ADDS);
-    if (!(cal_min > 0)) cal_min = ns_per_cycle;
-    double minb = (rb - ra) / (double)n / cal_min;
-    printf("R %d %.6f %.6f %.6f %.6f %ld\n", k->index, med, minb, lo, hi, n);
+    /* a calibration more than 3% off the running value is a disturbance unless it repeats */
+    if (cal > 0 && cal < *ns_per_cycle * 1.03 && cal > *ns_per_cycle * 0.97)
+        *ns_per_cycle = 0.8 * *ns_per_cycle + 0.2 * cal;
+    else if (cal > 0)
+        *ns_per_cycle = 0.5 * *ns_per_cycle + 0.5 * cal;
+    double c = *ns_per_cycle;
+    printf("R %d %.6f %.6f %.6f %.6f %ld %.6f\n", k->index, (2 * long_ns - short_ns) / c,
+           short_ns / c, long_ns / c, spread_ns / c, n, 1.0 / c);
     fflush(stdout);
 }
 
@@ -249,7 +273,7 @@ int main(int argc, char **argv) {
         if (sig == 0) {
             armed = 1;
             alarm(alarm_s);
-            measure(k, base, target_ns, samples, ns_per_cycle);
+            measure(k, base, target_ns, samples, &ns_per_cycle);
             alarm(0);
             armed = 0;
         } else {

@@ -44,13 +44,9 @@ def stderr_progress(done: int, total: int, message: str = "") -> None:
 
 
 def kernel_cycles(t: Timing) -> float | None:
-    """Cycles per loop iteration from one kernel's timing (min-based unless it is unusable)."""
-    if t.error:
-        return None
-    for value in (t.min_based, t.median):
-        if value is not None and math.isfinite(value) and value > 0:
-            return value
-    return None
+    """Cycles per loop iteration from one kernel's timing (None: failed)."""
+    c = t.cycles
+    return c if c is not None and math.isfinite(c) else None
 
 
 def combine(variants: list[tuple[int, Timing]]) -> tuple[float | None, str | None]:

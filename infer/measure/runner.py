@@ -23,21 +23,37 @@ from .codegen import Kernel, harness_source
 CC_FLAGS = ["-O1", "-w"]
 
 
+# `steady` = (t(2n) - t(n)) / n is used when the short and the long run agree this closely;
+# otherwise they ran in different steady states and the long run alone is the better figure.
+AGREEMENT = 0.01
+
+
 @dataclass(frozen=True)
 class Timing:
-    """Cycles per loop iteration of one kernel (or why there is none)."""
-    median: float | None = None      # median over samples, each paired with a calibration
-    min_based: float | None = None   # from the fastest runs (robust against preemption)
-    lo: float | None = None
-    hi: float | None = None
+    """Cycles per loop iteration of one kernel (or why there is none); see harness.c."""
+    steady: float | None = None      # (t(2n) - t(n)) / n from the fastest runs
+    short: float | None = None       # fastest t(n) / n
+    long: float | None = None        # fastest t(2n) / 2n
+    spread: float | None = None      # median t(2n) / 2n (how noisy the machine was)
     iterations: int = 0
+    ghz: float | None = None
     error: str | None = None
+
+    @property
+    def cycles(self) -> float | None:
+        """The kernel's cycles per iteration (None if it failed)."""
+        if self.error or self.long is None or not self.long > 0:
+            return None
+        if self.steady is not None and self.steady > 0 and \
+                abs(self.short - self.long) <= AGREEMENT * self.long:
+            return self.steady
+        return self.long
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    target_ns: float = 1e6        # duration of one timed run
-    samples: int = 7              # samples per kernel (median)
+    target_ns: float = 5e5        # duration of the shorter timed run
+    samples: int = 5              # runs of each length per kernel (fastest counts)
     cpu: int = -1                 # core to pin to (-1: the one the harness starts on)
     alarm_s: int = 10             # in-harness per-kernel time limit
     timeout_s: float = 60.0       # silence after which the process is killed
@@ -113,8 +129,8 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
                 current = int(parts[1])
             elif tag == "R":
                 i = int(parts[1])
-                med, minb, lo, hi = (float(x) for x in parts[2:6])
-                results[i] = Timing(med, minb, lo, hi, int(parts[6]))
+                steady, short, long_, spread = (float(x) for x in parts[2:6])
+                results[i] = Timing(steady, short, long_, spread, int(parts[6]), float(parts[7]))
                 current = None
                 on_result(i)
             elif tag == "F":
