@@ -1,0 +1,168 @@
+"""OSACA YAML -> MachineModel: exact round trip of our exports, foreign (shipped) files, errors."""
+
+import glob
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from pmpredict.cli import main
+from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
+from pmpredict.data.osaca import load_osaca_model
+from pmpredict.errors import InputError
+from pmpredict.exporters.osaca import export_osaca
+from pmpredict.model import MachineModel, load_model
+from pmpredict.models import builtin_names
+from pmpredict.sim import simulate
+
+from conftest import artifact
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+SHARED = {"SKL": ["train_len02.json", "validation_len06.json"], "ZEN": ["train_len05.json"],
+          "A72": ["train_len05.json"]}
+BUILTIN_DATA = {"skl": "SKL", "zen": "ZEN", "a72": "A72"}
+
+
+def _assert_same_model(a, b):
+    assert b.name == a.name and b.isa == a.isa and b.ports == a.ports
+    assert b.uops == a.uops and list(b.uops) == list(a.uops)
+    assert b.latency == a.latency and b.r_max == a.r_max
+
+
+@pytest.mark.parametrize("label", list(SHARED))
+def test_round_trip_of_shared_models_preserves_every_prediction(label, tmp_path):
+    model = load_model(artifact(label, "mapping_pmevo.json"))
+    path = str(tmp_path / "m.yml")
+    export_osaca(model, path)
+    back = load_model(path)
+    _assert_same_model(model, back)
+    for name in SHARED[label]:
+        exps = load_experiments(artifact(label, name))
+        c1, b1 = simulate(model, exps)
+        c2, b2 = simulate(back, exps)
+        assert np.array_equal(c1, c2) and np.array_equal(b1, b2)
+
+
+@pytest.mark.parametrize("name", builtin_names())
+def test_round_trip_of_builtin_models(name, tmp_path):
+    model = load_model(name)
+    path = str(tmp_path / f"{name}.yml")
+    export_osaca(model, path)
+    back = load_model(path)
+    _assert_same_model(model, back)
+    if name in BUILTIN_DATA:
+        for exp_file in SHARED[BUILTIN_DATA[name]]:
+            exps = load_experiments(artifact(BUILTIN_DATA[name], exp_file))
+            assert np.array_equal(simulate(model, exps)[0], simulate(back, exps)[0],
+                                  equal_nan=True)
+
+
+def test_round_trip_keeps_r_max_latency_and_provenance(tmp_path):
+    forms = {"ADD_((REG:RW:G:64)),_((IMM:32))": ((0b0011, 1),),
+             "VDIVPD_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))": ((0b0001, 1), (0b1000, 8)),
+             "_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:64))": ((0b0110, 2),)}
+    model = MachineModel("toy one", "x86", ("0", "1", "10", "DIV"), forms, r_max=2.5,
+                         latency={"VDIVPD_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))": 13.5},
+                         provenance={"description": "instruction_forms: tricky", "n": [1, 2]})
+    path = str(tmp_path / "toy.yml")
+    export_osaca(model, path)
+    back = load_model(path)
+    _assert_same_model(model, back)
+    assert back.provenance == model.provenance
+    exps = ExperimentSet(model.forms, (Experiment.of(list(forms) * 3),), "x86")
+    assert simulate(model, exps)[0][0] == simulate(back, exps)[0][0] == 24.0    # 3 x 8 cycles on DIV
+
+
+def _osaca_data_files():
+    try:
+        import osaca
+    except ImportError:
+        pytest.skip("OSACA is not installed (pip install osaca)")
+    files = sorted(glob.glob(os.path.join(os.path.dirname(osaca.__file__), "data", "*.yml")))
+    if not files:
+        pytest.skip("no OSACA data files found")
+    return files
+
+
+# the largest x86 files take 1-2.5 s each to parse with PyYAML; skx stands in for them
+_SLOW_FILES = {"csx.yml", "bdw.yml", "icl.yml", "ivb.yml", "hsw.yml"}
+
+
+def test_every_shipped_osaca_file_loads():
+    for path in _osaca_data_files():
+        if os.path.basename(path) in _SLOW_FILES:
+            continue
+        model = load_osaca_model(path)
+        assert model.isa in ("x86", "aarch64") and len(model.uops) > 40, path
+        assert all(f.startswith("osaca:") for f in model.forms)
+
+
+def test_foreign_forms_predict_like_osaca_with_its_own_file():
+    """a72.yml as shipped: our exact scheduler and OSACA agree on simple kernels."""
+    path = next((p for p in _osaca_data_files() if p.endswith("a72.yml")), None)
+    if path is None:
+        pytest.skip("OSACA's a72.yml not found")
+    model = load_osaca_model(path)
+    add, fmla = "osaca:add x,x,x", "osaca:fmla v.d,v.d,v.d"
+    assert add in model.uops and fmla in model.uops
+    exps = ExperimentSet(model.forms, (Experiment.of({add: 4, fmla: 2}),), "aarch64")
+    ours = simulate(model, exps)[0][0]
+
+    from osaca.parser import ParserAArch64
+    from osaca.semantics import ArchSemantics, MachineModel as OsacaModel, reduce_to_section
+    parser = ParserAArch64()
+    text = ("// OSACA-BEGIN\n" + "add x1, x2, x3\nadd x4, x5, x6\nadd x7, x8, x9\nadd x10, x11, x12\n"
+            "fmla v1.2d, v2.2d, v3.2d\nfmla v4.2d, v5.2d, v6.2d\n// OSACA-END\n")
+    kernel = reduce_to_section(parser.parse_file(text), parser)
+    sem = ArchSemantics(parser, OsacaModel(arch="a72"))
+    sem.normalize_instruction_forms(kernel)
+    sem.add_semantics(kernel)
+    sem.assign_optimal_throughput(kernel)
+    assert ours == pytest.approx(max(ArchSemantics.get_throughput_sum(kernel)), abs=0.011)
+
+
+def test_foreign_files_with_slips_keep_the_rest(tmp_path):
+    path = tmp_path / "x.yml"
+    path.write_text("isa: x86\nports: ['0', '1']\ninstruction_forms:\n"
+                    "- name: add\n  operands: []\n  port_pressure: [[1, '01']]\n"
+                    "- name: div\n  operands: []\n  port_pressure: [[1, ['DIV']]]\n"
+                    "- name: [jo, jno]\n  operands: [{class: identifier}]\n  port_pressure: []\n"
+                    "- name: half\n  operands: []\n  port_pressure: [[0.5, '0']]\n")
+    model = load_osaca_model(str(path))
+    assert model.uops == {"osaca:add": ((0b11, 1),), "osaca:jo id": (), "osaca:jno id": ()}
+    assert model.provenance["skipped"] == ["osaca:div: unknown port 'DIV' in port_pressure "
+                                           "(ports are 0, 1)",
+                                           "osaca:half: fractional port pressure 0.5"]
+
+
+@pytest.mark.parametrize("text, where, message", [
+    ("isa: x86\nports: [0\n", 3, "malformed YAML"),
+    ("isa: mips\nports: ['0']\ninstruction_forms: []\n", 1, "'isa' must be x86 or aarch64"),
+    ("isa: x86\nports: ['0']\ninstruction_forms:\n- name: add\n  operands: []\n"
+     "  port_pressure: [[1, ['7']]]\n  pmpredict_form: ADD\n", 4, "unknown port '7'"),
+])
+def test_bad_osaca_files_are_located_errors(tmp_path, text, where, message):
+    path = tmp_path / "bad.yml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as info:
+        load_osaca_model(str(path))
+    assert info.value.line == where
+
+
+def test_cli_simulates_with_an_osaca_file(tmp_path, capsys):
+    model = load_model(artifact("A72", "mapping_pmevo.json"))
+    yml = str(tmp_path / "a72.yml")
+    assert main(["export", artifact("A72", "mapping_pmevo.json"), "--format", "osaca", "-o", yml]) == 0
+    capsys.readouterr()
+    exps = artifact("A72", "train_len05.json")
+    assert main(["simulate", "--mapping", yml, "--experiments", exps, "--json"]) == 0
+    import json
+    rows = json.loads(capsys.readouterr().out)["predictions"]
+    want = simulate(model, load_experiments(exps))[0]
+    assert [r["cycles"] for r in rows] == list(want)
+    bad = tmp_path / "bad.yml"
+    bad.write_text("isa: x86\nports: [\n")
+    assert main(["simulate", "--mapping", str(bad), "--experiments", exps]) == 2
+    assert capsys.readouterr().err.startswith(f"pmpredict: error: {bad}:")
