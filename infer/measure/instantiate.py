@@ -30,10 +30,11 @@ no-read-after-write property structurally on the generated code.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
-from ...forms import FormTemplate, Placeholder, parse_form
+from ...forms import FormTemplate, Placeholder, form_text, parse_form
 from ...registers import X86_GPR64, registers
 
 BASE_REGISTER = "rdi"        # first argument of the kernel: the scratch buffer
@@ -171,9 +172,29 @@ def _operand_roles(template: FormTemplate):
 
 
 def _placeholders(template: FormTemplate) -> list[Placeholder]:
-    found = []
-    template.render(lambda ph, _i: found.append(ph) or "")
-    return found
+    return [p for p in _compiled(template.name)[1] if isinstance(p, Placeholder)]
+
+
+@functools.lru_cache(maxsize=None)
+def _names(cls: str, width: int | None) -> tuple[str, ...]:
+    return tuple(registers("x86", cls, width))
+
+
+_SLOT = re.compile(r"\(\(([^()]*)\)\)")
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(form: str):
+    """(template, text split into literal strings and Placeholders): rendering is then a join."""
+    template = parse_form(form, "x86")
+    text = form_text(form)
+    parts, pos = [], 0
+    for m in _SLOT.finditer(text):
+        parts.append(text[pos:m.start()])
+        parts.append(Placeholder.parse(m.group(1)))
+        pos = m.end()
+    parts.append(text[pos:])
+    return template, tuple(parts), memory_access(template), frozenset(fixed_registers(template))
 
 
 def _split_pools(templates: list[FormTemplate], fixed: set) -> dict[str, tuple[list, list]]:
@@ -208,13 +229,14 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
     seq = sequence_of(counts)
     if not seq:
         raise ValueError("empty experiment")
-    templates = {f: parse_form(f, "x86") for f in dict.fromkeys(seq)}
-    for f, t in templates.items():
-        if t.isa != "x86":
+    compiled = {f: _compiled(f) for f in dict.fromkeys(seq)}
+    templates = {f: c[0] for f, c in compiled.items()}
+    for f in templates:
+        if f.startswith("_"):
             raise ValueError(f"only x86-64 forms can be measured on this host: {f}")
     fixed = set()
-    for t in templates.values():
-        fixed |= fixed_registers(t)
+    for c in compiled.values():
+        fixed |= c[3]
     copies = max(1, round(length / len(seq)))
     pools = _split_pools([templates[f] for f in seq], fixed)
     read_pools = {c: _Pool(p[0]) for c, p in pools.items()}
@@ -224,8 +246,7 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
     out = []
     for _ in range(copies):
         for f in seq:
-            t = templates[f]
-            access = memory_access(t)
+            t, parts, access, _ = compiled[f]
             reads, writes, rws, mreads, mwrites = set(), set(), set(), [], []
 
             def fill(ph: Placeholder, _i: int) -> str:
@@ -254,9 +275,9 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
                         rws.add((cls, idx))
                 if cls == "V":
                     vector_width = max(vector_width, ph.width or 128)
-                return registers("x86", cls, ph.width)[idx]
+                return _names(cls, ph.width)[idx]
 
-            text = t.render(fill)
+            text = "".join(p if isinstance(p, str) else fill(p, 0) for p in parts)
             if access == "W" and not mwrites:
                 # a memory operand with a fixed displacement still counts as a store
                 mwrites.append(None)

@@ -1,0 +1,186 @@
+"""Measurement on this host, for real: known throughputs, failures reported, cache, CLI.
+
+These compile and run the harness, so they need an x86-64 Linux machine with a C
+compiler; elsewhere they skip. No timing assertion is about how fast *we* are: the
+figures checked are the CPU's (imul: reciprocal throughput 1, latency 3 on every
+recent x86-64 core), with a 5% tolerance for a shared, noisy machine.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
+from pmpredict.infer.measure import default_forms, measure_block, measure_experiment_set
+from pmpredict.infer.measure import measure_set
+from pmpredict.infer.measure.calibrate import cpu_flags
+from pmpredict.infer.measure.runner import RunOptions, check_assembles
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
+    or not (shutil.which("cc") or shutil.which("gcc")),
+    reason="host measurement needs x86-64 Linux and a C compiler")
+
+IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"
+ADD = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
+UD2 = "UD2"
+
+
+def unsupported_form() -> str:
+    """A form this CPU lacks (from /proc/cpuinfo), else ud2, which raises SIGILL everywhere."""
+    flags = cpu_flags()
+    if "avx512_fp16" not in flags:
+        return "VADDPH_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
+    if "amx_tile" not in flags:
+        return "TILERELEASE"
+    return UD2
+
+
+def one_set(*experiments) -> ExperimentSet:
+    exps = tuple(Experiment.of(e) for e in experiments)
+    forms = tuple(dict.fromkeys(f for e in exps for f in e.forms()))
+    return ExperimentSet(forms, exps, "x86", "test")
+
+
+def test_imul_reciprocal_throughput_is_one():
+    out = measure_experiment_set(one_set([IMUL]), cache_dir=None)
+    assert out.experiments[0].cycles == pytest.approx(1.0, rel=0.05)
+
+
+def test_dependent_imul_chain_is_three_cycles():
+    result = measure_block("imul %rbx, %rax\n", "att")
+    assert result["cycles"] == pytest.approx(3.0, rel=0.05)
+    result = measure_block("imul rax, rbx\nimul rax, rbx\n", "intel")
+    assert result["cycles"] == pytest.approx(6.0, rel=0.05)
+
+
+def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path):
+    bad = unsupported_form()
+    exps = one_set([IMUL], [UD2], [bad, ADD], [ADD], ["NOSUCHINSN_((REG:W:G:64))"],
+                   ["MOV_rax,_qword_ptr_[0]"])
+    out = measure_experiment_set(exps, cache_dir=str(tmp_path))
+    cycles = [e.cycles for e in out.experiments]
+    errors = [e.other.get("error") for e in out.experiments]
+    assert cycles[0] == pytest.approx(1.0, rel=0.05)
+    assert cycles[3] == pytest.approx(0.25, rel=0.3) or cycles[3] < 1.0   # any healthy ALU
+    assert cycles[1] is None and errors[1].startswith("SIGILL")
+    assert cycles[2] is None and errors[2].startswith("SIGILL")
+    assert cycles[4] is None and errors[4].startswith("does not assemble")
+    assert cycles[5] is None and "SIGSEGV" in errors[5]
+    # a saved set keeps the reasons
+    out.save(tmp_path / "out.json")
+    again = load_experiments(str(tmp_path / "out.json"))
+    assert again.experiments[1].other["error"].startswith("SIGILL")
+
+
+def test_hang_times_out_and_the_run_goes_on():
+    from pmpredict.infer.measure.codegen import experiment_kernel
+    from pmpredict.infer.measure.instantiate import instantiate
+    from pmpredict.infer.measure.runner import run_kernels
+    kernels = [experiment_kernel("pm_hang", instantiate([("JMP_.", 1)], 1)),
+               experiment_kernel("pm_ok", instantiate([(IMUL, 1)], 50))]
+    hang, ok = run_kernels(kernels, RunOptions(alarm_s=1))
+    assert hang.error == "timeout"
+    assert ok.cycles / 50 == pytest.approx(1.0, rel=0.05)
+
+
+def test_cache_resumes_without_measuring_again(tmp_path, monkeypatch):
+    exps = one_set([IMUL], [IMUL, ADD], [UD2])
+    first = measure_experiment_set(exps, cache_dir=str(tmp_path))
+
+    def no_run(*a, **k):
+        raise AssertionError("measured again although cached")
+    monkeypatch.setattr(measure_set, "run_kernels", no_run)
+    seen = []
+    second = measure_experiment_set(exps, cache_dir=str(tmp_path),
+                                    progress=lambda d, t, m: seen.append((d, t)))
+    assert [e.cycles for e in second.experiments] == [e.cycles for e in first.experiments]
+    assert second.experiments[2].other["error"].startswith("SIGILL")
+    assert seen[-1] == (3, 3)
+
+
+def test_interrupted_run_keeps_finished_results(tmp_path, monkeypatch):
+    """Ctrl-C after the first experiment: the rerun measures only what is missing."""
+    exps = one_set([IMUL], [ADD], [IMUL, ADD])
+    real = measure_set.run_kernels
+    calls = []
+
+    def interrupt_after_first(kernels, opts, on_result):
+        def wrapped(i, t):
+            on_result(i, t)
+            if i == 2:                       # the 3 unroll variants of experiment 0 are done
+                raise KeyboardInterrupt
+        calls.append(len(kernels))
+        return real(kernels, opts, wrapped)
+    monkeypatch.setattr(measure_set, "run_kernels", interrupt_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        measure_experiment_set(exps, cache_dir=str(tmp_path))
+    monkeypatch.setattr(measure_set, "run_kernels", lambda k, o, r: calls.append(len(k)) or real(k, o, r))
+    out = measure_experiment_set(exps, cache_dir=str(tmp_path))
+    assert calls[-1] == 6                    # 2 experiments x 3 variants, not 3 x 3
+    assert all(e.cycles for e in out.experiments)
+
+
+def test_host_forms_assemble_and_span_the_categories():
+    forms = default_forms()
+    assert len(forms) >= 60
+    from pmpredict.infer.measure.instantiate import instantiate
+    lines = [instantiate([(f, 1)], 1).lines[0] for f in forms]
+    assert check_assembles(lines) == [None] * len(forms)
+    mnemonics = {f.split("_")[0] for f in forms}
+    for needed in ("ADD", "SHL", "IMUL", "LEA", "VPADDD", "VADDPS", "VFMADD231PS", "VPSHUFB",
+                   "VCVTDQ2PS"):
+        assert needed in mnemonics
+    assert any("ptr" in f and f.split("_")[1] != "qword" for f in forms)        # loads
+    assert any(f.split("_")[1] in ("qword", "ymmword", "xmmword", "dword") for f in forms)  # stores
+
+
+def test_cli_measure_block_json(tmp_path):
+    src = tmp_path / "chain.s"
+    src.write_text("# a dependent chain\n.L1:\n  imul %rbx, %rax\n  jne .L1\n")
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "measure", str(src), "--json"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["cycles"] == pytest.approx(3.0, rel=0.05)
+    assert data["dropped"][0]["text"].startswith("jne")
+
+
+def test_cli_measure_experiments_round_trip(tmp_path):
+    e = tmp_path / "e.json"
+    one_set([IMUL], [IMUL, ADD, ADD]).save(e)
+    out = tmp_path / "out.json"
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "measure", "--experiments", str(e),
+                           "-o", str(out), "--cache", str(tmp_path / "cache")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    measured = load_experiments(str(out))
+    assert measured.experiments[0].cycles == pytest.approx(1.0, rel=0.05)
+    assert measured.experiments[1].cycles == pytest.approx(1.0, rel=0.1)
+
+
+@pytest.mark.parametrize("args, where", [
+    (["measure"], "nothing to measure"),
+    (["measure", "NOFILE.s"], "NOFILE.s: cannot read"),
+    (["measure", "--experiments", "E.json"], "needs -o"),
+])
+def test_cli_measure_bad_input(args, where):
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", *args], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert where in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_cli_measure_block_with_a_call_is_rejected(tmp_path):
+    src = tmp_path / "call.s"
+    src.write_text("add %rax, %rbx\ncall foo\nadd %rcx, %rdx\n")
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "measure", str(src)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert f"{src}:2:" in proc.stderr and "call" in proc.stderr

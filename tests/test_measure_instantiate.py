@@ -1,0 +1,167 @@
+"""Operand allocation, checked structurally on the generated instruction text.
+
+The window's text is parsed back (independently of the allocator's own bookkeeping):
+every register an operand names is classified by the form's operand roles, and the
+no-read-after-write property is verified on what the assembler will actually see.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections import Counter
+
+import pytest
+
+from pmpredict.forms import parse_form, split_operands
+from pmpredict.infer.measure import default_forms
+from pmpredict.infer.measure.codegen import experiment_kernel, harness_source
+from pmpredict.infer.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, immediate,
+                                                 instantiate, memory_access, sequence_of, windows)
+from pmpredict.registers import X86_GPR8, X86_GPR16, X86_GPR32, X86_GPR64
+
+FAMILY = {}
+for regs in (X86_GPR64, X86_GPR32, X86_GPR16, X86_GPR8):
+    for i, r in enumerate(regs):
+        FAMILY[r] = ("G", X86_GPR64[i])
+VEC = re.compile(r"\b[xyz]mm(\d+)\b")
+
+
+def registers_in(text: str) -> set:
+    text = text.lower()
+    out = {FAMILY[w] for w in re.findall(r"[a-z][a-z0-9]*", text) if w in FAMILY}
+    out |= {("V", int(m.group(1))) for m in VEC.finditer(text)}
+    return out
+
+
+def roles(form: str, line: str):
+    """[(kind, access, registers, text)] per operand of one generated instruction."""
+    t = parse_form(form)
+    head, _, rest = line.partition(" ")
+    assert head.lower() == t.mnemonic
+    texts = split_operands(rest) if rest else []
+    assert len(texts) == len(t.operands), (form, line)
+    out = []
+    for op, text in zip(t.operands, texts):
+        if op.kind == "reg":
+            out.append(("reg", op.access, registers_in(text), text))
+        elif op.kind == "mem":
+            out.append(("mem", memory_access(t), registers_in(text), text))
+        else:
+            out.append((op.kind, "R", registers_in(text), text))
+    return out
+
+
+def check_window(window):
+    written, read_only, address = Counter(), set(), set()
+    stores, loads = set(), set()
+    rows = [roles(i.form, i.text) for i in window.instructions]
+    for row in rows:
+        for kind, access, regs, text in row:
+            if kind == "reg" and access in ("W", "RW"):
+                written.update(regs)
+            elif kind == "reg":
+                read_only |= regs
+            elif kind == "mem":
+                address |= regs
+                disp = re.search(r"\+\s*(\d+)\s*\]", text)
+                if disp and access:
+                    (stores if access == "W" else loads).add(int(disp.group(1)))
+    base, counter = FAMILY[BASE_REGISTER], FAMILY[COUNTER_REGISTER]
+    # no read-only operand and no address reads a register the window writes
+    assert not (read_only & set(written)), (read_only & set(written), window.lines)
+    assert not (address & set(written))
+    # the reserved registers are never written; the counter never appears at all
+    assert base not in written and counter not in written
+    assert all(counter not in regs for row in rows for _, _, regs, _ in row)
+    # no load reads a cache line the window stores to, and they never 4K-alias
+    assert not loads & stores
+    assert not {d % 4096 // 64 for d in loads} & {d % 4096 // 64 for d in stores}
+    # operands only read by one instruction are distinct (no `vpxor a, b, b` zero idioms)
+    for row in rows:
+        reads = [r for kind, access, regs, _ in row if kind == "reg" and access == "R" for r in regs]
+        assert len(reads) == len(set(reads)), row
+    # writes are spread evenly (least recently used): the self-dependency of an RW operand
+    # is at the largest possible distance
+    for cls in ("G", "V"):
+        counts = [n for (c, _), n in written.items() if c == cls]
+        if counts:
+            assert max(counts) - min(counts) <= 1, written
+
+
+def random_experiments(forms, n, length, seed):
+    rng = random.Random(seed)
+    return [Counter(rng.choice(forms) for _ in range(length)) for _ in range(n)]
+
+
+def test_sequence_interleaves_multiplicities():
+    assert sequence_of([("A", 2), ("B", 1)]) == ["A", "B", "A"]
+    assert sequence_of([("A", 1), ("B", 3)]) == ["A", "B", "B", "B"]
+
+
+def test_immediates():
+    assert immediate(8) == 43
+    assert immediate(16) == 2 ** 8 + 42
+    assert immediate(32) == 2 ** 24 + 42
+    w = instantiate([("ADD_((REG:RW:G:64)),_((IMM:32))", 1), ("SHL_((REG:RW:G:64)),_((IMM:8))", 1)])
+    assert {int(line.rsplit(",", 1)[1]) for line in w.lines} == {2 ** 24 + 42, 43}
+
+
+def test_window_lengths_and_copies():
+    w = instantiate([("IMUL_((REG:RW:G:64)),_((REG:R:G:64))", 1)], 50)
+    assert len(w.instructions) == 50 and w.copies == 50
+    w = instantiate(Counter(["A_((REG:W:G:64))"] * 2 + ["B_((REG:R:G:64))"] * 3).items(), 50)
+    assert w.copies == 10 and len(w.instructions) == 50
+    assert [x.copies for x in windows([("NOP", 1)], (50, 32, 80))] == [50, 32, 80]
+
+
+def test_memory_access_kinds():
+    assert memory_access(parse_form("MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))")) == "W"
+    assert memory_access(parse_form("ADD_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((IMM:8))")) == "W"
+    assert memory_access(parse_form("CMP_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((IMM:8))")) == "R"
+    assert memory_access(parse_form("ADD_((REG:RW:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]")) == "R"
+    assert memory_access(parse_form("LEA_((REG:W:G:64)),__[((MEM:64))_+_((MIMM:16))]")) == ""
+
+
+def test_no_read_after_write_in_host_windows():
+    forms = default_forms()
+    for counts in random_experiments(forms, 300, 5, seed=1):
+        for w in windows(counts.items()):
+            check_window(w)
+    for f in forms:                              # singletons: the most repetitive windows
+        check_window(instantiate([(f, 1)], 50))
+
+
+def test_no_read_after_write_on_shared_skl_forms(shared):
+    forms = json.load(open(shared("SKL", "singletons.json")))["arch"]["insns"]
+    for counts in random_experiments(forms, 300, 5, seed=2):
+        for w in windows(counts.items()):
+            check_window(w)
+    for f in forms:
+        check_window(instantiate([(f, 1)], 50))
+
+
+def test_rw_chains_are_long():
+    """50 `add r, r`: 9 write registers -> each register's chain has at most ceil(50/9) links."""
+    w = instantiate([("ADD_((REG:RW:G:64)),_((REG:R:G:64))", 1)], 50)
+    dests = Counter(line.split()[1].rstrip(",") for line in w.lines)
+    assert max(dests.values()) == math.ceil(50 / len(dests))
+    assert len(dests) >= 8
+
+
+def test_literal_registers_are_kept_out_of_the_pools():
+    w = instantiate([("SHL_((REG:RW:G:64)),_cl", 1)], 20)
+    assert all(not line.startswith(("SHL rcx", "SHL ecx")) for line in w.lines)
+    check_window(w)
+
+
+def test_generated_c_switches_syntax_back():
+    k = experiment_kernel("pm_test", instantiate([("IMUL_((REG:RW:G:64)),_((REG:R:G:64))", 1)], 4))
+    lines = k.asm.split("\n")
+    assert lines[lines.index("pm_test:") + 1] == ".intel_syntax noprefix"
+    assert lines[-2] == ".att_syntax"
+    src = harness_source([k])
+    assert "add %rbx, %rax" in src and "clock_gettime(CLOCK_MONOTONIC" in src
+    assert "sched_setaffinity" in src
