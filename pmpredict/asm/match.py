@@ -11,7 +11,8 @@ smallest, so the choice is deterministic:
   * x86 memory of unknown width (AT&T without a size suffix): any width, the one
     equal to the widest register operand first;
   * `lea`: base / index presence must agree; no displacement before disp8 before disp32;
-  * AArch64 literal immediates, shift amounts and lanes: equal value first, else any;
+  * AArch64 literal immediates and lanes: equal value first, else any; shift / extend
+    amounts: equal first, then the nearest amount, then a form without an amount;
   * approximate matches (reported as such, with the reason) only when no exact
     form exists: a general-purpose register of another width (`w1` vs the model's
     `x` form, `eax` vs `rax`), an AArch64 addressing mode other than [base, #imm],
@@ -173,7 +174,7 @@ def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
         if u[2] == f[2]:
             return 0.0, None
         if u[2] is None or f[2] is None:
-            return 1.0, None
+            return 2.0, None                  # an amount written vs none: worse than another amount
         return 1.0 + abs(u[2] - f[2]) / 100.0, None
     return None
 

@@ -101,7 +101,7 @@ _SUFFIX_WIDTH = {"b": 8, "w": 16, "l": 32, "q": 64}
 _ATT_ALIASES = {"cltq": "cdqe", "cwtl": "cwde", "cbtw": "cbw", "cqto": "cqo", "cltd": "cdq",
                 "cwtd": "cwd", "movslq": "movsxd", "ljmp": "jmp", "lcall": "call"}
 # both syntaxes: one spelling per opcode
-_X86_ALIASES = {"sal": "shl"}
+_X86_ALIASES = {"sal": "shl", "movabs": "mov"}
 _ATT_EXTEND = re.compile(r"mov([sz])([bwl])([wlq])$")
 
 

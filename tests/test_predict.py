@@ -1,0 +1,148 @@
+"""`pmpredict predict`: known values on a toy model, pressure from the LP, JSON/text, options."""
+
+import json
+
+import pytest
+
+from pmpredict.asm.kernel import select_kernel
+from pmpredict.asm.parse import parse
+from pmpredict.cli import main
+from pmpredict.model import MachineModel
+from pmpredict.predict import Predictor
+
+ADD = "ADD_((REG:RW:G:64)),_((IMM:8))"
+SUB = "SUB_((REG:RW:G:64)),_((IMM:8))"
+SHL = "SHL_((REG:RW:G:64)),_((IMM:8))"
+STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+ADD_MEM = "ADD_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((IMM:8))"
+
+# DESIGN.md's known values: mul -> {P1}, add, sub -> {P1, P2}, store -> {P3}
+TOY = MachineModel(name="toy", isa="x86", ports=("P1", "P2", "P3"),
+                   uops={ADD: ((0b011, 1),), SUB: ((0b011, 1),), SHL: ((0b001, 1),),
+                         STORE: ((0b100, 1),), ADD_MEM: ((0b011, 1), (0b100, 2))})
+
+KERNEL = """\
+# OSACA-BEGIN
+\taddq $1, %rax
+\tsubq $2, %rbx
+\tshlq $3, %rcx
+\tmovq %rdx, (%rdi)
+\tcmpq %rax, %rbx
+# OSACA-END
+"""
+
+
+def predict(text, model=TOY, syntax="att", **kw):
+    program = parse(text, syntax, "k.s")
+    return Predictor(model).predict(select_kernel(program, **kw), syntax, "k.s")
+
+
+def test_known_value_and_pressure_split():
+    r = predict(KERNEL)
+    assert r.cycles == pytest.approx(1.5)
+    assert r.bottleneck == ["P1", "P2"]
+    rows = {row.text: row for row in r.rows}
+    assert rows["shlq $3, %rcx"].pressure == pytest.approx({"P1": 1.0})
+    # the {P1,P2} uop mass 2 is scheduled 0.5 on P1 and 1.5 on P2 (unique optimum),
+    # and split evenly between add and sub
+    assert rows["addq $1, %rax"].pressure == pytest.approx({"P1": 0.25, "P2": 0.75})
+    assert rows["subq $2, %rbx"].pressure == pytest.approx({"P1": 0.25, "P2": 0.75})
+    assert rows["movq %rdx, (%rdi)"].pressure == pytest.approx({"P3": 1.0})
+    assert r.port_load == pytest.approx({"P1": 1.5, "P2": 1.5, "P3": 1.0})
+    assert [u.text for u in r.unmatched] == ["cmpq %rax, %rbx"]
+    assert not r.complete and r.matched == 4
+
+
+def test_multi_uop_form_pressure_sums_to_its_uops():
+    r = predict("\taddq $1, 8(%rdi)\n\taddq $1, 16(%rdi)\n\tshlq $1, %rax\n")
+    assert r.cycles == pytest.approx(4.0)             # 2 x 2 cycles on P3
+    assert r.bottleneck == ["P3"]
+    for row in r.rows:
+        total = sum(c for _, c in row.uops)
+        assert sum(row.pressure.values()) == pytest.approx(total)
+    assert sum(r.port_load.values()) == pytest.approx(3 + 2 * 2)
+
+
+def test_r_max_counts_every_instruction():
+    capped = TOY.with_uops(TOY.uops, r_max=1.0)
+    r = predict(KERNEL, capped)
+    assert r.cycles == pytest.approx(5.0)             # 5 instructions at 1 per cycle, matched or not
+    assert r.bottleneck == ["frontend"]
+
+
+def test_nothing_matched_gives_no_prediction():
+    r = predict("\tcmpq %rax, %rbx\n\tjne .L1\n")
+    assert r.cycles is None and len(r.unmatched) == 2
+
+
+def write(tmp_path, name, text):
+    f = tmp_path / name
+    f.write_text(text)
+    return str(f)
+
+
+def toy_model_file(tmp_path):
+    path = tmp_path / "toy.json"
+    TOY.save(str(path))
+    return str(path)
+
+
+def test_cli_json_shape(tmp_path, capsys):
+    f = write(tmp_path, "k.s", KERNEL)
+    assert main(["predict", f, "--model", toy_model_file(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cycles"] == pytest.approx(1.5) and out["bottleneck"] == ["P1", "P2"]
+    assert [i["line"] for i in out["instructions"]] == [2, 3, 4, 5, 6]
+    first = out["instructions"][0]
+    assert set(first) >= {"line", "text", "form", "uops", "pressure"}
+    assert first["form"] == ADD and first["uops"] == [{"ports": ["P1", "P2"], "count": 1}]
+    assert first["pressure"] == pytest.approx({"P1": 0.25, "P2": 0.75})
+    assert out["unmatched"] == [{"line": 6, "text": "cmpq %rax, %rbx", "key": "cmp r64, r64",
+                                 "reason": "the model has no `cmp` form"}]
+    assert out["instructions"][4]["form"] is None
+    assert out["coverage"]["complete"] is False and out["kernel"]["how"] == "osaca-markers"
+    assert out["isa"] == "x86" and out["syntax"] == "att"
+
+
+def test_cli_text_table(tmp_path, capsys):
+    f = write(tmp_path, "k.s", KERNEL)
+    assert main(["predict", f, "--model", toy_model_file(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Throughput: 1.50 cycles per iteration (lower bound)" in out
+    assert "Bottleneck: ports P1, P2" in out
+    assert "between the OSACA-BEGIN/END comments" in out
+    assert "    6  cmpq %rax, %rbx" in out
+
+
+def test_cli_strict_and_errors(tmp_path, capsys):
+    model = toy_model_file(tmp_path)
+    f = write(tmp_path, "k.s", KERNEL)
+    assert main(["predict", f, "--model", model, "--strict"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pmpredict: error: {f}:6: 1 instruction(s) not in model 'toy'")
+    a64 = write(tmp_path, "a.s", "\tadd x0, x0, 1\n")
+    assert main(["predict", a64, "--model", model]) == 2
+    assert "the kernel is aarch64 but model 'toy' is x86" in capsys.readouterr().err
+    assert main(["predict", f, "--model", model, "--region", "nope"]) == 2
+    assert "no LLVM-MCA region named 'nope'" in capsys.readouterr().err
+
+
+def test_cli_default_model_missing(tmp_path, capsys, monkeypatch):
+    import pmpredict.commands.predict as cmd
+    monkeypatch.setattr(cmd, "builtin_path", lambda name: None)
+    f = write(tmp_path, "k.s", KERNEL)
+    assert main(["predict", f]) == 2
+    assert "no built-in x86 model 'skl' is installed; give one with --model FILE" in capsys.readouterr().err
+
+
+def test_cli_reports_every_llvm_mca_region(tmp_path, capsys):
+    text = ("# LLVM-MCA-BEGIN a\n\taddq $1, %rax\n# LLVM-MCA-END a\n"
+            "# LLVM-MCA-BEGIN b\n\tshlq $1, %rax\n\tshlq $1, %rbx\n# LLVM-MCA-END b\n")
+    f = write(tmp_path, "k.s", text)
+    model = toy_model_file(tmp_path)
+    assert main(["predict", f, "--model", model, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cycles"] == pytest.approx(0.5)
+    assert [r["cycles"] for r in out["regions"]] == pytest.approx([0.5, 2.0])
+    assert main(["predict", f, "--model", model, "--json", "--region", "b"]) == 0
+    assert json.loads(capsys.readouterr().out)["cycles"] == pytest.approx(2.0)
