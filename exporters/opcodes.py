@@ -190,3 +190,26 @@ def build_table(forms_by_isa: dict[str, list[str]]) -> dict:
     for isa, forms in forms_by_isa.items():
         table[isa] = {f: r.to_json() for f, r in run_llvm_mc(list(forms), isa, llvm_mc).items()}
     return table
+
+
+def main(argv=None) -> int:
+    """Regenerate the shipped table: python3 -m pmpredict.exporters.opcodes ARTIFACT_DIR."""
+    import sys
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python3 -m pmpredict.exporters.opcodes PATH/TO/pmevo-artifact", file=sys.stderr)
+        return 2
+    forms = {}
+    for folder, isa in (("SKL", "x86"), ("A72", "aarch64")):
+        with open(os.path.join(args[0], folder, "mapping_pmevo.json"), encoding="utf8") as f:
+            forms[isa] = json.load(f)["arch"]["insns"]
+    table = build_table(forms)
+    _write_table(SHIPPED, table)
+    for isa in forms:
+        ok = sum(1 for r in table[isa].values() if "opcode" in r)
+        print(f"{isa}: {ok}/{len(table[isa])} forms resolved (llvm-mc {table['llvm_mc']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
