@@ -64,11 +64,17 @@ static volatile sig_atomic_t armed = 0;
 static volatile sig_atomic_t map_on_fault = 0;
 static volatile sig_atomic_t mapped_pages = 0;
 static int page_fd = -1;   /* block mode: every page mapped on demand shows this one page */
+/* each page mapped on demand is its own mapping; stay well below vm.max_map_count (65530) */
+#define PM_MAX_PAGES 60000
+static volatile sig_atomic_t page_limit_hit = 0;
 
 static void on_signal(int sig, siginfo_t *info, void *ctx) {
     (void)ctx;
+    if (sig == SIGSEGV && map_on_fault && page_fd >= 0 && info->si_code == SEGV_MAPERR) {
+        if (mapped_pages >= PM_MAX_PAGES) page_limit_hit = 1;
+    }
     if (sig == SIGSEGV && map_on_fault && page_fd >= 0 && info->si_code == SEGV_MAPERR &&
-        mapped_pages < 16384) {
+        mapped_pages < PM_MAX_PAGES) {
         uintptr_t addr = (uintptr_t)info->si_addr & ~(uintptr_t)4095;
         if (addr >= 65536 && addr < ((uintptr_t)1 << 46)) {
             void *p = mmap((void *)addr, 4096, PROT_READ | PROT_WRITE,
@@ -278,7 +284,7 @@ int main(int argc, char **argv) {
             armed = 0;
         } else {
             alarm(0);
-            printf("F %d %s\n", k->index, signal_name(sig));
+            printf("F %d %s\n", k->index, page_limit_hit ? "pages" : signal_name(sig));
             fflush(stdout);
         }
         map_on_fault = 0;

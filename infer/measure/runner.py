@@ -85,6 +85,14 @@ def first_error(messages: str) -> str:
     return messages.strip().splitlines()[-1] if messages.strip() else "compilation failed"
 
 
+_FAILURES = {
+    "SIGILL": "SIGILL: instruction not supported by this CPU",
+    "timeout": "timeout",
+    "pages": "crash: SIGSEGV: the code walks through more memory than the harness maps "
+             "(60,000 pages); measure a block whose addresses repeat",
+}
+
+
 def _signal_name(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -136,9 +144,7 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             elif tag == "F":
                 i = int(parts[1])
                 reason = parts[2]
-                results[i] = Timing(error="SIGILL: instruction not supported by this CPU"
-                                    if reason == "SIGILL" else
-                                    "timeout" if reason == "timeout" else f"crash: {reason}")
+                results[i] = Timing(error=_FAILURES.get(reason, f"crash: {reason}"))
                 current = None
                 on_result(i)
     finally:
