@@ -9,8 +9,9 @@ Public API:
 from .cache import default_cache_dir
 from .host_forms import default_forms, load_form_list
 from .measure_set import MeasureOptions, measure_experiment_set
+from .runner import HostError
 
-__all__ = ["default_cache_dir", "default_forms", "load_form_list", "measure_experiment_set", "MeasureOptions",
+__all__ = ["HostError", "default_cache_dir", "default_forms", "load_form_list", "measure_experiment_set", "MeasureOptions",
            "measure_block"]
 
 

@@ -19,7 +19,7 @@ from ...errors import InputError
 from ...registers import X86_GPR8, X86_GPR16, X86_GPR32, X86_GPR64
 from .calibrate import cpu_name
 from .codegen import block_kernel
-from .runner import RunOptions, run_kernels
+from .runner import RunOptions, check_host, run_kernels
 from .measure_set import kernel_cycles
 
 BLOCK_LENGTHS = (50, 100)
@@ -124,6 +124,7 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
     A block the CPU cannot run gives {"cycles": None, "error": why}.
     """
     syntax, lines, dropped, counter, width = prepare_block(text, syntax, path)
+    check_host()
     body = [bl.text for bl in lines]
     kernels, copies_list = [], []
     for n in lengths:

@@ -20,7 +20,7 @@ from .cache import ResultCache, experiment_key
 from .calibrate import cpu_identity
 from .codegen import experiment_kernel
 from .instantiate import DEFAULT_LENGTHS, instantiate, windows
-from .runner import RunOptions, Timing, check_assembles, run_kernels
+from .runner import RunOptions, Timing, check_assembles, check_host, run_kernels
 
 BATCH = 40            # experiments per harness binary (amortises the compiler)
 
@@ -36,10 +36,18 @@ class MeasureOptions:
                 "lengths": list(self.lengths)}
 
 
+_last_line = [0.0]
+
+
 def stderr_progress(done: int, total: int, message: str = "") -> None:
-    """The default progress display: one rewritten line on stderr."""
-    end = "\n" if done >= total else ""
-    sys.stderr.write(f"\rmeasure: {done}/{total} {message}"[:100].ljust(60) + end)
+    """The default progress display on stderr: a rewritten line on a terminal, else a
+    line every 10 seconds (and at the end) so logs stay readable."""
+    text = f"measure: {done}/{total} experiments {message}".rstrip()
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + text.ljust(60) + ("\n" if done >= total else ""))
+    elif done >= total or time.monotonic() - _last_line[0] >= 10:
+        _last_line[0] = time.monotonic()
+        sys.stderr.write(text + "\n")
     sys.stderr.flush()
 
 
@@ -92,6 +100,7 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
     """
     if experiments.isa not in ("x86", "", None):
         raise ValueError(f"only x86-64 experiments can be measured here, not {experiments.isa}")
+    check_host()
     if progress is True:
         progress = stderr_progress
     cpu = cpu_identity()

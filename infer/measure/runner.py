@@ -59,11 +59,24 @@ class RunOptions:
     timeout_s: float = 60.0       # silence after which the process is killed
 
 
+class HostError(RuntimeError):
+    """This machine cannot run the harness (not x86-64 Linux, no C compiler)."""
+
+
+def check_host() -> None:
+    import platform
+    import sys
+    if platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux"):
+        raise HostError(f"measurement needs an x86-64 Linux host (this is {platform.machine()} "
+                        f"{sys.platform})")
+    compiler()
+
+
 def compiler() -> str:
     for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if cc and shutil.which(cc):
             return cc
-    raise RuntimeError("no C compiler found (set CC or install gcc)")
+    raise HostError("no C compiler found (set CC or install gcc)")
 
 
 def compile_harness(kernels: list[Kernel], workdir: str) -> tuple[str | None, str]:

@@ -33,6 +33,15 @@ def _run_options(args):
 
 
 def run(args):
+    from ..infer.measure.runner import HostError
+    try:
+        return _dispatch(args)
+    except HostError as exc:
+        print(f"pmpredict: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(args):
     if args.experiments:
         if args.file:
             raise InputError(args.file, "give either FILE.s or --experiments, not both")
