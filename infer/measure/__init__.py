@@ -11,8 +11,8 @@ from .host_forms import default_forms, load_form_list
 from .measure_set import MeasureOptions, measure_experiment_set
 from .runner import HostError
 
-__all__ = ["HostError", "default_cache_dir", "default_forms", "load_form_list", "measure_experiment_set", "MeasureOptions",
-           "measure_block"]
+__all__ = ["HostError", "MeasureOptions", "default_cache_dir", "default_forms", "load_form_list",
+           "measure_block", "measure_experiment_set"]
 
 
 def measure_block(asm_text: str, syntax: str = "att", **kwargs) -> dict:
