@@ -8,7 +8,8 @@ read). A form that llvm-mc rejects stays unresolved with llvm-mc's message:
 it is listed in the export, never guessed.
 
 Lookups go: the table shipped with pmpredict (data/opcodes.json, the 310 x86 +
-390 AArch64 forms of the PMEvo artifact, made with llvm-mc 19), then the user
+390 AArch64 forms of the PMEvo artifact and the x86 host form list of
+infer/measure, made with llvm-mc 19), then the user
 cache ($XDG_CACHE_HOME/pmpredict/opcodes.json), then llvm-mc for the rest (the
 results, failures included, go to the user cache).
 """
@@ -192,6 +193,20 @@ def build_table(forms_by_isa: dict[str, list[str]]) -> dict:
     return table
 
 
+def _host_forms() -> list[str]:
+    """The x86 host form list of `pmpredict infer --measure`, when installed."""
+    try:
+        from pmpredict.infer import measure
+    except ImportError:
+        return []
+    path = os.path.join(os.path.dirname(measure.__file__), "forms_host.txt")
+    try:
+        with open(path, encoding="utf8") as f:
+            return [line.split()[0] for line in f if line.strip() and not line.startswith("#")]
+    except OSError:
+        return []
+
+
 def main(argv=None) -> int:
     """Regenerate the shipped table: python3 -m pmpredict.exporters.opcodes ARTIFACT_DIR."""
     import sys
@@ -203,6 +218,8 @@ def main(argv=None) -> int:
     for folder, isa in (("SKL", "x86"), ("A72", "aarch64")):
         with open(os.path.join(args[0], folder, "mapping_pmevo.json"), encoding="utf8") as f:
             forms[isa] = json.load(f)["arch"]["insns"]
+    host = _host_forms()
+    forms["x86"] = list(dict.fromkeys(forms["x86"] + host))
     table = build_table(forms)
     _write_table(SHIPPED, table)
     for isa in forms:

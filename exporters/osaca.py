@@ -48,6 +48,10 @@ _X86_ATT_STEMS = {"movzx": {8: "movzb", 16: "movzw"}, "movsx": {8: "movsb", 16: 
                   "movsxd": {32: "movsl"}}
 
 
+_X86_FIXED_REGISTER = re.compile(
+    r"[re]?[abcd]x|[abcd][lh]|[re]?(si|di|sp|bp)|(si|di|sp|bp)l|r\d{1,2}[dwb]?|[xyz]mm\d{1,2}|k[0-7]")
+
+
 class UnsupportedForm(ValueError):
     """A form whose operands have no OSACA spelling (listed in a comment, not exported)."""
 
@@ -137,6 +141,9 @@ def osaca_operands(template) -> list[dict]:
             ops.append(_immediate(o.text, template.mnemonic))
         elif isa == "aarch64":
             ops.extend(_aarch64_literal(o.text))
+        elif _X86_FIXED_REGISTER.fullmatch(o.text.strip().lower()):
+            # a fixed register (shl r64, cl): OSACA matches it by name
+            ops.append({"class": "register", "name": o.text.strip().lower()})
         else:
             raise UnsupportedForm(f"operand {o.text!r}")
     return list(reversed(ops)) if isa == "x86" else ops

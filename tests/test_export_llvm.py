@@ -16,13 +16,21 @@ from pmpredict.models import builtin_names
 from conftest import artifact
 
 SHARED = ["SKL", "ZEN", "A72"]
-MODELS = SHARED + builtin_names()
+MODELS = SHARED + ["HOSTFORMS"] + builtin_names()
 
 
 def _model(label):
     if label in SHARED:
         return load_model(artifact(label, "mapping_pmevo.json"))
+    if label == "HOSTFORMS":
+        from test_export_osaca import _model as osaca_model
+        return osaca_model(label)
     return load_model(label)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
 def _tool(name):

@@ -215,6 +215,6 @@ def test_shipped_opcode_table_covers_the_artifact_forms():
     from pmpredict.exporters.opcodes import SHIPPED
     with open(SHIPPED) as f:
         table = json.load(f)
-    assert len(table["x86"]) == 310 and len(table["aarch64"]) == 390
+    assert len(table["x86"]) >= 310 and len(table["aarch64"]) == 390
     assert table["x86"][ADD_RI]["opcode"] == "ADD64ri32"
     assert all("opcode" in v for v in table["x86"].values())
