@@ -97,6 +97,10 @@ cvtsi2sd cvtsi2ss vcvtsi2sd vcvtsi2ss cvttsd2si cvttss2si cvtsd2si cvtss2si vcvt
 vcvtsd2si vcvtss2si vcvtusi2sd vcvtusi2ss""".split())
 _CONDITIONS = set("o no b c nae ae nb nc e z ne nz be na a nbe s ns p pe np po l nge ge nl le ng g nle".split())
 _SUFFIX_WIDTH = {"b": 8, "w": 16, "l": 32, "q": 64}
+_X87 = set("""fld fst fstp fild fist fistp fisttp fadd fsub fsubr fmul fdiv fdivr fcom fcomp fiadd
+fisub fisubr fimul fidiv fidivr ficom ficomp""".split())
+_X87_FLOAT = {"s": 32, "l": 64, "t": 80}
+_X87_INT = {"s": 16, "w": 16, "l": 32, "q": 64}
 # AT&T-only spellings -> Intel
 _ATT_ALIASES = {"cltq": "cdqe", "cwtl": "cwde", "cbtw": "cbw", "cqto": "cqo", "cltd": "cdq",
                 "cwtd": "cwd", "movslq": "movsxd", "ljmp": "jmp", "lcall": "call"}
@@ -129,6 +133,11 @@ def att_mnemonic(m: str, operands) -> tuple[str, int | None, int | None]:
         return m, None, None
     if m[-1:] in _SUFFIX_WIDTH and m[:-1] in _SUFFIXED:
         return m[:-1], _SUFFIX_WIDTH[m[-1]], None
+    if m[:-1] in _X87 and m[-1:] in "sltqw":
+        # x87 memory size letters: float s/l/t = 32/64/80 bits, integer s/l/q = 16/32/64
+        table = _X87_INT if m.startswith("fi") else _X87_FLOAT
+        if m[-1] in table:
+            return m[:-1], table[m[-1]], None
     return m, None, None
 
 
@@ -293,6 +302,8 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
             mnemonic = "movsxd"
     if mnemonic in ("movsx", "movzx", "movsxd"):
         mem_width = src_width
+    elif mnemonic.startswith("kmov") and mnemonic[-1:] in "bwdq":
+        mem_width = {"b": 8, "w": 16, "d": 32, "q": 64}[mnemonic[-1]]
     elif mnemonic.startswith(("cvtsi2s", "vcvtsi2s", "vcvtusi2s")):
         mem_width = suffix_width
     elif suffix_width is not None:
