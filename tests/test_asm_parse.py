@@ -163,9 +163,26 @@ _REAL_LINES = {
 _ALPHABET = "abcdxyzqwlr0123456789%$#.,:;[](){}*+-!=@_ \t\"\\/'"
 
 
+_MATCHERS = {}
+
+
 def _check(text, syntax):
+    """Parse, then run the rest of the front end (kernel choice, normalisation, matching)."""
+    from pmpredict.asm.kernel import select_kernel
+    from pmpredict.asm.match import FormMatcher
+    from pmpredict.asm.normalize import normalize
+    isa = "aarch64" if syntax == "aarch64" else "x86"
+    if isa not in _MATCHERS:
+        forms = (["_add_((REG:W:G:64)),_((REG:R:G:64)),_8", "_ldr_((REG:W:F:128)),_[((MEM:64)),_((MIMM:16))]"]
+                 if isa == "aarch64" else
+                 ["ADD_((REG:RW:G:64)),_((IMM:8))", "LEA_((REG:W:G:64)),__[((MEM:64))+((IMM:8))]",
+                  "VPADDD_((REG:W:V:256)),_((REG:R:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"])
+        _MATCHERS[isa] = FormMatcher(forms, isa)
     try:
-        parse(text, syntax, "fuzz.s")
+        program = parse(text, syntax, "fuzz.s")
+        kernel = select_kernel(program)
+        for insn in kernel.instructions:
+            _MATCHERS[isa].match(normalize(insn, syntax))
     except InputError as exc:
         assert exc.path == "fuzz.s"
 

@@ -122,6 +122,44 @@ def test_att_and_intel_output_agree(tmp_path, compiler, skl):
     assert any("vpaddd" in r.text for r in ra.rows)
 
 
+CXX_SOURCE = r"""
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+std::atomic<long> counter;
+template <class T> struct Acc { T s{}; void add(T x) { s += x; } };
+double f(const std::vector<double> &v) { Acc<double> a; for (auto x : v) a.add(std::sqrt(x) * 1.5); return a.s; }
+std::map<int, std::string> h() { std::map<int, std::string> m; m[1] = "one"; m[2] = "tw\"o"; return m; }
+long inc() { return counter.fetch_add(1) + __builtin_popcountl(counter.load()); }
+long double ld(long double x) { return x * x + 1.0L; }
+"""
+
+
+@pytest.mark.parametrize("compiler,source,flags", [
+    ("g++", CXX_SOURCE, ["-O2", "-g", "-fPIC", "-x", "c++"]),
+    ("gcc", X86_SOURCE, ["-O0", "-g"]),
+    ("clang", X86_SOURCE, ["-O2", "-g", "-mavx512f"]),
+])
+def test_debug_info_cxx_and_unoptimised_output(tmp_path, compiler, source, flags):
+    """Whole files with DWARF directives, C++ comdat sections, x87, atomics: parse completely,
+    and AT&T and Intel give the same keys."""
+    att = compile_c(tmp_path, compiler, source, "att", *flags)
+    intel = compile_c(tmp_path, compiler, source, "intel", *flags, "-masm=intel")
+    pa, pi = parse_file(att), parse_file(intel)
+    assert len(pa.lines) > 300 and len(pa.instructions) == len(pi.instructions) > 20
+    diffs = [(a.text, b.text) for a, b in zip(pa.instructions, pi.instructions)
+             if normalize(a, "att") != normalize(b, "intel")]
+    assert not diffs, diffs[:5]
+
+
+def test_aarch64_debug_output_parses(tmp_path):
+    path = compile_c(tmp_path, "aarch64-linux-gnu-gcc", A64_SOURCE, "a64g", "-g")
+    program = parse_file(path)
+    assert program.syntax == "aarch64" and len(program.instructions) > 20
+
+
 def test_gcc_iaca_byte_markers(tmp_path, skl):
     path = compile_c(tmp_path, "gcc", MARKED_X86, "marked", "-mavx2")
     _, kernel, report = forms_and_prediction(skl, path)
