@@ -121,6 +121,22 @@ def latency_of(model, form: str) -> Latency:
     return Latency(DEFAULT_LATENCY + extra, False)
 
 
+def write_text(path, text: str) -> None:
+    """Write atomically (a temporary file renamed over the target); an OSError is an InputError."""
+    import os
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(str(path), f"cannot write: {exc.strerror}") from None
+
+
 def tablegen_identifier(text: str) -> str:
     """A TableGen-safe identifier fragment (letters, digits, underscore)."""
     out = re.sub(r"[^A-Za-z0-9_]", "_", text)

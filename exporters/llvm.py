@@ -24,11 +24,11 @@ empty write, a unit count < 1), see common.check_exportable.
 from __future__ import annotations
 
 import math
-import os
 import re
 from dataclasses import dataclass, field
 
-from .common import ExportError, check_exportable, latency_of, singleton_cycles, tablegen_identifier
+from .common import (ExportError, check_exportable, latency_of, singleton_cycles, tablegen_identifier,
+                     write_text)
 from .opcodes import Resolution, resolve_opcodes
 from .render import render_template
 
@@ -242,9 +242,6 @@ def render_llvm(model, version: int = 19, self_contained: bool = False, source: 
 def export_llvm(model, path, version: int = 19, self_contained: bool = False,
                 source: str = "", name: str | None = None) -> dict:
     text, plan = render_llvm(model, version, self_contained, source, name=name)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_text(path, text)
     return {"opcodes": len(plan.opcodes), "writes": len(plan.writes),
             "unresolved": [f for f, _ in plan.unresolved], "merged": plan.merged}

@@ -27,7 +27,6 @@ and OSACA uses the first one it finds.
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from pmpredict.data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
@@ -35,7 +34,7 @@ from pmpredict.forms import parse_form
 
 from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, form_reads_memory,
                      is_element_register,
-                     is_pure_store, latency_of, singleton_cycles)
+                     is_pure_store, latency_of, singleton_cycles, write_text)
 from .render import render_template
 
 OSACA_VERSION = "0.7.1"
@@ -315,12 +314,5 @@ def export_osaca(model, path, source: str = "") -> dict:
     """Write the OSACA file; returns a summary (forms written, unsupported forms)."""
     ctx = osaca_context(model, source)
     text = render_template("osaca.yml.j2", ctx)
-    _write_text(path, text)
+    write_text(path, text)
     return {"forms": len(ctx["entries"]), "unsupported": ctx["unsupported"]}
-
-
-def _write_text(path, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf8") as f:
-        f.write(text)
-    os.replace(tmp, path)

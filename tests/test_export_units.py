@@ -218,3 +218,11 @@ def test_shipped_opcode_table_covers_the_artifact_forms():
     assert len(table["x86"]) >= 310 and len(table["aarch64"]) == 390
     assert table["x86"][ADD_RI]["opcode"] == "ADD64ri32"
     assert all("opcode" in v for v in table["x86"].values())
+
+
+def test_unwritable_output_is_a_located_error(tmp_path):
+    from pmpredict.exporters.osaca import export_osaca
+    target = tmp_path / "no" / "such" / "dir.yml"
+    with pytest.raises(InputError, match="cannot write") as info:
+        export_osaca(toy({ADD_RI: ((1, 1),)}), str(target))
+    assert info.value.path == str(target)

@@ -2,7 +2,6 @@
 
 import glob
 import os
-import warnings
 
 import numpy as np
 import pytest
