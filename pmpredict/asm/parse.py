@@ -385,8 +385,6 @@ class AsmTransformer(Transformer):
                 if inner is not None:
                     disp = _Expr(disp.value + inner.value, disp.symbols + inner.symbols)
                     has_disp = True
-            elif isinstance(item, Memory):           # (not produced by the grammars)
-                return item
         d = self._decorations(c)
         return Memory(base=base, index=index, scale=scale, disp=disp.value, symbols=disp.symbols,
                       segment=seg, width=size, broadcast=d.get("broadcast"), mask=d.get("mask"),
