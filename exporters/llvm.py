@@ -219,9 +219,12 @@ def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | Non
 
 def _context(plan: LlvmPlan, model, source: str, complete: bool) -> dict:
     merged = {op: others for op, _, others in plan.merged}
-    return {"plan": plan, "model": model, "source": source or model.name,
-            "sched_model": f"{plan.prefix}Model", "complete": 1 if complete else 0,
-            "merged": merged}
+    label = " ".join(str(model.name).split())                  # one line, for comments
+    processor = re.sub(r"[^a-z0-9.-]+", "-", label.lower()).strip("-") or "model"
+    return {"plan": plan, "model": model, "model_label": label,
+            "source": " ".join(str(source or model.name).split()),
+            "processor": f"pmpredict-{processor}", "sched_model": f"{plan.prefix}Model",
+            "complete": 1 if complete else 0, "merged": merged}
 
 
 def render_llvm(model, version: int = 19, self_contained: bool = False, source: str = "",

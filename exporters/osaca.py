@@ -255,7 +255,7 @@ def osaca_context(model, source: str = "") -> dict:
         try:
             name, operands = osaca_identity(form, model.isa)
         except (UnsupportedForm, ValueError) as why:
-            unsupported.append(f"{form}  ({why})")
+            unsupported.append(" ".join(f"{form}  ({why})".split()))
             continue
         lat = latency_of(model, form)
         names = [name]
@@ -286,7 +286,7 @@ def osaca_context(model, source: str = "") -> dict:
             "provenance": model.provenance}
     meta_text = _flow(meta).replace("instruction_forms:", "instruction_forms\\u003a")
     return {
-        "source": source or model.name,
+        "source": " ".join(str(source or model.name).split()),       # one comment line
         "osaca_version": OSACA_VERSION,
         "micro_architecture": _flow(str(model.provenance.get("description") or model.name)),
         "arch_code": _flow(model.name),

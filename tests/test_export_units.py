@@ -226,3 +226,17 @@ def test_unwritable_output_is_a_located_error(tmp_path):
     with pytest.raises(InputError, match="cannot write") as info:
         export_osaca(toy({ADD_RI: ((1, 1),)}), str(target))
     assert info.value.path == str(target)
+
+
+def test_odd_model_names_stay_inside_comments_and_identifiers(tmp_path):
+    from pmpredict.exporters.osaca import export_osaca
+    from pmpredict.model import load_model
+    m = MachineModel('we"ird\nname 2', "x86", ("0", "1"), {ADD_RI: ((3, 1),)})
+    path = str(tmp_path / "w.yml")
+    export_osaca(m, path)
+    assert load_model(path).name == m.name
+    text, plan = render_llvm(m, 19, self_contained=True, resolutions={ADD_RI: Resolution("ADD64ri32")})
+    assert plan.prefix == "PmpWeIrdName2"
+    assert 'ProcessorModel<"pmpredict-we-ird-name-2"' in text
+    assert all(line.startswith(("//", "def", "let", "}", "  ", "include", "class")) or not line
+               for line in text.splitlines())
