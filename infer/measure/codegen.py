@@ -15,7 +15,7 @@ from .instantiate import BASE_REGISTER, COUNTER_REGISTER, SCRATCH_BYTES, Window
 from ...registers import X86_GPR64
 
 # Bump when the generated code or the timing method changes: it is part of the cache key.
-HARNESS_VERSION = 1
+HARNESS_VERSION = 2
 
 # Value of every allocatable general-purpose register at kernel entry: small (a bit offset
 # of `bt mem, reg` stays inside the operand's cache line), odd and non-zero (bsf/bsr/tzcnt of

@@ -18,7 +18,8 @@ This follows the scheme of the PMEvo dissertation (Alg. 3.1) for x86-64 forms:
   cache-line displacements into a scratch buffer. Lines that are only read and
   lines that are written come from two regions in different halves of each 4 KiB
   page: no load in the window reads a line the window stores to, and loads never
-  4K-alias stores.
+  4K-alias stores. Within its line each access sits at a different (aligned)
+  offset, so successive loads do not collide on one L1 bank.
 * Immediates of width W are 2^(W-8) + 42 (43 for 8 bits): not 0 or 1, which
   some cores special-case, and representable in the operand.
 * The loop counter and the base register are reserved and never allocated.
@@ -147,17 +148,27 @@ class _Pool:
 
 
 class _Lines:
-    """Cache lines of one region (read or written), handed out round-robin (= LRU)."""
+    """Cache lines of one region (read or written), handed out round-robin (= LRU).
+
+    Successive accesses also move through the line (by the access width, so an aligned
+    form stays aligned and no access crosses a line): loads to different lines at the
+    same offset hit the same L1 bank, which on AMD Zen 4 costs about 15% of the load
+    throughput (measured: 0.39 instead of 0.33 cycles per load), an artefact of the
+    layout rather than a property of the load ports.
+    """
 
     def __init__(self, written: bool):
         self.written = written
         self.next = 0
 
-    def take(self) -> int:
-        k = self.next % LINES_PER_REGION
+    def take(self, width_bits: int | None = None) -> int:
+        k = self.next
         self.next += 1
-        page, line = divmod(k, PAGE // 2 // LINE)
-        return page * PAGE + (PAGE // 2 if self.written else 0) + line * LINE
+        page, line = divmod(k % LINES_PER_REGION, PAGE // 2 // LINE)
+        size = max(8, (width_bits or LINE * 8) // 8)  # at least 8: byte loads at offsets
+        size = 1 << (size - 1).bit_length()            # 0,1,2,3 would share a bank again
+        offset = (k * size) % LINE if size < LINE else 0
+        return page * PAGE + (PAGE // 2 if self.written else 0) + line * LINE + offset
 
 
 def _operand_roles(template: FormTemplate):
@@ -247,6 +258,7 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
     for _ in range(copies):
         for f in seq:
             t, parts, access, _ = compiled[f]
+            mem_width = next((o.mem_width for o in t.operands if o.kind == "mem"), None)
             reads, writes, rws, mreads, mwrites = set(), set(), set(), [], []
 
             def fill(ph: Placeholder, _i: int) -> str:
@@ -256,7 +268,7 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
                 if ph.kind == "MIMM":
                     if access == "":
                         return "64"
-                    disp = lines[access].take()
+                    disp = lines[access].take(mem_width)
                     (mwrites if access == "W" else mreads).append(disp)
                     return str(disp)
                 if ph.kind == "IMM":
