@@ -165,3 +165,12 @@ def test_cli_simulates_with_an_osaca_file(tmp_path, capsys):
     bad.write_text("isa: x86\nports: [\n")
     assert main(["simulate", "--mapping", str(bad), "--experiments", exps]) == 2
     assert capsys.readouterr().err.startswith(f"pmpredict: error: {bad}:")
+
+
+def test_export_of_an_imported_export_is_the_same_file(tmp_path):
+    model = load_model(artifact("A72", "mapping_pmevo.json"))
+    first, second = str(tmp_path / "1.yml"), str(tmp_path / "2.yml")
+    export_osaca(model, first, source="x")
+    export_osaca(load_model(first), second, source="x")
+    with open(first) as a, open(second) as b:
+        assert a.read() == b.read()
