@@ -87,7 +87,7 @@ def _exegesis(opcodes, isa):
     return subprocess.run(args, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("label", ["SKL", "A72"] + builtin_names())
+@pytest.mark.parametrize("label", ["SKL", "A72", "HOSTFORMS"] + builtin_names())
 def test_every_instrw_opcode_is_a_real_llvm_opcode(label):
     model = _model(label)
     plan = plan_llvm(model, 19)
