@@ -27,6 +27,8 @@ for regs in (X86_GPR64, X86_GPR32, X86_GPR16, X86_GPR8):
     for i, r in enumerate(regs):
         FAMILY[r] = ("G", X86_GPR64[i])
 VEC = re.compile(r"\b[xyz]mm(\d+)\b")
+MEM_BYTES = {"byte": 1, "word": 2, "dword": 4, "qword": 8, "xmmword": 16, "ymmword": 32,
+             "zmmword": 64}
 
 
 def registers_in(text: str) -> set:
@@ -68,7 +70,11 @@ def check_window(window):
                 address |= regs
                 disp = re.search(r"\+\s*(\d+)\s*\]", text)
                 if disp and access:
-                    (stores if access == "W" else loads).add(int(disp.group(1)))
+                    d = int(disp.group(1))
+                    (stores if access == "W" else loads).add(d)
+                    size = MEM_BYTES.get(text.split()[0].lower())
+                    if size:       # naturally aligned, inside its cache line
+                        assert d % min(size, 64) == 0 and d % 64 + size <= 64, text
     base, counter = FAMILY[BASE_REGISTER], FAMILY[COUNTER_REGISTER]
     # no read-only operand and no address reads a register the window writes
     assert not (read_only & set(written)), (read_only & set(written), window.lines)
@@ -78,6 +84,7 @@ def check_window(window):
     assert all(counter not in regs for row in rows for _, _, regs, _ in row)
     # no load reads a cache line the window stores to, and they never 4K-alias
     assert not loads & stores
+    assert not {d // 64 for d in loads} & {d // 64 for d in stores}
     assert not {d % 4096 // 64 for d in loads} & {d % 4096 // 64 for d in stores}
     # operands only read by one instruction are distinct (no `vpxor a, b, b` zero idioms)
     for row in rows:
@@ -141,6 +148,14 @@ def test_no_read_after_write_on_shared_skl_forms(shared):
             check_window(w)
     for f in forms:
         check_window(instantiate([(f, 1)], 50))
+
+
+def test_loads_spread_over_banks():
+    """Successive loads sit at different offsets of their lines (no L1 bank collisions)."""
+    w = instantiate([("MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]", 1)], 16)
+    disps = [int(re.search(r"\+ (\d+)\]", line).group(1)) for line in w.lines]
+    assert len({d // 64 for d in disps}) == 16              # 16 distinct lines
+    assert len({d % 64 for d in disps[:8]}) == 8            # 8 distinct qword offsets
 
 
 def test_rw_chains_are_long():
