@@ -26,6 +26,9 @@ X86_FORMS = [
     "VPSLLD_((REG:W:V:256)),_((REG:R:V:256)),_xmmword_ptr_[((MEM:64))_+_((MIMM:16))]",
     "VMOVDQU_ymmword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:V:256))",
     "SHL_((REG:RW:G:64)),_((IMM:8))",
+    "SHL_((REG:RW:G:64)),_cl",
+    "ADD_((REG:RW:G:32)),_((REG:R:G:32))",
+    "ADD_((REG:RW:G:64)),_((REG:R:G:64))",
 ]
 A64_FORMS = [
     "_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:32)),_sxtw",
@@ -74,6 +77,9 @@ def form(matcher, text, syntax):
     ("incb (%rax)", "inc BYTE PTR [rax]", "INC_byte_ptr_[((MEM:64))_+_((MIMM:16))]"),
     ("incl (%rax)", "inc DWORD PTR [rax]", "INC_dword_ptr_[((MEM:64))_+_((MIMM:16))]"),
     ("salq $5, %r8", "sal r8, 5", "SHL_((REG:RW:G:64)),_((IMM:8))"),
+    ("shlq %cl, %rax", "shl rax, cl", "SHL_((REG:RW:G:64)),_cl"),              # fixed register
+    ("addl %ecx, %eax", "add eax, ecx", "ADD_((REG:RW:G:32)),_((REG:R:G:32))"),  # exact width first
+    ("addq %rcx, %rax", "add rax, rcx", "ADD_((REG:RW:G:64)),_((REG:R:G:64))"),
     ("leaq (%rdi,%rsi,4), %rax", "lea rax, [rdi+rsi*4]", "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))]"),
     ("leaq 8(%rdi,%rsi,2), %rax", "lea rax, 8[rdi+rsi*2]",
      "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))+((IMM:8))]"),
@@ -122,9 +128,11 @@ def test_gpr_width_is_an_approximate_match(x86):
 def test_unmatched_reason(x86):
     m = x86.match(key("cmpq %r8, %rax", "att"))
     assert m.form is None and "no `cmp` form" in m.reason
-    m = x86.match(key("addq %r8, %rax", "att"))
+    m = x86.match(key("addq %r8, (%rax)", "att"))
     assert m.form is None and "other operands" in m.reason and "add r64, imm8" in m.reason
-    assert str(m.key) == "add r64, r64"
+    assert str(m.key) == "add m64, r64"
+    assert x86.match(key("shlq %dl, %rax", "att")).form is None           # only cl is the count
+    assert str(key("shlq %cl, %rax", "att")) == "shl r64, r8"
 
 
 def test_aarch64_tie_rules(a64):

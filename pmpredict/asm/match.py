@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from ..forms import parse_form
-from .normalize import FormKey, render_key
+from .normalize import FormKey, render_key, x86_register
 
 APPROX_GPR = "general-purpose register width differs"
 APPROX_ADDR = "addressing mode differs (model has [base, #imm])"
@@ -101,7 +101,9 @@ def form_pattern(template) -> tuple:
                 pats.append(("imm_lit", _number(op.text)))
         else:
             m = _SHIFT_LIT.match(op.text.strip())
-            if m:
+            if not aarch64 and x86_register(op.text.strip().lower())[1] == "G":
+                pats.append(("fixreg", op.text.strip().lower()))       # `SHL_..,_cl`
+            elif m:
                 pats.append(("shift", m.group(1).lower(), int(m.group(2)) if m.group(2) else None))
             else:
                 pats.append(("lit", op.text.strip().lower()))
@@ -124,6 +126,8 @@ def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
         if u[1] == "G" and allow_approx and u[2] is not None and f[2] is not None:
             return abs(f[2] - u[2]) / 64.0, APPROX_GPR
         return None
+    if fk == "fixreg":
+        return (0.0, None) if uk == "reg" and len(u) > 3 and u[3] == f[1] else None
     if fk == "vreg":
         return (0.0, None) if uk == "vreg" and u[1] == f[1] else None
     if fk == "velem":

@@ -4,7 +4,7 @@ A key is (mnemonic, operands) with the mnemonic in lower-case Intel / ARM spelli
 (AT&T size suffixes and aliases resolved) and the operands in Intel order as
 small tuples:
 
-    ("reg", cls, width)        x86 cls G (general) V (xmm/ymm/zmm) K M X S IP;
+    ("reg", cls, width[, name]) x86 cls G (general, + its name) V (xmm/ymm/zmm) K M X S IP;
                                AArch64 cls G (x/w) F (b/h/s/d/q) Z P
     ("vreg", "4s")             AArch64 vector register with arrangement
     ("velem", "d", lane)       AArch64 vector element `v0.d[1]`
@@ -44,7 +44,7 @@ for _i in range(8, 16):
 
 def x86_register(name: str) -> tuple:
     if name in _X86_GPR:
-        return ("reg", "G", _X86_GPR[name])
+        return ("reg", "G", _X86_GPR[name], name)   # the name: forms with a fixed register (`cl`)
     m = re.fullmatch(r"([xyz])mm\d+", name)
     if m:
         return ("reg", "V", {"x": 128, "y": 256, "z": 512}[m.group(1)])
@@ -199,6 +199,8 @@ def render_operand(op: tuple) -> str:
         return f"imm{op[1]}"
     if kind == "imm_lit":
         return f"#{op[1]}"
+    if kind == "fixreg":
+        return op[1]
     if kind == "shift":
         return op[1] + (f" {op[2]}" if op[2] is not None else "")
     if kind == "sym":
