@@ -165,6 +165,27 @@ def test_aarch64_addressing_and_width_approximations(a64):
     assert key("ldr q0, [x1], 16", "aarch64") == FormKey("ldr", (("reg", "F", 128), ("amem", "post")))
 
 
+def _self_match_failures(forms, isa):
+    from pmpredict.forms import example_instance, parse_form
+    matcher = FormMatcher(forms, isa, allow_approx=False)
+    syntax = "intel" if isa == "x86" else "aarch64"
+    wrong = []
+    for f in forms:
+        text = example_instance(parse_form(f, isa))
+        if f.startswith("LEA") and "MIMM" in f:
+            text = text.replace("+ 64]", "+ 1000]")    # 64 fits disp8: that is the disp8 form
+        m = matcher.match(normalize(parse(text, syntax).instructions[0], syntax))
+        if m.form != f:
+            wrong.append((f, text, m.form))
+    return wrong
+
+
+def test_every_host_form_matches_its_own_instance():
+    """The measurement harness's host form list (what `pmpredict infer --measure` models)."""
+    from pmpredict.infer.measure.host_forms import default_forms
+    assert not _self_match_failures(default_forms(), "x86")
+
+
 def test_every_pmevo_form_matches_its_own_instance(shared):
     """Instantiate each artifact form (forms.example_instance) and match it back to itself."""
     from pmpredict.forms import example_instance, parse_form
