@@ -140,7 +140,8 @@ def split_operands(text: str) -> list[str]:
 
 def _operand(text: str) -> OperandTemplate:
     slots = tuple(Placeholder.parse(m.group(1)) for m in _PLACEHOLDER_BODY.finditer(text))
-    if "[" in text:
+    if "[" in text and not (slots and slots[0].kind == "REG" and text.startswith("((")):
+        # a memory operand (an AArch64 lane like `((REG..)).d[0]` is a register)
         words = text.split("[", 1)[0].split()
         width = MEM_WIDTHS.get(words[0].lower()) if words else None
         return OperandTemplate("mem", text, slots, mem_width=width)

@@ -163,14 +163,30 @@ def test_simulator_equals_lp(case):
         assert load[model.ports.index(p)] == pytest.approx(expected, rel=1e-6)
 
 
-def test_simulator_equals_lp_on_large_random_batch():
-    """10-port three-level mappings, length-5 experiments: both engine paths (enum and SOS) run."""
+@pytest.mark.parametrize("method", [sim.METHOD_AUTO, sim.METHOD_ENUM, sim.METHOD_SOS, sim.METHOD_FLOW])
+def test_every_engine_path_equals_lp_on_random_batch(method):
+    """10-port three-level mappings, length-5 experiments, each solver forced in turn."""
     rng = np.random.default_rng(2020)
     model = random_model(rng, 10, 40, max_uops=4)
     exps = random_experiments(rng, model.forms, 300, 5)
-    cycles, _ = sim.simulate(model, exps)
+    masks, counts = model.to_arrays()
+    ptr, forms, mults = exps.to_arrays(model.form_index())
+    cycles, bottleneck = sim.simulate_arrays(masks, counts, ptr, forms, mults, method=method)
     expected = [lp_cycles(model, e)[0] for e in exps.experiments]
     np.testing.assert_allclose(cycles, expected, rtol=1e-7)
+    reference = sim.simulate_arrays(masks, counts, ptr, forms, mults, method=sim.METHOD_ENUM)[1]
+    np.testing.assert_array_equal(bottleneck, reference)   # the same maximal tight set
+
+
+def test_more_uops_than_bitset_width_uses_port_lattice():
+    # 70 distinct uops on 12 ports: beyond the flow solver's 62-uop bitsets
+    rng = np.random.default_rng(5)
+    masks = rng.choice(np.arange(1, 1 << 12), size=70, replace=False)
+    uops = {f"f{i}": ((int(m), int(rng.integers(1, 3))),) for i, m in enumerate(masks)}
+    model = MachineModel("wide", "x86", tuple(str(i) for i in range(12)), uops)
+    exps = ExperimentSet(model.forms, (Experiment.of(list(uops)),))
+    cycles, _ = sim.simulate(model, exps)
+    assert cycles[0] == pytest.approx(lp_cycles(model, exps.experiments[0])[0], rel=1e-7)
 
 
 def test_r_max_matches_lp_with_cap():
