@@ -25,7 +25,8 @@ import numpy as np
 from pmpredict.data.experiments import ExperimentSet, load_experiments
 from pmpredict.exporters.llvm import export_llvm
 from pmpredict.exporters.opcodes import resolve_opcodes
-from pmpredict.exporters.osaca import export_osaca, osaca_identity
+from pmpredict.exporters.common import singleton_cycles
+from pmpredict.exporters.osaca import export_osaca, osaca_identity, osaca_order
 from pmpredict.metrics import mape
 from pmpredict.model import load_model
 from pmpredict.sim import simulate
@@ -67,7 +68,7 @@ def main() -> int:
         parser = ParserX86ATT() if model.isa == "x86" else ParserAArch64()
         printed = resolve_opcodes(model.forms, model.isa, use_llvm_mc=False)
         first = {}
-        for f in model.forms:
+        for f in osaca_order(model, singleton_cycles(model)):      # the order OSACA sees
             first.setdefault(repr(osaca_identity(f, model.isa)), f)
         unique = {f for f in model.forms if first[repr(osaca_identity(f, model.isa))] == f}
         exps = load_experiments(os.path.join(ARTIFACT, label, exp_file))

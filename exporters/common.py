@@ -137,6 +137,27 @@ def write_text(path, text: str) -> None:
         raise InputError(str(path), f"cannot write: {exc.strerror}") from None
 
 
+def plainness(form: str, isa: str) -> tuple[int, int]:
+    """(literal words such as shifts/extends, operands): smaller is the plainer spelling."""
+    try:
+        t = parse_form(form, isa)
+    except ValueError:
+        return (99, 99)
+    return (sum(1 for o in t.operands if o.kind == "literal"), len(t.operands))
+
+
+def representative(forms, cycles: dict[str, float], order: dict[str, int], isa: str) -> str:
+    """The form that speaks for several forms a target format cannot tell apart.
+
+    LLVM binds one write per opcode (`add x0, x1, x2` and `add x0, x1, x2, lsl 2` are both
+    ADDXrs), OSACA uses the first entry with a given name and operand classes (its parser
+    folds the shift into the register). The plainest form wins, because compilers emit it
+    most (no shift / extend word, then fewest operands); among equally plain forms the
+    slowest (largest singleton cycles), then the first in model order.
+    """
+    return min(forms, key=lambda f: (plainness(f, isa), -cycles[f], order[f]))
+
+
 def tablegen_identifier(text: str) -> str:
     """A TableGen-safe identifier fragment (letters, digits, underscore)."""
     out = re.sub(r"[^A-Za-z0-9_]", "_", text)

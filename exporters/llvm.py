@@ -13,8 +13,9 @@ Decisions made here (the templates only lay them out):
   in a comment, never guessed. When several forms resolve to one opcode
   (`add x0, x1, x2` and `add x0, x1, x2, lsl 2` are both ADDXrs), LLVM allows
   one InstRW per opcode ("Overlapping InstRW"), so the opcode gets the write of
-  its slowest form (largest singleton cycles; ties: the first in model order)
-  and the others are named in a comment next to it;
+  one representative form (common.representative: the plainest spelling, as
+  compilers emit it most; among equally plain forms the slowest) and the
+  others are named in a comment next to it;
 * IssueWidth = ceil(R_max), or the number of ports when the model has no R_max
   (the ports, not the front end, then bound throughput).
 The exporter also rejects what llvm-tblgen lets through (negative latency, an
@@ -27,8 +28,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .common import (ExportError, check_exportable, latency_of, singleton_cycles, tablegen_identifier,
-                     write_text)
+from .common import (ExportError, check_exportable, latency_of, representative, singleton_cycles,
+                     tablegen_identifier, write_text)
 from .opcodes import Resolution, resolve_opcodes
 from .render import render_template
 
@@ -128,9 +129,10 @@ def write_cycles(uops) -> list[tuple[int, int]]:
     return out
 
 
-def choose_form(forms: list[str], cycles: dict[str, float], order: dict[str, int]) -> str:
-    """The form whose write an opcode shared by several forms gets: the slowest one."""
-    return min(forms, key=lambda f: (-cycles[f], order[f]))
+def choose_form(forms: list[str], cycles: dict[str, float], order: dict[str, int],
+                isa: str = "x86") -> str:
+    """The form whose write an opcode shared by several forms gets (common.representative)."""
+    return representative(forms, cycles, order, isa)
 
 
 def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | None = None,
@@ -187,7 +189,7 @@ def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | Non
     merged = []
     for opcode in sorted(by_opcode, key=lambda op: order[by_opcode[op][0]]):
         forms = by_opcode[opcode]
-        form = choose_form(forms, cycles, order)
+        form = choose_form(forms, cycles, order, model.isa)
         if len(forms) > 1:
             merged.append((opcode, form, [f for f in forms if f != form]))
         lat = latency_of(model, form)

@@ -20,8 +20,12 @@ Decisions made here (the template only lays them out):
 * `pmpredict_form` on every entry and a top-level `pmpredict` block (name,
   R_max, provenance) make export -> import exact. OSACA ignores both.
 Several of our forms can share one OSACA key (e.g. `add $imm8` and `add $imm32`
-on a byte / dword / qword memory operand): all are written, in model order,
-and OSACA uses the first one it finds.
+on a byte / dword / qword memory operand, or AArch64 `add x0, x1, x2` and
+`add x0, x1, x2, lsl 2`: OSACA's parser folds the shift into the register):
+all are written, the representative one first (common.representative: the
+plainest spelling, then the slowest), as OSACA uses the first it finds. Import
+therefore returns the forms in file order, which can differ from the model's
+order (order has no effect on any prediction).
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ from pmpredict.data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
 from pmpredict.forms import parse_form
 
 from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, form_reads_memory,
-                     is_element_register,
-                     is_pure_store, latency_of, singleton_cycles, write_text)
+                     is_element_register, is_pure_store, latency_of, representative,
+                     singleton_cycles, write_text)
 from .render import render_template
 
 OSACA_VERSION = "0.7.1"
@@ -232,6 +236,26 @@ def pure_store_forms(model) -> list[str]:
     return out
 
 
+def osaca_order(model, cycles) -> list[str]:
+    """Forms in the order they are written: model order, except that among forms sharing an
+    OSACA name + operand classes (which OSACA cannot tell apart: it uses the first) the
+    representative one (common.representative) comes first."""
+    groups: dict[str, list[str]] = {}
+    for form in model.forms:
+        try:
+            key = repr(osaca_identity(form, model.isa))
+        except (UnsupportedForm, ValueError):
+            key = "unsupported " + form
+        groups.setdefault(key, []).append(form)
+    order = {f: i for i, f in enumerate(model.forms)}
+    out = []
+    for forms in groups.values():
+        first = representative(forms, cycles, order, model.isa) if len(forms) > 1 else forms[0]
+        out.append(first)
+        out.extend(f for f in forms if f != first)
+    return out
+
+
 def _flow(value) -> str:
     """A value in YAML flow style (JSON is valid YAML); lists stay lists."""
     return json.dumps(value)
@@ -251,7 +275,7 @@ def osaca_context(model, source: str = "") -> dict:
     printed = resolve_opcodes(model.forms, model.isa, use_llvm_mc=False) \
         if model.isa == "aarch64" else {}
     entries, unsupported = [], []
-    for form in model.forms:
+    for form in osaca_order(model, tp):
         try:
             name, operands = osaca_identity(form, model.isa)
         except (UnsupportedForm, ValueError) as why:

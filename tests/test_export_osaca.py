@@ -10,7 +10,8 @@ import pytest
 
 from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
 from pmpredict.exporters.opcodes import resolve_opcodes
-from pmpredict.exporters.osaca import export_osaca, osaca_identity
+from pmpredict.exporters.common import singleton_cycles
+from pmpredict.exporters.osaca import export_osaca, osaca_identity, osaca_order
 from pmpredict.forms import example_instance, parse_form
 from pmpredict.model import MachineModel, load_model
 from pmpredict.models import builtin_names
@@ -69,9 +70,9 @@ class Exported:
         self.parser = ParserX86ATT() if self.model.isa == "x86" else ParserAArch64()
         self.printed = resolve_opcodes(self.model.forms, self.model.isa)
         first = {}
-        for f in self.model.forms:
+        for f in osaca_order(self.model, singleton_cycles(self.model)):
             first.setdefault(self.key(f), f)
-        # forms OSACA reaches: the first of the entries sharing an OSACA name + operands
+        # forms OSACA reaches: the first written of the entries sharing an OSACA name + operands
         self.unique = [f for f in self.model.forms if first[self.key(f)] == f]
 
     def key(self, form):
@@ -198,3 +199,15 @@ def test_db_check_accepts_the_exported_file(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "osaca", "--arch", "SKX", "--db-check", "-v",
                            "/dev/null"], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_osaca_uses_the_plain_form_where_it_cannot_see_the_shift(tmp_path):
+    """`add x2, x3, x4` and `add x2, x3, x4, lsl 2` are one OSACA key: the plain form speaks."""
+    exported = Exported("A72", str(tmp_path))
+    model = exported.model
+    plain = "_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:64))"
+    shifted = "_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:64)),_lsl_2"
+    assert model.uops[plain] != model.uops[shifted]
+    exps = ExperimentSet(model.forms, (Experiment.of({plain: 4}),), "aarch64")
+    got, _ = exported.analyse(["add x2, x3, x4"] * 4)
+    assert got == pytest.approx(simulate(model, exps)[0][0], abs=OSACA_TOL)

@@ -51,10 +51,17 @@ def test_group_names():
     assert group_name("PmpX", ["0DV", "1"]) == "PmpXPort0DV_1"
 
 
-def test_shared_opcode_takes_the_slowest_form():
-    cycles = {"a": 0.5, "b": 1.0, "c": 1.0}
-    order = {"a": 0, "b": 1, "c": 2}
-    assert choose_form(["a", "b", "c"], cycles, order) == "b"
+def test_shared_opcode_takes_the_plainest_then_slowest_form():
+    plain = "_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:64))"
+    lsl = "_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:64)),_lsl_2"
+    asr = "_add_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:64)),_asr_3"
+    cycles = {plain: 0.5, lsl: 1.0, asr: 2.0}
+    order = {lsl: 0, asr: 1, plain: 2}
+    # compilers emit the plain spelling most: it wins even though the shifted ones are slower
+    assert choose_form([lsl, asr, plain], cycles, order, "aarch64") == plain
+    # among equally plain forms: the slowest, then the first in model order
+    assert choose_form([lsl, asr], cycles, order, "aarch64") == asr
+    assert choose_form([lsl, asr], {lsl: 1.0, asr: 1.0}, order, "aarch64") == lsl
 
 
 def test_plan_binds_each_opcode_once_and_lists_unresolved():
