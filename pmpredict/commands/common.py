@@ -6,10 +6,8 @@ import json
 import math
 import sys
 
-from ..sim import FRONTEND
-
-
 def bottleneck_names(model, mask: int) -> list[str]:
+    from ..sim import FRONTEND
     if mask == FRONTEND:
         return ["frontend"]        # the R_max cap, not a port set, limits throughput
     return model.port_names(int(mask))

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from ..data.experiments import load_experiments
-from ..metrics import evaluate_model
-from ..model import load_model
 from .common import json_number, print_json
 
 
@@ -22,6 +19,10 @@ def register(sub):
 
 
 def run(args):
+    from ..data.experiments import load_experiments
+    from ..metrics import evaluate_model
+    from ..model import load_model
+
     model = load_model(args.mapping)
     exps = load_experiments(args.experiments)
     ev = evaluate_model(model, exps)

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..asm.kernel import all_regions, select_kernel
-from ..asm.parse import parse_file
 from ..errors import InputError
-from ..model import load_model
-from ..models import builtin_path
-from ..predict import Predictor
-from ..report import render_text, to_json
 from .common import print_json
 
 DEFAULT_MODEL = {"x86": "skl", "aarch64": "a72"}
@@ -34,6 +28,9 @@ def register(sub):
 
 
 def _model_for(args, isa: str):
+    from ..model import load_model
+    from ..models import builtin_path
+
     spec = args.model
     if spec is None:
         spec = DEFAULT_MODEL[isa]
@@ -48,6 +45,13 @@ def _model_for(args, isa: str):
 
 
 def run(args):
+    # heavy imports (numba, scipy, lark) only when the command runs: `pmpredict --help`
+    # and the other commands stay fast
+    from ..asm.kernel import all_regions, select_kernel
+    from ..asm.parse import parse_file
+    from ..predict import Predictor
+    from ..report import render_text, to_json
+
     program = parse_file(args.file, syntax=args.syntax, isa=args.isa)
     model = _model_for(args, program.isa)
     kernel = select_kernel(program, lines=args.lines, region=args.region)

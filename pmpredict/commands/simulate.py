@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import math
 
-from ..data.experiments import load_experiments
-from ..model import load_model
-from ..sim import simulate
 from .common import bottleneck_names, json_number, print_json
 
 
@@ -20,6 +17,10 @@ def register(sub):
 
 
 def run(args):
+    from ..data.experiments import load_experiments
+    from ..model import load_model
+    from ..sim import simulate
+
     model = load_model(args.mapping)
     exps = load_experiments(args.experiments)
     cycles, bottleneck = simulate(model, exps)
