@@ -128,8 +128,8 @@ def test_cli_strict_and_errors(tmp_path, capsys):
 
 
 def test_cli_default_model_missing(tmp_path, capsys, monkeypatch):
-    import pmpredict.commands.predict as cmd
-    monkeypatch.setattr(cmd, "builtin_path", lambda name: None)
+    import pmpredict.models
+    monkeypatch.setattr(pmpredict.models, "builtin_path", lambda name: None)
     f = write(tmp_path, "k.s", KERNEL)
     assert main(["predict", f]) == 2
     assert "no built-in x86 model 'skl' is installed; give one with --model FILE" in capsys.readouterr().err
