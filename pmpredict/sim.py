@@ -453,6 +453,10 @@ def solve_uops(umask, umass, d, scratch_f, scratch_i, idx, comp, method=0):
     return best_num / best_den, best_mask
 
 
+_MAX_DISTINCT = 256          # distinct uops per experiment
+_HASH_SLOTS = 512            # > 2 x _MAX_DISTINCT keeps probe chains short
+
+
 @njit(cache=True)
 def make_scratch():
     """Work buffers for solve_uops: 2^16 lattice entries (+ 64 port-class slots)."""
@@ -461,14 +465,32 @@ def make_scratch():
 
 
 @njit(cache=True)
-def _experiment(masks, counts, ptr, forms, mults, e, r_max, umask, umass, scratch_f, scratch_i,
-                idx, comp, slot_stamp, slot_uop, method):
-    """Simulate experiment e; returns (cycles, bottleneck mask). NaN cycles for an unknown form."""
+def new_workspace():
+    """All buffers one thread needs to simulate experiments (reused across calls)."""
+    scratch_f, scratch_i = make_scratch()
+    return (scratch_f, scratch_i,
+            np.zeros(_MAX_DISTINCT, dtype=np.int64),     # umask: merged uops' port masks
+            np.zeros(_MAX_DISTINCT, dtype=np.float64),   # umass: their masses
+            np.zeros(_MAX_DISTINCT, dtype=np.int64),     # idx: a component's uops
+            np.zeros(_MAX_DISTINCT, dtype=np.int64),     # comp: component of each uop
+            np.zeros(_HASH_SLOTS + 1, dtype=np.int64),   # slot_stamp: live hash slots + counter
+            np.zeros(_HASH_SLOTS, dtype=np.int64))       # slot_uop: hash slot -> uop
+
+
+@njit(cache=True)
+def experiment_cycles(masks, counts, ptr, forms, mults, e, r_max, ws, method=METHOD_AUTO):
+    """Simulate experiment e of a CSR set under one mapping; returns (cycles, bottleneck mask).
+
+    ws comes from new_workspace(). NaN cycles for an unknown form (index -1),
+    TOO_LARGE when the numba paths cannot solve it (the caller uses the LP).
+    """
+    scratch_f, scratch_i, umask, umass, idx, comp, slot_stamp, slot_uop = ws
     # merge uops with equal port masks; an open-addressing table keyed by the mask,
     # cleared by stamping (slot_stamp[h] == stamp means slot h is live)
     d = 0
     n_insn = 0.0
-    stamp = e + 1
+    stamp = slot_stamp[_HASH_SLOTS] + 1       # the extra last entry counts the calls
+    slot_stamp[_HASH_SLOTS] = stamp
     for t in range(ptr[e], ptr[e + 1]):
         f = forms[t]
         if f < 0:
@@ -503,26 +525,15 @@ def _experiment(masks, counts, ptr, forms, mults, e, r_max, umask, umass, scratc
     return cycles, bmask
 
 
-_MAX_DISTINCT = 256          # distinct uops per experiment
-_HASH_SLOTS = 512            # > 2 x _MAX_DISTINCT keeps probe chains short
-
-
 @njit(cache=True)
-def _simulate_batch(masks, counts, ptr, forms, mults, r_max, scratch_f, scratch_i, method):
+def _simulate_batch(masks, counts, ptr, forms, mults, r_max, method):
     n_exp = ptr.shape[0] - 1
     cycles = np.empty(n_exp, dtype=np.float64)
     bottleneck = np.zeros(n_exp, dtype=np.int64)
-    umask = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-    umass = np.zeros(_MAX_DISTINCT, dtype=np.float64)
-    idx = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-    comp = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-    slot_stamp = np.zeros(_HASH_SLOTS, dtype=np.int64)
-    slot_uop = np.zeros(_HASH_SLOTS, dtype=np.int64)
+    ws = new_workspace()
     for e in range(n_exp):
-        c, b = _experiment(masks, counts, ptr, forms, mults, e, r_max, umask, umass, scratch_f,
-                           scratch_i, idx, comp, slot_stamp, slot_uop, method)
-        cycles[e] = c
-        bottleneck[e] = b
+        cycles[e], bottleneck[e] = experiment_cycles(masks, counts, ptr, forms, mults, e, r_max,
+                                                     ws, method)
     return cycles, bottleneck
 
 
@@ -532,17 +543,10 @@ def _simulate_population(masks, counts, ptr, forms, mults, r_max):
     n_exp = ptr.shape[0] - 1
     out = np.empty((n_pop, n_exp), dtype=np.float64)
     for p in prange(n_pop):
-        scratch_f, scratch_i = make_scratch()
-        umask = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-        umass = np.zeros(_MAX_DISTINCT, dtype=np.float64)
-        idx = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-        comp = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-        slot_stamp = np.zeros(_HASH_SLOTS, dtype=np.int64)
-        slot_uop = np.zeros(_HASH_SLOTS, dtype=np.int64)
+        ws = new_workspace()
         for e in range(n_exp):
-            c, _ = _experiment(masks[p], counts[p], ptr, forms, mults, e, r_max, umask, umass,
-                               scratch_f, scratch_i, idx, comp, slot_stamp, slot_uop, METHOD_AUTO)
-            out[p, e] = c
+            out[p, e] = experiment_cycles(masks[p], counts[p], ptr, forms, mults, e, r_max, ws,
+                                          METHOD_AUTO)[0]
     return out
 
 
@@ -559,9 +563,7 @@ def simulate_arrays(masks, counts, ptr, forms, mults, r_max=None, method=METHOD_
     cycles is NaN for an experiment with a form the mapping lacks; bottleneck is a
     port mask, or FRONTEND when the R_max cap decides.
     """
-    scratch_f, scratch_i = make_scratch()
-    cycles, bottleneck = _simulate_batch(masks, counts, ptr, forms, mults, _rate(r_max),
-                                         scratch_f, scratch_i, method)
+    cycles, bottleneck = _simulate_batch(masks, counts, ptr, forms, mults, _rate(r_max), method)
     for e in np.flatnonzero(cycles == TOO_LARGE):
         cycles[e], bottleneck[e] = _lp_experiment(masks, counts, forms[ptr[e]:ptr[e + 1]],
                                                   mults[ptr[e]:ptr[e + 1]], r_max)
