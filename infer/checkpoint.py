@@ -1,0 +1,80 @@
+"""Checkpoint files: an inference snapshot on disk (numpy .npz, written atomically).
+
+The snapshot's arrays are stored as exact binary arrays (resume must be
+bit-for-bit); everything else (counters, configuration, the forms, RNG state)
+is one JSON string inside the same archive. The configuration and forms are
+checked on resume so a checkpoint cannot silently continue a different run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import numpy as np
+
+from pmpredict.errors import InputError
+
+KIND = "pmpredict-infer-checkpoint"
+VERSION = 1
+
+
+def _split(obj, arrays, path):
+    if isinstance(obj, np.ndarray):
+        key = f"a{len(arrays)}"
+        arrays[key] = obj
+        return {"__array__": key}
+    if isinstance(obj, dict):
+        return {k: _split(v, arrays, f"{path}.{k}") for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_split(v, arrays, path) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def _join(obj, arrays):
+    if isinstance(obj, dict):
+        if set(obj) == {"__array__"}:
+            return arrays[obj["__array__"]].copy()
+        return {k: _join(v, arrays) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_join(v, arrays) for v in obj]
+    return obj
+
+
+def save_checkpoint(path, snapshot: dict, config: dict, forms, inputs) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    meta = {"kind": KIND, "version": VERSION, "config": config, "forms": list(forms),
+            "inputs": list(inputs), "snapshot": _split(snapshot, arrays, "")}
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".ckpt-", suffix=".npz", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_checkpoint(path) -> dict:
+    """{'config', 'forms', 'inputs', 'snapshot'}; InputError if the file is not a checkpoint."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except FileNotFoundError:
+        raise InputError(path, "no such checkpoint file") from None
+    except Exception as exc:        # zip/npz errors come in many types
+        raise InputError(path, f"not a pmpredict checkpoint ({exc.__class__.__name__})", 1, 1) from None
+    try:
+        meta = json.loads(arrays.pop("meta").tobytes().decode())
+    except (KeyError, ValueError):
+        raise InputError(path, "not a pmpredict checkpoint (no metadata)", 1, 1) from None
+    if meta.get("kind") != KIND or meta.get("version") != VERSION:
+        raise InputError(path, "not a pmpredict checkpoint of this version", 1, 1)
+    meta["snapshot"] = _join(meta["snapshot"], arrays)
+    return meta

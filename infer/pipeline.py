@@ -1,0 +1,230 @@
+"""The inference driver: restarts, the EA and exact-refinement phases, snapshots for resume.
+
+`Inference.run` advances a run in steps (one EA generation, one refinement
+sweep) and after each step holds a *snapshot*: every array and counter needed
+to continue. Randomness is drawn from generators seeded by (seed, restart,
+step) or carried in the snapshot, so continuing from a snapshot gives exactly
+the result of the uninterrupted run. No I/O here: the caller gets snapshots
+and progress through callbacks (infer/checkpoint.py writes them to disk).
+
+Methods (docs/INFER.md; measured in docs/BENCHMARKS.md):
+  exact        start from the singletons (forms of equal throughput share a
+               port set), exact slot moves with volume and new-port-set
+               penalties relaxed linearly to `final_volume_weight` over
+               `anneal_sweeps`, then sweeps until no move helps; best of
+               `restarts` starts by training objective.  (default)
+  pmevo        PMEvo: EA + greedy local search on the counts.
+  pmevo+exact  the EA's result as the start of the exact refinement.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from . import evolve
+from .problem import Problem
+from .refine import ExactRefiner, penalty, relative_errors
+from .start import random_start, singleton_start
+
+METHODS = ("exact", "pmevo", "pmevo+exact")
+STARTS = ("shared", "singleton", "random")
+
+
+@dataclass(frozen=True)
+class InferConfig:
+    method: str = "exact"
+    seed: int = 0
+    restarts: int = 1
+    slots: int = 4                   # uop slots per form
+    start: str = "shared"            # exact: shared | singleton | random
+    volume_weight: float = 0.02      # initial penalty per uop per form (relative-error units)
+    set_weight: float = 0.004        # initial penalty per distinct port set
+    anneal_sweeps: int = 6           # sweeps over which both penalties fall to their final values
+    final_volume_weight: float = 0.0 # > 0: a more compact mapping (fewer uops)
+    max_sweeps: int = 14
+    population: int = 1000           # EA
+    generations: int = 40
+    ea_volume_weight: float = 0.1
+    mutation_rate: float = 0.02
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}")
+        if self.start not in STARTS:
+            raise ValueError(f"start must be one of {', '.join(STARTS)}")
+        if self.restarts < 1 or self.slots < 1 or self.population < 2:
+            raise ValueError("restarts, slots >= 1 and population >= 2")
+
+    def weights(self, sweep: int) -> tuple[float, float]:
+        """(volume weight, set weight) of refinement sweep `sweep` (linear relaxation)."""
+        if sweep >= self.anneal_sweeps:
+            return self.final_volume_weight, 0.0
+        x = sweep / self.anneal_sweeps
+        vw = self.volume_weight + (self.final_volume_weight - self.volume_weight) * x
+        return vw, self.set_weight * (1 - x)
+
+
+class Stopped(Exception):
+    """Raised inside a step when the caller's should_stop() says so."""
+
+
+class Inference:
+    def __init__(self, problem: Problem, config: InferConfig, snapshot: dict | None = None):
+        self.p = problem
+        self.cfg = config
+        self.refiner = ExactRefiner(problem)
+        self.snap = snapshot or {"restart": 0, "phase": None, "step": 0, "best": None,
+                                 "elapsed": 0.0, "history": []}
+        self.current = None      # (masks, counts) being worked on, possibly mid-step
+
+    # --- helpers -------------------------------------------------------------
+    def _rng(self, *tag):
+        return np.random.default_rng([self.cfg.seed, self.snap["restart"], *tag])
+
+    def final_objective(self, masks, counts) -> tuple[float, float]:
+        return self.refiner.objective(masks, counts, self.cfg.final_volume_weight, 0.0)
+
+    def error_on(self, problem: Problem, masks, counts) -> float:
+        return float(np.mean(relative_errors(masks, counts, problem.ptr, problem.exp_forms,
+                                             problem.mults, problem.measured, problem.r_max)))
+
+    def best_mapping(self):
+        """The best complete mapping so far, or the one being refined if it is better."""
+        best = self.snap["best"]
+        cands = []
+        if best is not None:
+            cands.append((best["objective"], best["masks"], best["counts"]))
+        if self.current is not None:
+            m, c = self.current
+            cands.append((self.final_objective(m, c)[0], m.copy(), c.copy()))
+        if not cands:
+            return None
+        cands.sort(key=lambda x: x[0])
+        return cands[0][1], cands[0][2]
+
+    # --- the run ---------------------------------------------------------------
+    def run(self, progress=None, on_snapshot=None, should_stop=None):
+        """Advance to the end (or until should_stop()); returns (masks, counts) of the best mapping."""
+        t0 = time.monotonic() - self.snap["elapsed"]
+        self._t0 = t0
+
+        def emit(**info):
+            self.snap["elapsed"] = time.monotonic() - t0
+            if progress:
+                progress(dict(info, restart=self.snap["restart"], elapsed=self.snap["elapsed"]))
+
+        try:
+            while self.snap["restart"] < self.cfg.restarts:
+                if self.snap["phase"] is None:
+                    self._begin_restart()
+                if self.snap["phase"] == "ea":
+                    self._ea_step(emit, should_stop)
+                elif self.snap["phase"] == "refine":
+                    self._refine_step(emit, should_stop)
+                elif self.snap["phase"] == "done":
+                    self._finish_restart()
+                self.snap["elapsed"] = time.monotonic() - t0
+                if on_snapshot:
+                    on_snapshot(self.snap)
+        except Stopped:
+            pass
+        self.snap["elapsed"] = time.monotonic() - t0
+        return self.best_mapping()
+
+    def finished(self) -> bool:
+        return self.snap["restart"] >= self.cfg.restarts
+
+    def _begin_restart(self):
+        s = self.snap
+        s["step"] = 0
+        if self.cfg.method in ("pmevo", "pmevo+exact"):
+            state = evolve.init_population(self.p, self.cfg.population, self.cfg.slots, self._rng(1))
+            s["phase"] = "ea"
+            s["ea"] = _ea_to_snap(state)
+        else:
+            rng = self._rng(1)
+            if self.cfg.start == "random":
+                m, c = random_start(self.p, self.cfg.slots, rng)
+            else:
+                m, c = singleton_start(self.p, self.cfg.slots, rng, share=self.cfg.start == "shared")
+            s["phase"] = "refine"
+            s["masks"], s["counts"] = m, c
+            s["dirty"] = np.ones(self.p.n_forms, dtype=bool)
+
+    def _ea_step(self, emit, should_stop):
+        s = self.snap
+        state = _ea_from_snap(s["ea"])
+        if should_stop and should_stop():
+            raise Stopped
+        if state.generation < self.cfg.generations:
+            evolve.generation(self.p, state, self.cfg.ea_volume_weight, self.cfg.mutation_rate)
+            s["ea"] = _ea_to_snap(state)
+            i = evolve.best_individual(state, self.cfg.ea_volume_weight)
+            self.current = (state.masks[i], state.counts[i])
+            emit(phase="ea", step=state.generation, error=float(state.error[i]),
+                 volume=float(state.counts[i].sum()))
+            return
+        i = evolve.best_individual(state, self.cfg.ea_volume_weight)
+        m, c = state.masks[i].copy(), state.counts[i].copy()
+        evolve.local_search_counts(self.p, m, c, self.refiner.n_chunks)
+        del s["ea"]
+        s["masks"], s["counts"] = m, c
+        s["dirty"] = np.ones(self.p.n_forms, dtype=bool)
+        s["step"] = 0
+        s["phase"] = "refine" if self.cfg.method == "pmevo+exact" else "done"
+        self.current = (m, c)
+        emit(phase="ea-local", step=state.generation, error=self.error_on(self.p, m, c),
+             volume=float(c.sum()))
+
+    def _refine_step(self, emit, should_stop):
+        s = self.snap
+        m, c, dirty = s["masks"].copy(), s["counts"].copy(), s["dirty"].copy()
+        self.current = (m, c)
+        sweep = s["step"]
+        vw, sw = self.cfg.weights(sweep)
+        if sweep <= self.cfg.anneal_sweeps and (sweep > 0 or self.cfg.method != "pmevo+exact"):
+            dirty[:] = True            # the penalties changed: every form may move
+        order = np.random.default_rng([self.cfg.seed, s["restart"], sweep, 7]).permutation(self.p.n_forms)
+        stop = (lambda: should_stop()) if should_stop else None
+        changed = self.refiner.sweep(m, c, order, vw, sw, dirty, should_stop=stop)
+        if should_stop and should_stop():
+            raise Stopped           # a partial sweep is not a snapshot: resume redoes it
+        s["masks"], s["counts"], s["dirty"] = m, c, dirty
+        s["step"] = sweep + 1
+        if (changed == 0 and sweep >= self.cfg.anneal_sweeps) or s["step"] >= self.cfg.max_sweeps:
+            s["phase"] = "done"
+        emit(phase="refine", step=sweep + 1, error=self.error_on(self.p, m, c),
+             volume=float(c.sum()), changed=changed)
+
+    def _finish_restart(self):
+        s = self.snap
+        m, c = s.pop("masks"), s.pop("counts")
+        s.pop("dirty", None)
+        obj, err = self.final_objective(m, c)
+        s["history"].append({"restart": s["restart"], "objective": obj, "error": err,
+                             "volume": float(c.sum())})
+        if s["best"] is None or obj < s["best"]["objective"] - 1e-15:
+            s["best"] = {"objective": obj, "error": err, "restart": s["restart"],
+                         "masks": m, "counts": c}
+        s["restart"] += 1
+        s["phase"] = None
+        self.current = None
+
+
+def _ea_to_snap(state: evolve.EAState) -> dict:
+    return {"masks": state.masks, "counts": state.counts, "error": state.error,
+            "generation": state.generation, "rng": state.rng.bit_generator.state}
+
+
+def _ea_from_snap(d: dict) -> evolve.EAState:
+    rng = np.random.default_rng()
+    rng.bit_generator.state = d["rng"]
+    return evolve.EAState(d["masks"].copy(), d["counts"].copy(), d["error"].copy(),
+                          int(d["generation"]), rng)
+
+
+def config_dict(cfg: InferConfig) -> dict:
+    return asdict(cfg)

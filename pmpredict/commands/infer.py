@@ -1,0 +1,171 @@
+"""`pmpredict infer`: a port mapping from measured experiments (front end of pmpredict.infer)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import time
+
+from .. import __version__
+from ..data.experiments import load_many
+from ..errors import InputError
+from ..jsonio import read_json
+
+
+def register(sub):
+    p = sub.add_parser("infer", help="infer a port mapping from measured experiments (PMEvo)",
+                       description="Infer a three-level port mapping that explains measured "
+                                   "throughputs. Same seed and input give the same output.")
+    p.add_argument("--experiments", "-e", nargs="+", required=True, metavar="E",
+                   help="measured experiment files (native JSON or PMEvo ExperimentList)")
+    p.add_argument("--ports", type=int, metavar="N",
+                   help="number of ports (default: the 'arch.ports' of PMEvo experiment files)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.json", help="model file to write")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--method", choices=("exact", "pmevo", "pmevo+exact"), default="exact",
+                   help="exact: singleton start + exact uop moves (default); pmevo: PMEvo's EA + "
+                        "count local search; pmevo+exact: EA then exact moves")
+    p.add_argument("--restarts", type=int, default=1, metavar="R",
+                   help="independent starts; the best by training objective wins (default 1)")
+    p.add_argument("--population", type=int, default=1000, metavar="P", help="EA population (default 1000)")
+    p.add_argument("--generations", type=int, default=40, metavar="G", help="EA generations (default 40)")
+    p.add_argument("--volume-weight", type=float, default=0.0, metavar="W",
+                   help="final penalty per uop per form, in relative-error units: > 0 gives a more "
+                        "compact, slightly less accurate mapping (e.g. 0.005; default 0)")
+    p.add_argument("--max-sweeps", type=int, default=14, metavar="N",
+                   help="at most N refinement sweeps per start (default 14)")
+    p.add_argument("--epsilon", type=float, default=0.05,
+                   help="congruence tolerance (symmetric relative difference, default 0.05)")
+    p.add_argument("--time-limit", type=float, metavar="SEC",
+                   help="stop after SEC seconds and write the best mapping found so far")
+    p.add_argument("--checkpoint", metavar="CKPT",
+                   help="checkpoint file (default OUT.json.ckpt), written after every step and on Ctrl-C")
+    p.add_argument("--resume", metavar="CKPT",
+                   help="continue from a checkpoint (its settings win over the options above)")
+    p.add_argument("--name", help="model name (default: OUT's file name)")
+    p.add_argument("--r-max", type=float, metavar="IPC", help="front-end cap used in the fitness")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
+    p.set_defaults(func=run)
+
+
+def _ports_of(paths) -> int | None:
+    """The port count a PMEvo experiment file declares (arch.ports), if any agree."""
+    found = set()
+    for path in paths:
+        data = read_json(path).data
+        arch = data.get("arch") if isinstance(data, dict) else None
+        if isinstance(arch, dict) and isinstance(arch.get("ports"), list):
+            found.add(len(arch["ports"]))
+    return found.pop() if len(found) == 1 else None
+
+
+class _Progress:
+    """One status line on stderr: phase, step, training error, volume, elapsed."""
+
+    def __init__(self, quiet: bool, restarts: int):
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.restarts = restarts
+
+    def __call__(self, info):
+        if self.quiet:
+            return
+        el = int(info["elapsed"])
+        what = "generation" if info["phase"] == "ea" else "sweep"
+        line = (f"start {info['restart'] + 1}/{self.restarts}  {info['phase']:8s} {what} "
+                f"{info['step']:3d}  error {info['error'] * 100:6.2f}%  volume "
+                f"{int(info['volume']):5d}  {el // 60:02d}:{el % 60:02d}")
+        if self.tty:
+            sys.stderr.write("\r" + line + "\x1b[K")
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def done(self):
+        if not self.quiet and self.tty:
+            sys.stderr.write("\n")
+
+
+def run(args):
+    from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
+    from pmpredict.infer.congruence import congruence_classes
+    from pmpredict.infer.pipeline import Inference, InferConfig, config_dict
+    from pmpredict.infer.problem import build_problem
+    from pmpredict.infer.result import mapping_to_model
+
+    exps = load_many(args.experiments)
+    inputs = [os.path.basename(p) for p in args.experiments]
+    ckpt_path = args.checkpoint or args.output + ".ckpt"
+    resumed = load_checkpoint(args.resume) if args.resume else None
+    if resumed:
+        config = InferConfig(**resumed["config"]["infer"])
+        n_ports = int(resumed["config"]["ports"])
+        epsilon = float(resumed["config"]["epsilon"])
+        r_max = resumed["config"]["r_max"]
+    else:
+        try:
+            config = InferConfig(method=args.method, seed=args.seed, restarts=args.restarts,
+                                 population=args.population, generations=args.generations,
+                                 final_volume_weight=args.volume_weight, max_sweeps=args.max_sweeps)
+        except ValueError as exc:
+            raise InputError("<command line>", str(exc)) from None
+        n_ports = args.ports or _ports_of(args.experiments)
+        epsilon, r_max = args.epsilon, args.r_max
+        if not n_ports:
+            raise InputError(args.experiments[0], "the number of ports is unknown: pass --ports N")
+    if not 1 <= n_ports <= 16:
+        raise InputError("<command line>", f"--ports must be between 1 and 16, not {n_ports}")
+
+    measured_forms = sorted({f for e in exps.experiments if e.cycles for f, _ in e.counts})
+    if not measured_forms:
+        raise InputError(args.experiments[0], "no measured experiments (every 'cycles' is null)")
+    form_of = congruence_classes(exps, measured_forms, epsilon)
+    reps = sorted(set(form_of.values()))
+    problem = build_problem(exps, reps, n_ports, form_of, r_max)
+    if resumed and resumed["forms"] != list(reps):
+        raise InputError(args.resume, "this checkpoint belongs to a run on different experiments")
+
+    saved = {"infer": config_dict(config), "ports": n_ports, "epsilon": epsilon, "r_max": r_max}
+    inference = Inference(problem, config, resumed["snapshot"] if resumed else None)
+    progress = _Progress(args.quiet, config.restarts)
+    deadline = time.monotonic() + args.time_limit if args.time_limit else None
+    should_stop = (lambda: time.monotonic() >= deadline) if deadline else None
+
+    def checkpoint(snap):
+        save_checkpoint(ckpt_path, snap, saved, reps, inputs)
+
+    interrupted = False
+    try:
+        result = inference.run(progress=progress, on_snapshot=checkpoint, should_stop=should_stop)
+    except KeyboardInterrupt:
+        interrupted = True
+        result = inference.best_mapping()
+    progress.done()
+    checkpoint(inference.snap)   # the last complete step: --resume continues from here
+    if result is None:
+        print(f"pmpredict: stopped before a first mapping existed; resume with --resume {ckpt_path}",
+              file=sys.stderr)
+        return 130 if interrupted else 1
+    masks, counts = result
+    _, train_err = inference.final_objective(masks, counts)
+    finished = inference.finished()
+    provenance = {
+        "description": f"inferred by pmpredict infer ({config.method}, seed {config.seed}) "
+                       f"from {', '.join(inputs)}",
+        "tool": f"pmpredict {__version__} infer",
+        "command": "pmpredict " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "inputs": inputs, "config": saved, "forms": len(form_of), "classes": len(reps),
+        "training_mape": round(train_err * 100, 4),
+        "elapsed_s": round(inference.snap["elapsed"], 1), "complete": finished,
+    }
+    name = args.name or os.path.splitext(os.path.basename(args.output))[0]
+    model = mapping_to_model(problem, masks, counts, form_of, name=name, isa=exps.isa,
+                             r_max=r_max, provenance=provenance)
+    model.save(args.output)
+    state = "done" if finished else f"stopped early (resume with --resume {ckpt_path})"
+    if not args.quiet:
+        print(f"{args.output}: {len(model.uops)} forms ({len(reps)} classes), volume {model.volume()}, "
+              f"training MAPE {train_err * 100:.2f}%, {inference.snap['elapsed']:.0f} s, {state}",
+              file=sys.stderr)
+    return 130 if interrupted else 0

@@ -1,0 +1,231 @@
+"""pmpredict.infer: experiment generation, congruence, the oracle, checkpoint/resume, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from pmpredict.cli import main
+from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
+from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
+from pmpredict.infer.congruence import congruence_classes
+from pmpredict.infer.experiments import generate_experiments, singleton_throughputs
+from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.problem import build_problem
+from pmpredict.infer.result import mapping_to_model
+from pmpredict.metrics import mape
+from pmpredict.model import MachineModel, load_model
+from pmpredict.sim import simulate
+
+
+# --- a synthetic machine -------------------------------------------------------
+
+def oracle_model(seed=4, n_ports=6, n_forms=12) -> MachineModel:
+    """A random ground truth drawn from a few port sets, as real machines reuse them."""
+    rng = np.random.default_rng(seed)
+    pool = [0b000011, 0b001100, 0b110000, 0b001111, 0b000001, 0b100000, 0b010110]
+    uops = {}
+    for i in range(n_forms):
+        pairs = {}
+        for _ in range(int(rng.integers(1, 3))):
+            m = pool[int(rng.integers(len(pool)))]
+            pairs[m] = pairs.get(m, 0) + int(rng.integers(1, 3))
+        uops[f"F{i:02d}"] = tuple(sorted(pairs.items()))
+    return MachineModel("oracle", "x86", tuple(str(p) for p in range(n_ports)), uops)
+
+
+def measure(model, exps: ExperimentSet, noise: float, seed: int) -> ExperimentSet:
+    """"Measure" with the simulator, times a uniform relative noise in [-noise, noise]."""
+    cycles, _ = simulate(model, exps)
+    rng = np.random.default_rng(seed)
+    cycles = cycles * (1 + rng.uniform(-noise, noise, len(cycles)))
+    return ExperimentSet(exps.forms, tuple(Experiment(e.counts, float(c))
+                                           for e, c in zip(exps.experiments, cycles)), exps.isa)
+
+
+def random_experiments(forms, n, length, seed) -> ExperimentSet:
+    rng = np.random.default_rng(seed)
+    exps = tuple(Experiment.of(list(rng.choice(forms, size=length))) for _ in range(n))
+    return ExperimentSet(tuple(forms), exps, "x86")
+
+
+def oracle_training(truth, noise=0.02, seed=5) -> ExperimentSet:
+    forms = list(truth.uops)
+    singles = measure(truth, generate_experiments(forms), noise, seed)
+    throughput = singleton_throughputs(singles)
+    return measure(truth, generate_experiments(forms, throughput), noise, seed)
+
+
+def infer(train: ExperimentSet, n_ports: int, config: InferConfig) -> MachineModel:
+    forms = sorted(train.forms)
+    form_of = congruence_classes(train, forms)
+    reps = sorted(set(form_of.values()))
+    problem = build_problem(train, reps, n_ports, form_of)
+    masks, counts = Inference(problem, config).run()
+    return mapping_to_model(problem, masks, counts, form_of, name="inferred", isa="x86")
+
+
+# --- experiment generation ---------------------------------------------------------
+
+def test_generation_singletons_pairs_and_weighted_pairs():
+    t = {"A": 1.0, "B": 0.25, "C": 0.5}
+    exps = generate_experiments(["A", "B", "C"], t)
+    got = [dict(e.counts) for e in exps.experiments]
+    assert got[:3] == [{"A": 1}, {"B": 1}, {"C": 1}]
+    assert got[3:6] == [{"A": 1, "B": 1}, {"A": 1, "C": 1}, {"B": 1, "C": 1}]
+    # n = ceil(t(slow) / t(fast)): A:B -> 4, A:C -> 2, C:B -> 2
+    assert got[6:] == [{"A": 1, "B": 4}, {"A": 1, "C": 2}, {"B": 2, "C": 1}]
+    assert all(e.cycles is None for e in exps.experiments)
+
+
+# --- congruence ---------------------------------------------------------------------
+
+def test_congruence_hand_made():
+    # A and A2 are the same machine instruction; B has A's throughput on other ports,
+    # C, D, X all take 1 cycle alone but differ next to E (C+E: 3, D+E: 2) or A (X+A: 1.5)
+    truth = MachineModel("m", "x86", ("0", "1", "2", "3"), {
+        "A": ((0b0011, 1),), "A2": ((0b0011, 1),), "B": ((0b1100, 1),),
+        "C": ((0b0001, 1),), "D": ((0b0010, 1),), "E": ((0b0001, 2),), "X": ((0b0011, 2),)})
+    forms = list(truth.uops)
+    single = measure(truth, generate_experiments(forms), 0.0, 0)
+    train = measure(truth, generate_experiments(forms, singleton_throughputs(single)), 0.0, 0)
+    classes = congruence_classes(train, forms)
+    assert classes == {"A": "A", "A2": "A", "B": "B", "C": "C", "D": "D", "E": "E", "X": "X"}
+    # within epsilon: 3% apart still congruent, 10% apart not
+    noisy = []
+    for e in train.experiments:
+        scale = 1.03 if dict(e.counts).get("A2") and len(e.counts) == 1 else 1.0
+        noisy.append(Experiment(e.counts, e.cycles * scale))
+    assert congruence_classes(ExperimentSet(train.forms, tuple(noisy)), forms)["A2"] == "A"
+    noisy = [Experiment(e.counts, e.cycles * (1.10 if e.counts == (("A2", 1),) else 1.0))
+             for e in train.experiments]
+    assert congruence_classes(ExperimentSet(train.forms, tuple(noisy)), forms)["A2"] == "A2"
+
+
+def test_congruence_without_pairs_keeps_every_form_apart():
+    # the shared data's shape: singletons + random multisets, no pair experiments
+    truth = oracle_model()
+    forms = list(truth.uops)
+    singles = ExperimentSet(tuple(forms), tuple(Experiment.of({f: 1}) for f in forms))
+    data = measure(truth, random_experiments(forms, 200, 4, 1).concat(singles), 0.0, 0)
+    assert congruence_classes(data, forms) == {f: f for f in forms}
+
+
+# --- the synthetic oracle --------------------------------------------------------------
+
+def test_oracle_recovers_an_accurate_mapping():
+    truth = oracle_model()
+    train = oracle_training(truth)
+    model = infer(train, 6, InferConfig(seed=0))
+    fresh = measure(truth, random_experiments(list(truth.uops), 500, 5, 11), 0.0, 0)
+    predicted, _ = simulate(model, fresh)
+    err = mape(predicted, fresh.measured())
+    assert err < 3.0, f"MAPE on fresh experiments {err:.2f}%"
+
+
+# --- checkpoint / resume --------------------------------------------------------------
+
+def _problem(truth):
+    train = oracle_training(truth)
+    forms = sorted(train.forms)
+    return build_problem(train, forms, 6)
+
+
+@pytest.mark.parametrize("config", [
+    InferConfig(seed=4, restarts=2, max_sweeps=5),
+    InferConfig(method="pmevo+exact", seed=2, population=16, generations=3, max_sweeps=2),
+])
+def test_resume_from_any_checkpoint_gives_the_uninterrupted_result(tmp_path, config):
+    problem = _problem(oracle_model())
+    paths = []
+
+    def keep(snap):
+        path = tmp_path / f"c{len(paths)}.npz"
+        save_checkpoint(path, snap, {"k": 1}, problem.forms, ["x"])
+        paths.append(path)
+
+    full = Inference(problem, config).run(on_snapshot=keep)
+    assert len(paths) >= 4
+    for path in (paths[1], paths[len(paths) // 2], paths[-2]):
+        snap = load_checkpoint(path)["snapshot"]
+        again = Inference(problem, config, snap).run()
+        assert np.array_equal(again[0], full[0]) and np.array_equal(again[1], full[1])
+
+
+def test_stop_mid_sweep_then_resume_gives_the_uninterrupted_result(tmp_path):
+    problem = _problem(oracle_model(seed=8))
+    config = InferConfig(seed=1, max_sweeps=6)
+    full = Inference(problem, config).run()
+    calls = {"n": 0}
+
+    def stop():
+        calls["n"] += 1
+        return calls["n"] > 15        # in the middle of the second sweep
+
+    first = Inference(problem, config)
+    partial = first.run(should_stop=stop)
+    assert partial is not None and not first.finished()
+    save_checkpoint(tmp_path / "c.npz", first.snap, {}, problem.forms, [])
+    resumed = Inference(problem, config, load_checkpoint(tmp_path / "c.npz")["snapshot"]).run()
+    assert np.array_equal(resumed[0], full[0]) and np.array_equal(resumed[1], full[1])
+
+
+# --- the CLI -------------------------------------------------------------------------------
+
+def test_cli_infer_is_deterministic_and_resumable(tmp_path, capsys):
+    truth = oracle_model(seed=6)
+    train = oracle_training(truth)
+    exp_path = tmp_path / "train.json"
+    train.save(exp_path)
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"m{i}.json"
+        assert main(["infer", "-e", str(exp_path), "--ports", "6", "-o", str(out), "--seed", "7",
+                     "-q"]) == 0
+        outs.append(load_model(str(out)))
+    assert outs[0].uops == outs[1].uops
+    assert set(outs[0].uops) == set(truth.uops)
+    assert outs[0].provenance["complete"] is True
+    # resuming a finished run's checkpoint writes the same mapping again
+    out = tmp_path / "r.json"
+    assert main(["infer", "-e", str(exp_path), "-o", str(out), "--resume",
+                 str(tmp_path / "m0.json.ckpt"), "-q"]) == 0
+    assert load_model(str(out)).uops == outs[0].uops
+
+
+def test_cli_infer_bad_input(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "pmpredict-experiments", "version": 1, "forms": ["A"],\n'
+                   ' "experiments": [{"forms": {"B": 1}, "cycles": 1}]}')
+    assert main(["infer", "-e", str(bad), "--ports", "2", "-o", str(tmp_path / "o.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"pmpredict: error: {bad}:2:") and err.count("\n") == 1
+    good = tmp_path / "good.json"
+    ExperimentSet(("A",), (Experiment.of({"A": 1}, 1.0),)).save(good)
+    assert main(["infer", "-e", str(good), "-o", str(tmp_path / "o.json")]) == 2
+    assert "--ports" in capsys.readouterr().err
+    assert main(["infer", "-e", str(good), "--ports", "2", "-o", str(tmp_path / "o.json"),
+                 "--resume", str(good)]) == 2
+    assert "checkpoint" in capsys.readouterr().err
+
+
+# --- the shipped models ----------------------------------------------------------------------
+
+SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "pmevo-artifact")
+
+
+@pytest.mark.parametrize("name,arch", [("skl", "SKL"), ("zen", "ZEN"), ("a72", "A72")])
+def test_builtin_model_covers_the_artifact_forms(name, arch):
+    from pmpredict.models import builtin_path
+    if builtin_path(name) is None:
+        pytest.skip(f"built-in model {name} not generated yet")
+    model = load_model(name)
+    assert model.provenance["tool"].startswith("pmpredict")
+    assert "validation" not in " ".join(model.provenance["inputs"])
+    path = os.path.join(SHARED, arch, "singletons.json")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} absent (the shared PMEvo artifact data)")
+    assert set(load_experiments(path).forms) <= set(model.uops)
