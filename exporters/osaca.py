@@ -34,7 +34,7 @@ import json
 import re
 
 from pmpredict.data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
-from pmpredict.forms import parse_form
+from pmpredict.forms import parse_form, split_operands
 
 from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, form_reads_memory,
                      is_element_register, is_pure_store, latency_of, representative,
@@ -173,7 +173,6 @@ def printed_alias(form: str, isa: str, asm: str | None, n_operands: int) -> str 
     ours = parse_form(form, isa).mnemonic
     if mnemonic.lower() == ours or not re.fullmatch(r"[a-z][a-z0-9.]*", mnemonic.lower()):
         return None
-    from pmpredict.forms import split_operands
     return mnemonic.lower() if len(split_operands(rest)) == n_operands else None
 
 
