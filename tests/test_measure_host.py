@@ -119,12 +119,35 @@ def test_interrupted_run_keeps_finished_results(tmp_path, monkeypatch):
         calls.append(len(kernels))
         return real(kernels, opts, wrapped)
     monkeypatch.setattr(measure_set, "run_kernels", interrupt_after_first)
+    monkeypatch.setattr(measure_set, "suspicious", lambda variants: False)   # no second pass
     with pytest.raises(KeyboardInterrupt):
         measure_experiment_set(exps, cache_dir=str(tmp_path))
     monkeypatch.setattr(measure_set, "run_kernels", lambda k, o, r: calls.append(len(k)) or real(k, o, r))
     out = measure_experiment_set(exps, cache_dir=str(tmp_path))
     assert calls[-1] == 6                    # 2 experiments x 3 variants, not 3 x 3
     assert all(e.cycles for e in out.experiments)
+
+
+def test_disagreeing_variants_are_measured_again(monkeypatch):
+    seen = []
+    real = measure_set.run_kernels
+
+    def count(kernels, opts, on_result):
+        seen.append(len(kernels))
+        return real(kernels, opts, on_result)
+    monkeypatch.setattr(measure_set, "run_kernels", count)
+    monkeypatch.setattr(measure_set, "suspicious", lambda variants: True)
+    out = measure_experiment_set(one_set([IMUL], [ADD]), cache_dir=None)
+    assert seen == [6, 6]                   # every experiment once more, then kept
+    assert out.experiments[0].cycles == pytest.approx(1.0, rel=0.05)
+
+
+def test_suspicious_variants():
+    from pmpredict.infer.measure.runner import Timing
+    ok = [(50, Timing(50.0, 50.1, 50.0, 50.0)), (32, Timing(32.2, 32.3, 32.2, 32.2))]
+    assert not measure_set.suspicious(ok)
+    assert measure_set.suspicious(ok + [(80, Timing(95.0, 95.0, 95.0, 95.0))])
+    assert measure_set.suspicious([(50, Timing(50.0, 50.1, 50.0, 50.0, dirty=1))])
 
 
 def test_host_forms_assemble_and_span_the_categories():

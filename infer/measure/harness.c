@@ -17,7 +17,8 @@
  * Protocol on stdout, one flushed line per event:
  *   C <ghz>                                   calibration at start
  *   B <kernel>                                kernel about to run
- *   R <kernel> <steady> <short> <long> <spread> <n> <ghz>   cycles per loop iteration
+ *   R <kernel> <steady> <short> <long> <spread> <n> <ghz> <dirty>   cycles per loop iteration;
+ *                                             dirty: runs kept although always interrupted
  *   F <kernel> <signal name>                  kernel failed
  * Arguments: target_ns samples cpu(-1: stay) alarm_s [kernel indices...] (none: all)
  */
@@ -105,7 +106,8 @@ static long switches(void) {
     return u.ru_nvcsw + u.ru_nivcsw;
 }
 
-static long dirty_runs = 0;
+static long dirty_runs = 0;      /* runs thrown away because the thread was switched out */
+static long dirty_accepted = 0;  /* runs kept although every attempt was switched out */
 
 /* One timed run that the scheduler did not interrupt: a run during which this thread was
    switched out is thrown away and repeated (a few times at most, then the last one counts:
@@ -121,6 +123,7 @@ static double timed(kernel_fn fn, char *base, long n) {
         if (switches() == before) return t;
         dirty_runs++;
     }
+    dirty_accepted++;
     return t;
 }
 
@@ -176,6 +179,7 @@ static double calibrate(char *base, int samples, double target_ns) {
 static void measure(const struct pm_kernel *k, char *base, double target_ns, int samples,
                     double *ns_per_cycle) {
     double run_a[64], run_b[64];
+    long accepted_before = dirty_accepted;
     if (samples > 64) samples = 64;
     long n = iterations_for(k->fn, base, target_ns);
     double short_ns = 1e300, long_ns = 1e300;
@@ -199,8 +203,8 @@ static void measure(const struct pm_kernel *k, char *base, double target_ns, int
     else if (cal > 0)
         *ns_per_cycle = 0.5 * *ns_per_cycle + 0.5 * cal;
     double c = *ns_per_cycle;
-    printf("R %d %.6f %.6f %.6f %.6f %ld %.6f\n", k->index, (2 * long_ns - short_ns) / c,
-           short_ns / c, long_ns / c, spread_ns / c, n, 1.0 / c);
+    printf("R %d %.6f %.6f %.6f %.6f %ld %.6f %ld\n", k->index, (2 * long_ns - short_ns) / c,
+           short_ns / c, long_ns / c, spread_ns / c, n, 1.0 / c, dirty_accepted - accepted_before);
     fflush(stdout);
 }
 

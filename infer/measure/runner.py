@@ -38,6 +38,7 @@ class Timing:
     iterations: int = 0
     ghz: float | None = None
     error: str | None = None
+    dirty: int = 0                   # runs kept although every attempt was interrupted
 
     @property
     def cycles(self) -> float | None:
@@ -151,7 +152,9 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             elif tag == "R":
                 i = int(parts[1])
                 steady, short, long_, spread = (float(x) for x in parts[2:6])
-                results[i] = Timing(steady, short, long_, spread, int(parts[6]), float(parts[7]))
+                dirty = int(parts[8]) if len(parts) > 8 else 0
+                results[i] = Timing(steady, short, long_, spread, int(parts[6]), float(parts[7]),
+                                    dirty=dirty)
                 current = None
                 on_result(i)
             elif tag == "F":
