@@ -94,12 +94,14 @@ def bench_skl(config: InferConfig, label="pmpredict infer"):
     return model
 
 
-def bench_cv(arch: str, config: InferConfig, k: int, label="pmpredict infer"):
+def bench_cv(arch: str, config: InferConfig, k: int, label="pmpredict infer", first=None):
     singles = load_experiments(path(arch, "singletons.json"))
     data = load_experiments(path(arch, "train_len05.json"))
     pmevo = load_model(path(arch, "mapping_pmevo.json"))
     ours, theirs, secs, vols = [], [], [], []
     for i, (train, test) in enumerate(folds(data, k)):
+        if first is not None and i >= first:
+            break
         model, sec = infer(singles.concat(train), PORTS[arch], config)
         ev = evaluate_model(model, test)
         ev_p = evaluate_model(pmevo, test)
@@ -109,7 +111,7 @@ def bench_cv(arch: str, config: InferConfig, k: int, label="pmpredict infer"):
         vols.append(model.volume())
         print(f"  {arch} fold {i}: ours {ev.mape:6.2f}%  PMEvo (in-sample) {ev_p.mape:6.2f}%  "
               f"volume {model.volume()}  {sec:.0f} s", flush=True)
-    print(f"{arch} {label}: {k}-fold MAPE {np.mean(ours):.2f}% (PMEvo's mapping {np.mean(theirs):.2f}%), "
+    print(f"{arch} {label}: {len(ours)} of {k} folds, MAPE {np.mean(ours):.2f}% (PMEvo's mapping {np.mean(theirs):.2f}%), "
           f"mean volume {np.mean(vols):.0f} (PMEvo {pmevo.volume()}), mean time {np.mean(secs):.0f} s, "
           f"max {np.max(secs):.0f} s", flush=True)
 
@@ -135,6 +137,7 @@ def main(argv=None):
     ap.add_argument("what", choices=("shipped", "skl", "cv", "ablation"))
     ap.add_argument("arch", nargs="?", default="SKL")
     ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--first", type=int, help="run only the first N folds (quick comparisons)")
     ap.add_argument("--config", nargs="*", help="InferConfig overrides, e.g. restarts=2 seed=1")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     args = ap.parse_args(argv)
@@ -148,14 +151,14 @@ def main(argv=None):
     elif args.what == "skl":
         bench_skl(InferConfig(**overrides))
     elif args.what == "cv":
-        bench_cv(args.arch.upper(), InferConfig(**overrides), args.folds)
+        bench_cv(args.arch.upper(), InferConfig(**overrides), args.folds, first=args.first)
     else:
         for name in args.variants.split(","):
             cfg = InferConfig(**dict(VARIANTS[name], **overrides))
             if args.arch.upper() == "SKL":
                 bench_skl(cfg, label=name)
             else:
-                bench_cv(args.arch.upper(), cfg, args.folds, label=name)
+                bench_cv(args.arch.upper(), cfg, args.folds, label=name, first=args.first)
     return 0
 
 

@@ -44,6 +44,7 @@ class InferConfig:
     set_weight: float = 0.004        # initial penalty per distinct port set
     anneal_sweeps: int = 6           # sweeps over which both penalties fall to their final values
     final_volume_weight: float = 0.0 # > 0: a more compact mapping (fewer uops)
+    final_set_weight: float = 0.0    # > 0: fewer distinct port sets
     max_sweeps: int = 14
     population: int = 1000           # EA
     generations: int = 40
@@ -61,10 +62,10 @@ class InferConfig:
     def weights(self, sweep: int) -> tuple[float, float]:
         """(volume weight, set weight) of refinement sweep `sweep` (linear relaxation)."""
         if sweep >= self.anneal_sweeps:
-            return self.final_volume_weight, 0.0
+            return self.final_volume_weight, self.final_set_weight
         x = sweep / self.anneal_sweeps
         vw = self.volume_weight + (self.final_volume_weight - self.volume_weight) * x
-        return vw, self.set_weight * (1 - x)
+        return vw, self.set_weight + (self.final_set_weight - self.set_weight) * x
 
 
 class Stopped(Exception):
@@ -85,7 +86,8 @@ class Inference:
         return np.random.default_rng([self.cfg.seed, self.snap["restart"], *tag])
 
     def final_objective(self, masks, counts) -> tuple[float, float]:
-        return self.refiner.objective(masks, counts, self.cfg.final_volume_weight, 0.0)
+        return self.refiner.objective(masks, counts, self.cfg.final_volume_weight,
+                                      self.cfg.final_set_weight)
 
     def error_on(self, problem: Problem, masks, counts) -> float:
         return float(np.mean(relative_errors(masks, counts, problem.ptr, problem.exp_forms,
