@@ -135,15 +135,28 @@ def test_osaca_finds_every_form(exported):
     assert missing == []
 
 
-def test_single_form_kernels_match_the_simulator_exactly(exported):
+def _disjoint(uops) -> bool:
+    masks = [m for m, _ in uops]
+    return all(a & b == 0 for i, a in enumerate(masks) for b in masks[i + 1:])
+
+
+def test_single_form_kernels_match_the_simulator(exported):
+    """3 x one form: OSACA equals the exact optimum when the form's uops use disjoint port
+    sets (each uop is balanced on its own); otherwise its greedy balancing may stop above."""
     model = exported.model
     forms = exported.unique[::max(1, len(exported.unique) // 25)]
     exps = ExperimentSet(model.forms, tuple(Experiment.of({f: 3}) for f in forms), model.isa)
     ours, _ = simulate(model, exps)
+    exact = 0
     for form, want in zip(forms, ours):
         got, kernel = exported.analyse([exported.asm(form)] * 3)
         assert not any("TP_UNKWN" in str(i.flags) for i in kernel), form
-        assert got == pytest.approx(want, abs=OSACA_TOL), form
+        if _disjoint(model.uops[form]):
+            assert got == pytest.approx(want, abs=OSACA_TOL), form
+            exact += 1
+        else:
+            assert got >= want - OSACA_TOL, form
+    assert exact > 0
 
 
 def test_mixed_kernels_osaca_never_beats_the_optimum(exported, record_property):
