@@ -3,7 +3,7 @@
     python3 benchmarks/bench_export.py [--kernels N]
 
 Needs ../shared/data/pmevo-artifact and OSACA (pip install osaca). For each
-PMEvo model (SKL, ZEN, A72): time of the OSACA and LLVM exports, of the import
+PMEvo model (SKL, ZEN, A72) and built-in model (skl, zen, a72 when present): time of the OSACA and LLVM exports, of the import
 of the OSACA file, and of OSACA loading it; then N dependency-free kernels
 (experiments of the shared set whose forms OSACA can tell apart) analysed by
 OSACA with our file and by our simulator: how often they agree, by how much
@@ -57,8 +57,12 @@ def main() -> int:
     print(f"{'model':5} {'osaca export':>12} {'llvm export':>11} {'import':>7} {'OSACA load':>10}"
           f" {'kernels':>7} {'agree':>6} {'max over':>8} {'mean over':>9} {'MAPE ours':>9}"
           f" {'MAPE OSACA':>10} {'ours/kernel':>11} {'OSACA/kernel':>12}")
-    for label, exp_file in SETS.items():
-        model = load_model(os.path.join(ARTIFACT, label, "mapping_pmevo.json"))
+    from pmpredict.models import builtin_names
+    runs = [(label, os.path.join(ARTIFACT, label, "mapping_pmevo.json"), label) for label in SETS]
+    runs += [(name, name, name.upper()) for name in builtin_names() if name.upper() in SETS]
+    for label, spec, data in runs:
+        exp_file = SETS[data]
+        model = load_model(spec)
         yml = os.path.join(tmp, f"{label}.yml")
         _, t_osaca = timed(export_osaca, model, yml)
         _, t_llvm = timed(export_llvm, model, os.path.join(tmp, f"{label}.td"), 19, True)
@@ -71,7 +75,7 @@ def main() -> int:
         for f in osaca_order(model, singleton_cycles(model)):      # the order OSACA sees
             first.setdefault(repr(osaca_identity(f, model.isa)), f)
         unique = {f for f in model.forms if first[repr(osaca_identity(f, model.isa))] == f}
-        exps = load_experiments(os.path.join(ARTIFACT, label, exp_file))
+        exps = load_experiments(os.path.join(ARTIFACT, data, exp_file))
         picked = tuple(e for e in exps.experiments if set(e.forms()) <= unique)[:args.kernels]
         subset = ExperimentSet(exps.forms, picked, model.isa)
         (ours, _), t_ours = timed(simulate, model, subset)
