@@ -159,9 +159,15 @@ def test_single_form_kernels_match_the_simulator(exported):
     assert exact > 0
 
 
+def _competing(model, exp) -> bool:
+    """Do two of the kernel's uops use different but overlapping port sets?"""
+    masks = sorted({m for f, _ in exp.counts for m, _ in model.uops[f]})
+    return any(a & b and a != b for i, a in enumerate(masks) for b in masks[i + 1:])
+
+
 def test_mixed_kernels_osaca_never_beats_the_optimum(exported, record_property):
     """OSACA's port balancing is a heuristic: on dependency-free kernels it reaches our exact
-    optimum or a worse assignment, never a better one."""
+    optimum, or stops above it where uops compete for overlapping port sets; never below."""
     model = exported.model
     unique = set(exported.unique)
     source = SHARED.get(exported.label.upper())      # built-ins skl/zen/a72 use the same forms
@@ -174,10 +180,14 @@ def test_mixed_kernels_osaca_never_beats_the_optimum(exported, record_property):
     for e, want in zip(picked, ours):
         lines = [exported.asm(f) for f, n in e.counts for _ in range(n)]
         got, _ = exported.analyse(lines)
-        assert got >= want - OSACA_TOL
+        if _competing(model, e):
+            assert got >= want - OSACA_TOL
+        else:
+            assert got == pytest.approx(want, abs=OSACA_TOL)
         diffs.append(got - want)
+    # measured on 300 kernels: OSACA = ours on 72% (PMEvo SKL), 95-97% (PMEvo ZEN, A72),
+    # 43% (built-in skl); see docs/BENCHMARKS.md
     record_property("osaca_minus_ours", [round(d, 3) for d in diffs])
-    assert np.mean(np.abs(diffs) <= OSACA_TOL) >= 0.5      # measured: 71% (SKL), 97% (A72)
 
 
 @pytest.mark.parametrize("label", ["SKL", "A72"])
