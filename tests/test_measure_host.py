@@ -33,12 +33,15 @@ UD2 = "UD2"
 
 
 def unsupported_form() -> str:
-    """A form this CPU lacks (from /proc/cpuinfo), else ud2, which raises SIGILL everywhere."""
+    """A form this CPU lacks (from /proc/cpuinfo) that the assembler knows, else ud2,
+    which raises SIGILL everywhere."""
+    from pmpredict.infer.measure.instantiate import instantiate
     flags = cpu_flags()
-    if "avx512_fp16" not in flags:
-        return "VADDPH_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
-    if "amx_tile" not in flags:
-        return "TILERELEASE"
+    candidates = [("avx512_fp16", "VADDPH_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"),
+                  ("amx_tile", "TILERELEASE")]
+    for flag, form in candidates:
+        if flag not in flags and check_assembles([instantiate([(form, 1)], 1).lines[0]]) == [None]:
+            return form
     return UD2
 
 
