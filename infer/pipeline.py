@@ -30,7 +30,7 @@ from .refine import ExactRefiner, penalty, relative_errors
 from .start import random_start, singleton_start
 
 METHODS = ("exact", "pmevo", "pmevo+exact")
-STARTS = ("shared", "singleton", "random")
+STARTS = ("shared", "fitted", "singleton", "random")
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class InferConfig:
     seed: int = 0
     restarts: int = 1
     slots: int = 4                   # uop slots per form
-    start: str = "shared"            # exact: shared | singleton | random
+    start: str = "shared"            # exact: shared | fitted | singleton | random (start.py)
     volume_weight: float = 0.02      # initial penalty per uop per form (relative-error units)
     set_weight: float = 0.004        # initial penalty per distinct port set
     anneal_sweeps: int = 6           # sweeps over which both penalties fall to their final values
@@ -151,7 +151,8 @@ class Inference:
             if self.cfg.start == "random":
                 m, c = random_start(self.p, self.cfg.slots, rng)
             else:
-                m, c = singleton_start(self.p, self.cfg.slots, rng, share=self.cfg.start == "shared")
+                m, c = singleton_start(self.p, self.cfg.slots, rng, share=self.cfg.start != "singleton",
+                                       fit=self.cfg.start == "fitted")
             s["phase"] = "refine"
             s["masks"], s["counts"] = m, c
             s["dirty"] = np.ones(self.p.n_forms, dtype=bool)

@@ -33,7 +33,25 @@ def throughput_groups(t: np.ndarray, rel_tol: float = 0.05) -> np.ndarray:
     return group
 
 
-def singleton_start(problem: Problem, n_slots: int, rng, share: bool = True):
+def fitted_uop(t: float, n_ports: int, max_count: int = 4) -> tuple[int, int]:
+    """(count c, ports k) with c / k closest to t (relative), the smaller count on ties.
+
+    E.g. t = 0.68 -> 2 uops on 3 ports (A72's two-thirds forms), 1.38 -> 4 on 3.
+    """
+    best = None
+    for c in range(1, max_count + 1):
+        for k in range(1, n_ports + 1):
+            err = abs(c / k - t) / t
+            if best is None or err < best[0] - 1e-9:
+                best = (err, c, k)
+    if t > max_count:                      # slow forms: one port, count round(t)
+        return max(1, int(round(t))), 1
+    return best[1], best[2]
+
+
+def singleton_start(problem: Problem, n_slots: int, rng, share: bool = True, fit: bool = False):
+    """One uop per form explaining its singleton throughput; fit=False: k = round(1/t), count 1
+    (t >= 1: round(t) on one port); fit=True: the (count, ports) pair closest to t."""
     t = fallback_singleton(problem)
     masks = np.zeros((problem.n_forms, n_slots), dtype=np.int64)
     counts = np.zeros((problem.n_forms, n_slots), dtype=np.float64)
@@ -42,8 +60,11 @@ def singleton_start(problem: Problem, n_slots: int, rng, share: bool = True):
     for f in range(problem.n_forms):
         g = int(groups[f])
         if g not in chosen:
-            k = int(np.clip(round(1.0 / t[f]), 1, problem.n_ports)) if t[f] < 1 else 1
-            c = max(1, int(round(t[f] * k)))
+            if fit:
+                c, k = fitted_uop(float(t[f]), problem.n_ports)
+            else:
+                k = int(np.clip(round(1.0 / t[f]), 1, problem.n_ports)) if t[f] < 1 else 1
+                c = max(1, int(round(t[f] * k)))
             chosen[g] = (_random_mask(rng, problem.n_ports, k), float(c))
         masks[f, 0], counts[f, 0] = chosen[g]
     return masks, counts

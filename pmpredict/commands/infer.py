@@ -26,6 +26,10 @@ def register(sub):
     p.add_argument("--method", choices=("exact", "pmevo", "pmevo+exact"), default="exact",
                    help="exact: singleton start + exact uop moves (default); pmevo: PMEvo's EA + "
                         "count local search; pmevo+exact: EA then exact moves")
+    p.add_argument("--start", choices=("shared", "fitted", "singleton", "random"), default="shared",
+                   help="exact: starting mapping; shared: one uop on ~1/t ports, forms of equal "
+                        "throughput share a port set (default); fitted: the same with the (count, "
+                        "ports) ratio closest to t, e.g. 2 uops on 3 ports for t = 0.67")
     p.add_argument("--restarts", type=int, default=1, metavar="R",
                    help="independent starts; the best by training objective wins (default 1)")
     p.add_argument("--population", type=int, default=1000, metavar="P", help="EA population (default 1000)")
@@ -106,6 +110,7 @@ def run(args):
     else:
         try:
             config = InferConfig(method=args.method, seed=args.seed, restarts=args.restarts,
+                                 start=args.start,
                                  population=args.population, generations=args.generations,
                                  final_volume_weight=args.volume_weight, max_sweeps=args.max_sweeps)
         except ValueError as exc:
