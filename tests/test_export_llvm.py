@@ -10,22 +10,17 @@ import pytest
 from pmpredict.cli import main
 from pmpredict.exporters.llvm import export_llvm, plan_llvm, render_llvm
 from pmpredict.exporters.opcodes import SHIPPED, run_llvm_mc
-from pmpredict.model import load_model
 from pmpredict.models import builtin_names
 
 from conftest import artifact
+from export_models import model_for
 
 SHARED = ["SKL", "ZEN", "A72"]
 MODELS = SHARED + ["HOSTFORMS"] + builtin_names()
 
 
 def _model(label):
-    if label in SHARED:
-        return load_model(artifact(label, "mapping_pmevo.json"))
-    if label == "HOSTFORMS":
-        from test_export_osaca import _model as osaca_model
-        return osaca_model(label)
-    return load_model(label)
+    return model_for(label)
 
 
 @pytest.fixture(autouse=True)

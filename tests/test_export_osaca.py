@@ -13,11 +13,11 @@ from pmpredict.exporters.opcodes import resolve_opcodes
 from pmpredict.exporters.common import singleton_cycles
 from pmpredict.exporters.osaca import export_osaca, osaca_identity, osaca_order
 from pmpredict.forms import example_instance, parse_form
-from pmpredict.model import MachineModel, load_model
 from pmpredict.models import builtin_names
 from pmpredict.sim import simulate
 
 from conftest import artifact
+from export_models import model_for
 
 osaca = pytest.importorskip("osaca", reason="OSACA is not installed (pip install osaca)")
 from osaca.parser import ParserAArch64, ParserX86ATT  # noqa: E402
@@ -32,24 +32,8 @@ SHARED = {"SKL": ("SKL", "validation_len06.json"), "ZEN": ("ZEN", "train_len05.j
 OSACA_TOL = 0.011          # OSACA balances port pressure in steps of 0.01 cycles
 
 
-def host_forms():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "infer", "measure",
-                        "forms_host.txt")
-    if not os.path.exists(path):
-        pytest.skip("infer/measure/forms_host.txt not found")
-    with open(path) as f:
-        return [line.split()[0] for line in f if line.strip() and not line.startswith("#")]
-
-
 def _model(label):
-    if label in SHARED:
-        return load_model(artifact(SHARED[label][0], "mapping_pmevo.json"))
-    if label == "HOSTFORMS":
-        # every form of the host measurement list, one uop on one of three ports
-        forms = host_forms()
-        return MachineModel("hostforms", "x86", ("0", "1", "2"),
-                            {f: ((1 << (i % 3), 1),) for i, f in enumerate(forms)})
-    return load_model(label)
+    return model_for(label)
 
 
 # ZEN has the same 310 forms as SKL (only its ports differ): SKL stands in for it here
