@@ -233,8 +233,9 @@ def render_llvm(model, version: int = 19, self_contained: bool = False, source: 
                 resolutions=None, name: str | None = None) -> tuple[str, LlvmPlan]:
     plan = plan_llvm(model, version, resolutions, name)
     if not plan.writes:
-        raise ExportError(model, "no form of the model resolved to an LLVM opcode; nothing to "
-                                 "bind (is llvm-mc installed?)")
+        why = plan.unresolved[0][1] if plan.unresolved else "no forms"
+        raise ExportError(model, f"no form of the model resolved to an LLVM opcode, nothing to "
+                                 f"bind (first reason: {why})")
     ctx = _context(plan, model, source, complete=self_contained)
     sched = render_template("llvm_sched.td.j2", ctx)
     if not self_contained:
