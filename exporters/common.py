@@ -76,16 +76,8 @@ class Latency:
     measured: bool           # False: DEFAULT_LATENCY (+ DEFAULT_LOAD_LATENCY), flagged in output
 
 
-_ELEMENT = re.compile(r"\(\(REG:[^()]*\)\)\.\w+\[\d+\]")
-
-
-def is_element_register(operand) -> bool:
-    """An AArch64 vector element `v1.d[0]`: pmpredict.forms files it as "mem" (it has brackets)."""
-    return _ELEMENT.fullmatch(operand.text.strip()) is not None
-
-
 def is_memory(operand) -> bool:
-    return operand.kind == "mem" and not is_element_register(operand)
+    return operand.kind == "mem"
 
 
 def form_reads_memory(form: str, isa: str) -> bool:

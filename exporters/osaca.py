@@ -37,7 +37,7 @@ from pmpredict.data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
 from pmpredict.forms import parse_form, split_operands
 
 from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, form_reads_memory,
-                     is_element_register, is_pure_store, latency_of, representative,
+                     is_pure_store, latency_of, representative,
                      singleton_cycles, write_text)
 from .render import render_template
 
@@ -134,9 +134,7 @@ def osaca_operands(template) -> list[dict]:
     isa = template.isa
     ops: list[dict] = []
     for o in template.operands:
-        if is_element_register(o):
-            ops.append(_register(o, isa))
-        elif o.kind == "mem":
+        if o.kind == "mem":
             ops.append(_memory(o.text, isa))
         elif o.kind == "reg":
             ops.append(_register(o, isa))

@@ -66,12 +66,6 @@ def form_pattern(template) -> tuple:
     aarch64 = template.isa == "aarch64"
     for op in template.operands:
         phs = op.placeholders
-        if aarch64 and op.kind == "mem" and phs and phs[0].kind == "REG":
-            # forms.parse_form reads the lane brackets of `((REG:R:F:VEC)).d[0]` as an
-            # address; it is a vector element
-            elem, lane = op.text.split(")).", 1)[1].rstrip("]").split("[")
-            pats.append(("velem", elem, int(lane)))
-            continue
         if op.kind == "reg":
             ph = phs[0]
             if aarch64 and ph.width is None:
