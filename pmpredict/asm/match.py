@@ -17,6 +17,13 @@ smallest, so the choice is deterministic:
     form exists: a general-purpose register of another width (`w1` vs the model's
     `x` form, `eax` vs `rax`), an AArch64 addressing mode other than [base, #imm],
     AVX-512 masking.
+
+Forms of foreign OSACA files (`osaca:<mnemonic> <op>,...`, pmpredict.data.osaca) are a
+second source of patterns, matched with OSACA's own rules against the key's OSACA view
+(normalize.osaca_view_*): see _osaca_fits. Among several fitting OSACA forms the most
+specific wins (fewest `*` wildcards / generic classes), then the first mnemonic tried
+(Intel name, then the name as written, then without AT&T suffix), then file order
+(OSACA itself takes the first fitting entry in file order).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
 from ..forms import parse_form
 from .normalize import FormKey, render_key, x86_register
 
@@ -60,8 +68,16 @@ def _number(text: str):
             return None
 
 
+_OSACA_TOKEN = re.compile(r"mem\([^)]*\)|[^,]+")
+
+
 def form_pattern(template) -> tuple:
-    """FormTemplate -> (mnemonic, operand patterns) in the FormKey vocabulary."""
+    """FormTemplate -> (mnemonic, operand patterns) in the FormKey vocabulary.
+
+    A foreign OSACA form keeps its own operand tokens (kind "osaca"), for display."""
+    if template.name.startswith(FOREIGN_PREFIX):
+        mnemonic, _, rest = template.name.partition(" ")
+        return mnemonic, tuple(("osaca", t) for t in _OSACA_TOKEN.findall(rest))
     pats = []
     aarch64 = template.isa == "aarch64"
     for op in template.operands:
@@ -177,6 +193,126 @@ def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
     return None
 
 
+# --- foreign OSACA forms ----------------------------------------------------------------
+
+WILD = "*"
+
+
+def osaca_pattern(op: dict, isa: str) -> tuple:
+    """One OSACA operand dict (parse_foreign_form_name) -> a pattern for _osaca_fits."""
+    cls = op.get("class")
+    if cls == "register":
+        if isa == "aarch64":
+            return ("R", op.get("prefix"), op.get("shape"))
+        return ("R", op.get("name"))
+    if cls == "immediate":
+        return ("I", op.get("imd"))
+    if cls == "memory":
+        pre, post = op.get("pre_indexed", False), op.get("post_indexed", False)
+        if pre and post:                # the name spells OSACA's `'*'` for both as "pre,post"
+            pre = post = WILD
+        return ("M", op.get("base"), op.get("offset"), op.get("index"), op.get("scale"), pre, post)
+    if cls == "identifier":
+        return ("ID",)
+    if cls == "condition":
+        return ("C", str(op.get("ccode")).upper())
+    if cls == "prfop":
+        return ("P",)
+    return ("NEVER", cls)               # flags and unknown classes: OSACA never matches them
+
+
+def _exact(pattern_value, user_value) -> int | None:
+    """1 for an equal value, 0 for the wildcard, None for a mismatch."""
+    if pattern_value == WILD:
+        return 0
+    return 1 if pattern_value == user_value else None
+
+
+def _fits_register(u: tuple, f: tuple, isa: str) -> int | None:
+    if isa == "aarch64":
+        prefix = _exact(f[1], u[1])
+        if prefix is None:
+            return None
+        if u[2] is None:                # OSACA: a register without shape fits any entry shape
+            return prefix
+        if f[2] is None:
+            return None
+        shape = _exact(f[2], u[2])
+        return None if shape is None else prefix + shape
+    if f[1] == WILD:
+        return 0
+    if f[1] == "gpr":                   # any general-purpose register, any width
+        return 1 if u[2] == "G" else None
+    return 2 if u[1] == f[1] else None  # xmm / ymm / zmm / k / mm, or a fixed name (cl)
+
+
+def _fits_offset(f, u) -> int | None:
+    if f == WILD:
+        return 0
+    if f is None:                       # OSACA: no offset, or a written 0 (x86)
+        return 1 if u in (None, "imd0") else None
+    if f == "imd":
+        return 1 if u in ("imd", "imd0") else None
+    return 1 if f == u else None
+
+
+def _fits_memory(u: tuple, f: tuple, isa: str) -> int | None:
+    _, base, offset, index, scale, pre, post = u
+    total = 0
+    for fv, uv in ((f[1], base), (f[3], index)):
+        if fv == WILD:
+            continue
+        if fv is None or uv is None:
+            if fv is not uv:
+                return None
+        elif fv != uv and not (isa == "x86" and fv == "gpr"):
+            return None
+        total += 1
+    part = _fits_offset(f[2], offset)
+    if part is None:
+        return None
+    total += part
+    if f[4] != WILD:
+        # OSACA: equal scales, or both scaled (!= 1)
+        if not (f[4] == scale or (f[4] != 1 and scale != 1)):
+            return None
+        total += 1
+    if isa == "aarch64":
+        for fv, uv in ((f[5], pre), (f[6], post)):
+            if fv == WILD:
+                continue
+            if bool(fv) != uv:
+                return None
+            total += 1
+    return total
+
+
+def _fits_immediate(u: tuple, f: tuple, isa: str) -> int | None:
+    if isa == "x86" or f[1] == WILD:
+        return 1 if isa == "x86" else 0
+    if f[1] == "int":
+        return 1 if u[1] == "int" else None
+    return 1 if u[1] == "double" else None        # imd: double / float: a floating-point literal
+
+
+def _osaca_fits(u: tuple, f: tuple, isa: str) -> int | None:
+    """Specificity (>= 0) with which user operand u (OSACA view) fits pattern f, else None."""
+    fk, uk = f[0], u[0]
+    if fk == "R":
+        return _fits_register(u, f, isa) if uk == "r" else None
+    if fk == "M":
+        return _fits_memory(u, f, isa) if uk == "m" else None
+    if fk == "I":
+        return _fits_immediate(u, f, isa) if uk == "i" else None
+    if fk == "ID":
+        return 1 if uk == "id" else None
+    if fk == "C":
+        return _exact(f[1], u[1]) if uk == "cond" else None
+    if fk == "P":
+        return 1 if uk == "prfop" else None
+    return None
+
+
 class FormMatcher:
     """Index of a model's forms by (mnemonic, operand count); matches FormKeys."""
 
@@ -185,7 +321,15 @@ class FormMatcher:
         self.allow_approx = allow_approx
         self.index: dict[tuple[str, int], list[tuple[str, tuple]]] = {}
         self.by_mnemonic: dict[str, list[str]] = {}
+        # foreign OSACA forms, in the model's (= the file's) order: (mnemonic, count) -> forms
+        self.osaca_index: dict[tuple[str, int], list[tuple[int, str, tuple]]] = {}
+        self.osaca_by_mnemonic: dict[str, list[str]] = {}
+        for order, name in enumerate(forms):
+            if name.startswith(FOREIGN_PREFIX):
+                self._add_osaca(order, name)
         for name in sorted(forms):
+            if name.startswith(FOREIGN_PREFIX):
+                continue
             try:
                 template = parse_form(name, isa)
             except ValueError:
@@ -195,11 +339,56 @@ class FormMatcher:
             self.by_mnemonic.setdefault(mnemonic, []).append(render_key(mnemonic, pats))
         self._cache: dict[FormKey, Match] = {}
 
+    def _add_osaca(self, order: int, name: str) -> None:
+        try:
+            mnemonic, ops = parse_foreign_form_name(name, self.isa)
+        except (ValueError, IndexError):
+            return                            # a name we cannot read is simply never matched
+        pats = tuple(osaca_pattern(op, self.isa) for op in ops)
+        self.osaca_index.setdefault((mnemonic, len(pats)), []).append((order, name, pats))
+        self.osaca_by_mnemonic.setdefault(mnemonic, []).append(name[len(FOREIGN_PREFIX):])
+
     def match(self, key: FormKey) -> Match:
-        hit = self._cache.get(key)
+        cache_key = (key, key.osaca)          # the OSACA view is not part of FormKey equality
+        hit = self._cache.get(cache_key)
         if hit is None:
-            hit = self._cache[key] = self._match(key)
+            hit = self._cache[cache_key] = self._match(key)
         return hit
+
+    def _match_osaca(self, key: FormKey) -> Match | None:
+        if not self.osaca_index or not key.osaca:
+            return None
+        names, ops = key.osaca
+        best = None
+        for rank, mnemonic in enumerate(names):
+            for order, name, pats in self.osaca_index.get((mnemonic, len(ops)), []):
+                total = 0
+                for u, f in zip(ops, pats):
+                    r = _osaca_fits(u, f, self.isa)
+                    if r is None:
+                        break
+                    total += r
+                else:
+                    score = (-total, rank, order)
+                    if best is None or score < best[0]:
+                        best = (score, name)
+        if best is None:
+            return None
+        if key.masked:
+            if not self.allow_approx:
+                return None
+            return Match(key, best[1], (APPROX_MASK,))
+        return Match(key, best[1])
+
+    def _unmatched_reason(self, key: FormKey) -> str:
+        known = list(self.by_mnemonic.get(key.mnemonic, []))
+        for mnemonic in (key.osaca[0] if key.osaca else ()):
+            known += self.osaca_by_mnemonic.get(mnemonic, [])
+        if not known:
+            return f"the model has no `{key.mnemonic}` form"
+        shown = sorted(set(known))
+        text = "; ".join(shown[:4]) + ("; ..." if len(shown) > 4 else "")
+        return f"the model's `{key.mnemonic}` forms take other operands ({text})"
 
     def _hint(self, key: FormKey) -> int | None:
         vec = [o[2] for o in key.operands if o[0] == "reg" and o[1] == "V"]
@@ -231,10 +420,7 @@ class FormMatcher:
                     best = (score, name, tuple(notes))
         if best is not None:
             return Match(key, best[1], best[2])
-        known = self.by_mnemonic.get(key.mnemonic)
-        if not known:
-            reason = f"the model has no `{key.mnemonic}` form"
-        else:
-            shown = "; ".join(sorted(set(known))[:4]) + ("; ..." if len(set(known)) > 4 else "")
-            reason = f"the model's `{key.mnemonic}` forms take other operands ({shown})"
-        return Match(key, None, (), reason)
+        foreign = self._match_osaca(key)
+        if foreign is not None:
+            return foreign
+        return Match(key, None, (), self._unmatched_reason(key))

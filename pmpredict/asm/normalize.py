@@ -23,7 +23,7 @@ The same instruction written in AT&T or Intel syntax gets the same key.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .parse import (Immediate, Indirect, Instruction, Memory, Register, RegisterList, Rounding,
                     Shift, Symbol)
@@ -155,6 +155,9 @@ class FormKey:
     mnemonic: str
     operands: tuple
     masked: bool = False            # AVX-512 masking / broadcast present
+    # The instruction in OSACA's vocabulary (osaca_view), for models imported from foreign
+    # OSACA files. Not part of equality: keys stay comparable to the PMEvo-side vocabulary.
+    osaca: tuple = field(default=(), compare=False)
 
     def __str__(self) -> str:
         return render_key(self.mnemonic, self.operands)
@@ -207,6 +210,8 @@ def render_operand(op: tuple) -> str:
         return "label"
     if kind == "round":
         return "{rc}"
+    if kind == "osaca":
+        return op[1]
     return "?"
 
 
@@ -321,7 +326,7 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
     keys = tuple(_x86_operand(o, mnemonic, mem_width) for o in ops)
     masked = any((isinstance(o, Register) and o.mask) or (isinstance(o, Memory) and (o.broadcast or o.mask))
                  for o in ops)
-    return FormKey(mnemonic, keys, masked)
+    return FormKey(mnemonic, keys, masked, osaca_view_x86(insn, syntax, mnemonic))
 
 
 # --- AArch64 -----------------------------------------------------------------------------
@@ -376,7 +381,122 @@ def normalize_aarch64(insn: Instruction) -> FormKey:
                             writeback="post", index_shift=m.index_shift, has_disp=m.has_disp)
             del ops[i + 1]
             break
-    return FormKey(aarch64_mnemonic(insn.mnemonic), tuple(_a64_operand(o) for o in ops))
+    mnemonic = aarch64_mnemonic(insn.mnemonic)
+    return FormKey(mnemonic, tuple(_a64_operand(o) for o in ops),
+                   osaca=osaca_view_aarch64(insn.mnemonic, mnemonic, ops))
+
+
+# --- the OSACA view ----------------------------------------------------------------------
+#
+# Foreign OSACA forms (pmpredict.data.osaca) are matched the way OSACA matches them, on
+# the operands as OSACA's parser sees them: in the file's order (AT&T on x86, so Intel
+# operands are reversed), x86 registers by name without digits (`xmm`, `cl`) and class,
+# AArch64 registers by prefix and element shape, register lists flattened, memory as
+# (base, offset, index, scale, pre, post). The view is (mnemonics to look up, operands):
+#
+#   ("r", name, cls)            x86 register: name without digits, class as in x86_register
+#   ("r", prefix, shape)        AArch64 register (`v0.4s` -> "v", "s"; `x1` -> "x", None)
+#   ("i", "int"|"double")       immediate with a value
+#   ("id",)                     label / symbol (also a symbolic AArch64 immediate)
+#   ("cond", "EQ")              AArch64 condition
+#   ("prfop",)                  AArch64 prefetch operation
+#   ("m", base, offset, index, scale, pre, post)
+#        base/index: "gpr" (x86) or the AArch64 prefix, None when absent;
+#        offset: None, "imd", "imd0" (x86 displacement written as 0), "id" (symbolic)
+
+# AArch64 shifts/extends that OSACA's parser folds into the preceding register
+_A64_FOLDED = {"lsl", "lsr", "asr", "ror", "sxtw", "uxtw", "uxtb"}
+_A64_PRFOP = re.compile(r"p(?:ld|st|li)l[123](?:keep|strm)$")
+
+
+def _unique(names) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def _osaca_x86_operand(op) -> tuple:
+    if isinstance(op, Register):
+        return ("r", op.name.rstrip("0123456789"), x86_register(op.name)[1])
+    if isinstance(op, Immediate):
+        return ("i", "int")
+    if isinstance(op, Memory):
+        if op.symbols:
+            offset = "id"
+        elif op.has_disp or op.disp:
+            offset = "imd" if op.disp else "imd0"
+        else:
+            offset = None
+        return ("m", "gpr" if op.base else None, offset, "gpr" if op.index else None,
+                op.scale if op.index else 1, False, False)
+    if isinstance(op, Indirect):
+        return _osaca_x86_operand(op.target)
+    if isinstance(op, Symbol):
+        return ("id",)
+    return ("?",)
+
+
+def osaca_view_x86(insn: Instruction, syntax: str, mnemonic: str) -> tuple:
+    ops = insn.operands if syntax == "att" else tuple(reversed(insn.operands))
+    raw = insn.mnemonic
+    names = [mnemonic, raw]
+    if syntax == "att" and raw[-1:] in "bwlq":
+        names.append(raw[:-1])              # OSACA retries without the AT&T size suffix
+    return _unique(names), tuple(_osaca_x86_operand(o) for o in ops)
+
+
+def _osaca_a64_register(name: str) -> tuple:
+    if name in ("sp", "lr", "fp", "xzr"):
+        return ("r", "x", None)
+    if name in ("wsp", "wzr"):
+        return ("r", "w", None)
+    reg, _, arr = name.partition(".")
+    prefix = reg.rstrip("0123456789")
+    return ("r", prefix, arr.lstrip("0123456789") or None)
+
+
+def _osaca_a64_memory(op: Memory, post: bool) -> tuple:
+    if op.symbols:
+        offset = "id"
+    elif op.has_disp and not post:
+        offset = "imd"
+    else:
+        offset = None
+    index = _osaca_a64_register(op.index)[1] if op.index else None
+    amount = op.index_shift.amount if op.index_shift is not None else None
+    return ("m", _osaca_a64_register(op.base)[1] if op.base else None, offset, index,
+            (1 << amount) if amount else 1, op.writeback == "pre", post or op.writeback == "post")
+
+
+def osaca_view_aarch64(raw: str, mnemonic: str, ops) -> tuple:
+    """`ops` with a post-index already folded into the memory operand (writeback "post")."""
+    out = []
+    for op in ops:
+        if isinstance(op, Register):
+            out.append(_osaca_a64_register(op.name))
+        elif isinstance(op, RegisterList):
+            out.extend(_osaca_a64_register(r) for r in op.regs)
+        elif isinstance(op, Immediate):
+            if op.symbols or op.value is None:
+                out.append(("id",))
+            else:
+                out.append(("i", "double" if isinstance(op.value, float) else "int"))
+        elif isinstance(op, Memory):
+            out.append(_osaca_a64_memory(op, op.writeback == "post"))
+        elif isinstance(op, Shift):
+            if op.op not in _A64_FOLDED:
+                out.append(("id",))
+                if op.amount is not None:
+                    out.append(("i", "int"))
+        elif isinstance(op, Symbol):
+            name = op.name.lower()
+            if name in _A64_COND:
+                out.append(("cond", name.upper()))
+            elif _A64_PRFOP.match(name):
+                out.append(("prfop",))
+            else:
+                out.append(("id",))
+        else:
+            out.append(("?",))
+    return _unique([mnemonic, raw]), tuple(out)
 
 
 def normalize(insn: Instruction, syntax: str) -> FormKey:
