@@ -210,3 +210,21 @@ def test_cli_measure_block_with_a_call_is_rejected(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert f"{src}:2:" in proc.stderr and "call" in proc.stderr
+
+
+def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
+    forms = tmp_path / "forms.txt"
+    forms.write_text(f"# three forms\n{IMUL}\n{ADD}\n{UD2}\n")
+    out = tmp_path / "set"
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "measure", "--training-set", str(out),
+                           "--forms", str(forms), "--cache", str(tmp_path / "cache")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "left out: UD2: SIGILL" in proc.stdout
+    single = load_experiments(str(out / "singletons.json"))
+    pairs = load_experiments(str(out / "pairs.json"))
+    weighted = load_experiments(str(out / "weighted.json"))
+    assert len(single) == 3 and len(pairs) == 1 and len(weighted) == 1
+    (add, n), (imul, one) = weighted.experiments[0].counts        # {imul: 1, add: ceil(1.0 / 0.25)}
+    assert (add, imul, one) == (ADD, IMUL, 1) and n in (4, 5)
+    assert pairs.experiments[0].cycles == pytest.approx(1.0, rel=0.1)

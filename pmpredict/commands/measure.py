@@ -15,6 +15,11 @@ def register(sub):
     p.add_argument("file", nargs="?", metavar="FILE.s", help="x86-64 basic block (AT&T or Intel)")
     p.add_argument("--syntax", choices=["att", "intel"], help="assembly syntax (default: guess)")
     p.add_argument("--experiments", "-e", metavar="E", help="experiment file to measure")
+    p.add_argument("--training-set", metavar="DIR",
+                   help="measure PMEvo's training experiments for a form list (singletons, all "
+                        "pairs, weighted pairs) into DIR/singletons.json, pairs.json, weighted.json")
+    p.add_argument("--forms", metavar="FILE",
+                   help="form list for --training-set (default: the packaged host list)")
     p.add_argument("-o", "--output", metavar="OUT", help="where to write the measured experiments")
     p.add_argument("--cache", metavar="DIR", help="result cache directory "
                    "(default: $PMPREDICT_CACHE or ~/.cache/pmpredict)")
@@ -42,6 +47,10 @@ def run(args):
 
 
 def _dispatch(args):
+    if args.training_set:
+        if args.file or args.experiments:
+            raise InputError(args.training_set, "--training-set takes no FILE.s or --experiments")
+        return _run_training_set(args)
     if args.experiments:
         if args.file:
             raise InputError(args.file, "give either FILE.s or --experiments, not both")
@@ -96,4 +105,39 @@ def _run_experiments(args):
         print(f"{args.output}: {summary['measured']} experiments measured, {summary['failed']} failed")
         for reason in summary["errors"]:
             print(f"  failed: {reason}")
+    return 0
+
+
+def _run_training_set(args):
+    """Singletons first (their throughputs size the weighted pairs), then pairs and weighted pairs."""
+    import os
+    from ..data.experiments import ExperimentSet
+    from ..infer.experiments import (pair_experiments, singleton_experiments, singleton_throughputs,
+                                     weighted_pair_experiments)
+    from ..infer.measure import (MeasureOptions, default_cache_dir, default_forms, load_form_list,
+                                 measure_experiment_set)
+    from ..infer.measure.measure_set import stderr_progress
+    forms = load_form_list(args.forms) if args.forms else default_forms()
+    cache = None if args.no_cache else (args.cache or default_cache_dir())
+    options = MeasureOptions(run=_run_options(args))
+    os.makedirs(args.training_set, exist_ok=True)
+
+    def measure(name, exps, usable):
+        sub = ExperimentSet(tuple(usable), tuple(exps), "x86", f"pmpredict measure --training-set ({name})")
+        out = measure_experiment_set(sub, cache_dir=cache, progress=stderr_progress, options=options)
+        path = os.path.join(args.training_set, f"{name}.json")
+        out.save(path)
+        failed = sum(1 for e in out.experiments if e.cycles is None)
+        print(f"{path}: {len(out) - failed} experiments measured, {failed} failed")
+        return out
+
+    single = measure("singletons", singleton_experiments(forms), forms)
+    t = singleton_throughputs(single)
+    usable = [f for f in forms if t.get(f)]          # forms this CPU runs (no SIGILL)
+    for f in forms:
+        if f not in t:
+            err = next((e.other.get("error") for e in single.experiments if e.forms() == [f]), "")
+            print(f"  left out: {f}: {err}")
+    measure("pairs", pair_experiments(usable), usable)
+    measure("weighted", weighted_pair_experiments(usable, t), usable)
     return 0
