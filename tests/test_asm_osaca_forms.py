@@ -1,0 +1,213 @@
+"""`predict --model <OSACA yaml>`: kernels matched against forms imported from foreign
+OSACA machine files (the ones shipped with the osaca package), checked against our
+simulator on the matched multiset and against OSACA's own throughput."""
+
+import os
+import warnings
+from collections import Counter
+
+import pytest
+
+from pmpredict.asm.kernel import select_kernel
+from pmpredict.asm.parse import parse
+from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.model import MachineModel, load_model
+from pmpredict.predict import Predictor
+from pmpredict.sim import simulate
+
+osaca = pytest.importorskip("osaca", reason="OSACA is not installed (pip install osaca): "
+                                            "its shipped machine files are the test data")
+from osaca.parser import ParserAArch64, ParserX86ATT  # noqa: E402
+from osaca.semantics import ArchSemantics, reduce_to_section  # noqa: E402
+from osaca.semantics import MachineModel as OsacaModel  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore")      # OSACA's pyparsing deprecations
+
+DATA = os.path.join(os.path.dirname(osaca.__file__), "data")
+OSACA_TOL = 0.011          # OSACA balances port pressure in steps of 0.01 cycles
+
+_models = {}
+
+
+def shipped(code):
+    """A shipped OSACA file, imported once per session (skx.yml is 1 MB)."""
+    if code not in _models:
+        path = os.path.join(DATA, f"{code}.yml")
+        if not os.path.exists(path):
+            pytest.skip(f"{path} is not shipped with this OSACA version")
+        _models[code] = load_model(path)
+    return _models[code]
+
+
+def predict(text, model, syntax):
+    return Predictor(model).predict(select_kernel(parse(text, syntax, "k.s")), syntax, "k.s")
+
+
+def simulated(model, forms):
+    """Our simulator on the multiset of matched forms (independent of predict's plumbing)."""
+    exps = ExperimentSet(tuple(sorted(set(forms))), (Experiment.of(Counter(forms)),), model.isa)
+    return float(simulate(model, exps)[0][0])
+
+
+def osaca_throughput(code, text, isa):
+    """OSACA's own throughput (max port pressure after its balancing) for a marked kernel."""
+    parser = ParserX86ATT() if isa == "x86" else ParserAArch64()
+    kernel = reduce_to_section(parser.parse_file(text), parser)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        semantics = ArchSemantics(parser, OsacaModel(arch=code))
+        semantics.normalize_instruction_forms(kernel)
+        semantics.add_semantics(kernel)
+        semantics.assign_optimal_throughput(kernel)
+    return max(ArchSemantics.get_throughput_sum(kernel))
+
+
+def marked(lines, comment):
+    return f"{comment} OSACA-BEGIN\n" + "".join(f"\t{line}\n" for line in lines) + f"{comment} OSACA-END\n"
+
+
+# --- x86 (skx.yml) ---------------------------------------------------------------------
+
+ATT = ["vaddpd %ymm1, %ymm2, %ymm3", "vmulpd %ymm4, %ymm5, %ymm6", "vfmadd231pd %ymm7, %ymm8, %ymm9",
+       "vmovupd (%rsi,%rax,8), %ymm10", "vmovupd 32(%rsi,%rax,8), %ymm11",
+       "addq $8, %rax", "cmpq %rdx, %rax", "jne .L4"]
+INTEL = ["vaddpd ymm3, ymm2, ymm1", "vmulpd ymm6, ymm5, ymm4", "vfmadd231pd ymm9, ymm8, ymm7",
+         "vmovupd ymm10, YMMWORD PTR [rsi+rax*8]", "vmovupd ymm11, YMMWORD PTR [rsi+32+rax*8]",
+         "add rax, 8", "cmp rax, rdx", "jne .L4"]
+SKX_FORMS = ["osaca:vaddpd ymm,ymm,ymm", "osaca:vmulpd ymm,ymm,ymm", "osaca:vfmadd231pd ymm,ymm,ymm",
+             "osaca:vmovupd mem(*,*,*,*),ymm", "osaca:vmovupd mem(*,*,*,*),ymm",
+             "osaca:add imd:int,gpr", "osaca:cmp gpr,gpr", "osaca:jne id"]
+
+
+def test_att_kernel_skx_matches_every_instruction():
+    model = shipped("skx")
+    r = predict(marked(ATT, "#"), model, "att")
+    assert r.complete
+    assert [row.form for row in r.rows] == SKX_FORMS
+    assert all(not row.approx for row in r.rows)
+    assert r.cycles == pytest.approx(simulated(model, SKX_FORMS))
+    assert r.cycles == pytest.approx(1.5)      # 3 fp uops on {0, 1}, add/cmp off to {5, 6}
+    # OSACA's greedy balancing can only stop at or above the LP optimum
+    assert osaca_throughput("skx", marked(ATT, "#"), "x86") >= r.cycles - OSACA_TOL
+
+
+def test_intel_syntax_gives_the_same_prediction():
+    model = shipped("skx")
+    att = predict(marked(ATT, "#"), model, "att")
+    intel = predict(".intel_syntax noprefix\n" + marked(INTEL, "#"), model, "intel")
+    assert [row.form for row in intel.rows] == [row.form for row in att.rows]
+    assert intel.cycles == att.cycles
+    assert intel.port_load == pytest.approx(att.port_load)
+
+
+def test_skx_equals_osaca_on_port_disjoint_kernel():
+    # fp uops on {0, 1}, loads on {2, 3} + {2D, 3D}: nothing competes, OSACA is exact
+    lines = ATT[:5] + ["vaddpd %ymm12, %ymm13, %ymm14"]
+    model = shipped("skx")
+    r = predict(marked(lines, "#"), model, "att")
+    assert r.complete
+    assert r.cycles == pytest.approx(2.0)
+    assert osaca_throughput("skx", marked(lines, "#"), "x86") == pytest.approx(r.cycles, abs=OSACA_TOL)
+
+
+def test_any_gpr_width_and_any_immediate_width():
+    model = shipped("skx")
+    lines = ["addq $8, %rax", "addl $100000, %ecx", "addw $-3, %dx", "addb $1, %r8b",
+             "add eax, 7"]
+    r = predict(marked(lines[:4], "#"), model, "att")
+    assert [row.form for row in r.rows] == ["osaca:add imd:int,gpr"] * 4
+    r = predict(marked(lines[4:], "#"), model, "intel")
+    assert [row.form for row in r.rows] == ["osaca:add imd:int,gpr"]
+
+
+def test_unmatched_instruction_is_reported_not_dropped():
+    model = shipped("skx")
+    r = predict(marked(["vaddpd %ymm1, %ymm2, %ymm3", "frobnicate %rax"], "#"), model, "att")
+    assert [row.form for row in r.rows] == ["osaca:vaddpd ymm,ymm,ymm", None]
+    assert "no `frobnicate` form" in r.rows[1].reason
+    assert r.cycles == pytest.approx(0.5)
+
+
+# --- AArch64 (a72.yml, n1.yml) ------------------------------------------------------------
+
+NEON = ["ldr q0, [x1, x3]", "ldr q1, [x2], #16", "fmla v2.2d, v0.2d, v1.2d",
+        "fadd v3.2d, v0.2d, v1.2d", "fmul v4.4s, v5.4s, v6.4s", "str q2, [x0, #32]",
+        "add x3, x3, #16", "cmp x3, x4", "b.ne .L3"]
+A72_FORMS = ["osaca:ldr q,mem(x,*,*,1)", "osaca:ldr q,mem(x,*,*,1,post)", "osaca:fmla v.d,v.d,v.d",
+             "osaca:fadd v.d,v.d,v.d", "osaca:fmul v.s,v.s,v.s", "osaca:str q,mem(x,*,*,1)",
+             "osaca:add x,x,imd:int", "osaca:cmp x,x", "osaca:b.ne id"]
+
+
+def test_neon_kernel_a72_matches_every_instruction():
+    model = shipped("a72")
+    text = marked(NEON, "//")
+    r = predict(text, model, "aarch64")
+    assert r.complete
+    assert [row.form for row in r.rows] == A72_FORMS
+    assert r.cycles == pytest.approx(simulated(model, A72_FORMS))
+    assert r.cycles == pytest.approx(3.0)      # fmla, fadd, fmul all on port F1
+    assert osaca_throughput("a72", text, "aarch64") == pytest.approx(r.cycles, abs=OSACA_TOL)
+
+
+def test_neon_kernel_n1_matches_every_instruction():
+    model = shipped("n1")
+    lines = [line if line != "ldr q1, [x2], #16" else "ldr q1, [x2, #16]" for line in NEON]
+    text = marked(lines, "//")
+    r = predict(text, model, "aarch64")
+    assert r.complete, [(row.text, row.reason) for row in r.unmatched]
+    forms = [row.form for row in r.rows]
+    assert forms[:2] == ["osaca:ldr q,mem(x,*,*,*)"] * 2
+    assert r.cycles == pytest.approx(simulated(model, forms))
+    assert osaca_throughput("n1", text, "aarch64") >= r.cycles - OSACA_TOL
+
+
+def test_pre_and_post_index_select_their_forms():
+    model = shipped("a72")
+    r = predict(marked(["ldr q0, [x1]", "ldr q0, [x1, #16]!", "ldr q0, [x1], #16"], "//"),
+                model, "aarch64")
+    assert [row.form for row in r.rows] == ["osaca:ldr q,mem(x,*,*,1)", "osaca:ldr q,mem(x,*,*,1,pre)",
+                                            "osaca:ldr q,mem(x,*,*,1,post)"]
+
+
+# --- tie rules and wildcards on a small synthetic model -------------------------------------
+
+def toy(isa, forms):
+    return MachineModel(name="toy", isa=isa, ports=("A", "B"),
+                        uops={f: ((1 + i % 3, 1),) for i, f in enumerate(forms)})
+
+
+def test_most_specific_memory_form_wins():
+    forms = ["osaca:lea mem(*,*,*,*),gpr", "osaca:lea mem(gpr,imd,gpr,*),gpr",
+             "osaca:lea mem(gpr,~,~,1),gpr", "osaca:lea mem(~,imd,~,1),gpr"]
+    r = predict(marked(["leaq 8(%rax,%rbx,4), %rcx", "leaq (%rax), %rcx", "leaq 0(%rax), %rcx",
+                        "leaq 16, %rcx", "leaq (,%rbx,2), %rcx"], "#"), toy("x86", forms), "att")
+    assert [row.form for row in r.rows] == [forms[1], forms[2], forms[2], forms[3], forms[0]]
+
+
+def test_wildcards_and_register_classes_x86():
+    forms = ["osaca:vpxor *,*,*", "osaca:vpxor ymm,ymm,ymm", "osaca:shl cl,gpr", "osaca:shl gpr,gpr"]
+    r = predict(marked(["vpxor %ymm0, %ymm1, %ymm2", "vpxor %xmm0, %xmm1, %xmm2",
+                        "shlq %cl, %rax", "shlq %rdx, %rax"], "#"), toy("x86", forms), "att")
+    assert [row.form for row in r.rows] == [forms[1], forms[0], forms[2], forms[3]]
+
+
+def test_aarch64_prefix_shape_and_immediate_kind():
+    forms = ["osaca:fadd v.*,v.*,v.*", "osaca:fadd v.d,v.d,v.d", "osaca:fmov d,imd:double",
+             "osaca:fmov d,x", "osaca:csel x,x,x,cond:EQ", "osaca:csel x,x,x,cond:*",
+             "osaca:add x,x,x"]
+    r = predict(marked(["fadd v0.2d, v1.2d, v2.2d", "fadd v0.4s, v1.4s, v2.4s", "fmov d0, #1.0",
+                        "fmov d0, x1", "csel x0, x1, x2, eq", "csel x0, x1, x2, ne",
+                        "add x0, x1, x2, lsl #3"], "//"), toy("aarch64", forms), "aarch64")
+    assert [row.form for row in r.rows] == [forms[1], forms[0], forms[2], forms[3], forms[4],
+                                            forms[5], forms[6]]
+    # an x register is not a w register; an integer is not a double
+    r = predict(marked(["add w0, w1, w2", "fmov d0, #1"], "//"), toy("aarch64", forms), "aarch64")
+    assert [row.form for row in r.rows] == [None, None]
+
+
+def test_equally_specific_forms_take_file_order():
+    first = ["osaca:add gpr,gpr", "osaca:add *,gpr", "osaca:add gpr,*"]
+    r = predict(marked(["addq %rax, %rbx"], "#"), toy("x86", first), "att")
+    assert r.rows[0].form == "osaca:add gpr,gpr"
+    r = predict(marked(["addq %rax, %rbx"], "#"), toy("x86", first[1:]), "att")
+    assert r.rows[0].form == "osaca:add *,gpr"
