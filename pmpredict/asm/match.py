@@ -38,6 +38,7 @@ from .normalize import FormKey, render_key, x86_register
 APPROX_GPR = "general-purpose register width differs"
 APPROX_ADDR = "addressing mode differs (model has [base, #imm])"
 APPROX_MASK = "AVX-512 masking/broadcast ignored"
+APPROX_LOAD = "no form with this memory operand: register form used, memory access not counted"
 
 
 @dataclass(frozen=True)
@@ -298,6 +299,8 @@ def _fits_immediate(u: tuple, f: tuple, isa: str) -> int | None:
 def _osaca_fits(u: tuple, f: tuple, isa: str) -> int | None:
     """Specificity (>= 0) with which user operand u (OSACA view) fits pattern f, else None."""
     fk, uk = f[0], u[0]
+    if uk == "any-reg":                 # a memory operand substituted as OSACA does (hidden load)
+        return 0 if fk == "R" else None
     if fk == "R":
         return _fits_register(u, f, isa) if uk == "r" else None
     if fk == "M":
@@ -359,6 +362,25 @@ class FormMatcher:
         if not self.osaca_index or not key.osaca:
             return None
         names, ops = key.osaca
+        notes = []
+        best = self._best_osaca(names, ops)
+        if best is None and self.allow_approx and "lea" not in names \
+                and any(op[0] == "m" for op in ops):
+            # OSACA's fallback: the register form of the instruction, the memory operand
+            # replaced by a register wildcard, plus the file's load/store throughput, which
+            # the import does not carry: so the memory access is not counted (flagged)
+            best = self._best_osaca(names, tuple(("any-reg",) if op[0] == "m" else op for op in ops))
+            notes.append(APPROX_LOAD)
+        if best is None:
+            return None
+        if key.masked:
+            if not self.allow_approx:
+                return None
+            notes.append(APPROX_MASK)
+        return Match(key, best, tuple(notes))
+
+    def _best_osaca(self, names, ops) -> str | None:
+        """The fitting OSACA form: most specific, then first mnemonic tried, then file order."""
         best = None
         for rank, mnemonic in enumerate(names):
             for order, name, pats in self.osaca_index.get((mnemonic, len(ops)), []):
@@ -372,13 +394,7 @@ class FormMatcher:
                     score = (-total, rank, order)
                     if best is None or score < best[0]:
                         best = (score, name)
-        if best is None:
-            return None
-        if key.masked:
-            if not self.allow_approx:
-                return None
-            return Match(key, best[1], (APPROX_MASK,))
-        return Match(key, best[1])
+        return None if best is None else best[1]
 
     def _unmatched_reason(self, key: FormKey) -> str:
         known = list(self.by_mnemonic.get(key.mnemonic, []))
