@@ -197,6 +197,7 @@ def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
 # --- foreign OSACA forms ----------------------------------------------------------------
 
 WILD = "*"
+_X86_CLASSES = {"mm", "xmm", "ymm", "zmm", "k"}
 
 
 def osaca_pattern(op: dict, isa: str) -> tuple:
@@ -244,7 +245,11 @@ def _fits_register(u: tuple, f: tuple, isa: str) -> int | None:
         return 0
     if f[1] == "gpr":                   # any general-purpose register, any width
         return 1 if u[2] == "G" else None
-    return 2 if u[1] == f[1] else None  # xmm / ymm / zmm / k / mm, or a fixed name (cl)
+    if u[1] == f[1]:                    # xmm / ymm / zmm / k / mm, or a fixed name (cl)
+        return 2
+    # uops.info-imported entries name a class by its first register (`mm0`); OSACA never
+    # matches them (it strips the digits of the instruction's register only): we do
+    return 2 if f[1].rstrip("0123456789") in _X86_CLASSES and f[1].rstrip("0123456789") == u[1] else None
 
 
 def _fits_offset(f, u) -> int | None:
@@ -380,8 +385,13 @@ class FormMatcher:
         return Match(key, best, tuple(notes))
 
     def _best_osaca(self, names, ops) -> str | None:
-        """The fitting OSACA form: most specific, then first mnemonic tried, then file order."""
-        best = None
+        ranked = self._rank_osaca(names, ops)
+        return ranked[0][1] if ranked else None
+
+    def _rank_osaca(self, names, ops) -> list[tuple[tuple, str]]:
+        """Every fitting OSACA form with its sort key: most specific first (the negated
+        specificity), then the earlier mnemonic tried, then file order."""
+        ranked = []
         for rank, mnemonic in enumerate(names):
             for order, name, pats in self.osaca_index.get((mnemonic, len(ops)), []):
                 total = 0
@@ -391,10 +401,12 @@ class FormMatcher:
                         break
                     total += r
                 else:
-                    score = (-total, rank, order)
-                    if best is None or score < best[0]:
-                        best = (score, name)
-        return None if best is None else best[1]
+                    ranked.append(((-total, rank, order), name))
+        return sorted(ranked)
+
+    def osaca_candidates(self, key: FormKey) -> list[tuple[tuple, str]]:
+        """The OSACA forms that fit the key exactly, best first (for tests and explanations)."""
+        return self._rank_osaca(*key.osaca) if key.osaca else []
 
     def _unmatched_reason(self, key: FormKey) -> str:
         known = list(self.by_mnemonic.get(key.mnemonic, []))
