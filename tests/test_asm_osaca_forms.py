@@ -311,3 +311,20 @@ def test_class_named_by_its_first_register():
     model = shipped("skx")
     r = predict(marked(["paddb %mm3, %mm5"], "#"), model, "att")
     assert r.rows[0].form == "osaca:paddb mm0,mm0"
+
+
+def test_cli_predict_example_with_shipped_file(capsys):
+    import json
+
+    from pmpredict.cli import main
+
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "mix_avx2.s")
+    if not os.path.exists(example):
+        pytest.skip("examples/mix_avx2.s is missing")
+    shipped("skx")
+    assert main(["predict", example, "--model", os.path.join(DATA, "skx.yml"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    forms = [i["form"] for i in out["instructions"]]
+    assert forms and all(f and f.startswith("osaca:") for f in forms)
+    approx = [i["text"] for i in out["instructions"] if i["match"] == "approximate"]
+    assert approx == ["vpaddd (%rsi,%rax), %ymm2, %ymm1"]      # skx.yml has no memory form
