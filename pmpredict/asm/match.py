@@ -249,7 +249,8 @@ def _fits_register(u: tuple, f: tuple, isa: str) -> int | None:
         return 2
     # uops.info-imported entries name a class by its first register (`mm0`); OSACA never
     # matches them (it strips the digits of the instruction's register only): we do
-    return 2 if f[1].rstrip("0123456789") in _X86_CLASSES and f[1].rstrip("0123456789") == u[1] else None
+    cls = f[1].rstrip("0123456789")
+    return 2 if cls in _X86_CLASSES and cls == u[1] else None
 
 
 def _fits_offset(f, u) -> int | None:
@@ -294,8 +295,10 @@ def _fits_memory(u: tuple, f: tuple, isa: str) -> int | None:
 
 
 def _fits_immediate(u: tuple, f: tuple, isa: str) -> int | None:
-    if isa == "x86" or f[1] == WILD:
-        return 1 if isa == "x86" else 0
+    if isa == "x86":                    # OSACA: any x86 immediate fits `imd: int`
+        return 1
+    if f[1] == WILD:
+        return 0
     if f[1] == "int":
         return 1 if u[1] == "int" else None
     return 1 if u[1] == "double" else None        # imd: double / float: a floating-point literal
