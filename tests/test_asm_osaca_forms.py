@@ -328,3 +328,52 @@ def test_cli_predict_example_with_shipped_file(capsys):
     assert forms and all(f and f.startswith("osaca:") for f in forms)
     approx = [i["text"] for i in out["instructions"] if i["match"] == "approximate"]
     assert approx == ["vpaddd (%rsi,%rax), %ymm2, %ymm1"]      # skx.yml has no memory form
+
+
+# Duplicate (name, operands) entries that the import resolves differently from OSACA:
+# OSACA moves entries with a list of names (aliases) behind all others, the import keeps
+# file order (reported to pmpredict/data/osaca.py's owner). Not a matching difference.
+IMPORT_ORDER_DIFFERS = {"osaca:vpmovsxbd xmm,ymm", "osaca:vpmovsxbq xmm,ymm",
+                        "osaca:vpmovsxbd mem(*,*,*,*),ymm", "osaca:vpmovsxbq mem(*,*,*,*),ymm"}
+
+
+def _pressure(pairs):
+    total = Counter()
+    for n, ports in pairs:
+        if n:
+            total[tuple(sorted(str(p) for p in (list(ports) if isinstance(ports, str) else ports)))] += n
+    return dict(total)
+
+
+@pytest.mark.parametrize("code", ["zen3", "a72", "n1"])
+def test_same_entry_as_osaca_for_every_instance(code):
+    """OSACA's own lookup (MachineModel.get_instruction) on each form's instance picks an
+    entry with the same port pressure as the form we match (where OSACA finds one)."""
+    from pmpredict.asm.match import FormMatcher
+    from pmpredict.asm.normalize import normalize
+    from pmpredict.data.osaca import parse_foreign_form_name
+
+    model = shipped(code)
+    syntax = "att" if model.isa == "x86" else "aarch64"
+    render = _x86_text if model.isa == "x86" else _a64_text
+    parser = ParserX86ATT() if model.isa == "x86" else ParserAArch64()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = OsacaModel(arch=code)
+    matcher = FormMatcher(model.uops, model.isa)
+    compared, differ = 0, set()
+    for form in model.uops:
+        mnemonic, ops = parse_foreign_form_name(form, model.isa)
+        text = f"{mnemonic} " + ", ".join(render(o) for o in ops)
+        insn = select_kernel(parse(f"\t{text}\n", syntax, "k.s")).instructions[0]
+        ours = matcher.match(normalize(insn, syntax)).form
+        parsed = parser.parse_line(text)
+        entry = theirs.get_instruction(parsed.mnemonic, parsed.operands)
+        if entry is None or ours is None:
+            continue        # OSACA misses some instances we match (`imd:float`, `mm0`, ...)
+        compared += 1
+        ours_pp = _pressure([(n, model.port_names(mask)) for mask, n in model.uops[ours]])
+        if ours_pp != _pressure(entry.port_pressure):
+            differ.add(ours)
+    assert compared >= 0.95 * len(model.uops)
+    assert differ <= IMPORT_ORDER_DIFFERS
