@@ -10,8 +10,9 @@ from .common import print_json
 
 def register(sub):
     p = sub.add_parser("measure", help="measure throughput on this host by timing (no perf counters)",
-                       description="Time a basic block (cycles per iteration of the block in a loop) "
-                                   "or fill in measured cycles for an experiment file.")
+                       description="Time a basic block (cycles per iteration of the block in a loop), "
+                                   "fill in measured cycles for an experiment file, or measure "
+                                   "PMEvo's training experiments for a form list.")
     p.add_argument("file", nargs="?", metavar="FILE.s", help="x86-64 basic block (AT&T or Intel)")
     p.add_argument("--syntax", choices=["att", "intel"], help="assembly syntax (default: guess)")
     p.add_argument("--experiments", "-e", metavar="E", help="experiment file to measure")
