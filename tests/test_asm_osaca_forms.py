@@ -330,11 +330,6 @@ def test_cli_predict_example_with_shipped_file(capsys):
     assert approx == ["vpaddd (%rsi,%rax), %ymm2, %ymm1"]      # skx.yml has no memory form
 
 
-# Duplicate (name, operands) entries that the import resolves differently from OSACA:
-# OSACA moves entries with a list of names (aliases) behind all others, the import keeps
-# file order (reported to pmpredict/data/osaca.py's owner). Not a matching difference.
-IMPORT_ORDER_DIFFERS = {"osaca:vpmovsxbd xmm,ymm", "osaca:vpmovsxbq xmm,ymm",
-                        "osaca:vpmovsxbd mem(*,*,*,*),ymm", "osaca:vpmovsxbq mem(*,*,*,*),ymm"}
 
 
 def _pressure(pairs):
@@ -376,4 +371,4 @@ def test_same_entry_as_osaca_for_every_instance(code):
         if ours_pp != _pressure(entry.port_pressure):
             differ.add(ours)
     assert compared >= 0.95 * len(model.uops)
-    assert differ <= IMPORT_ORDER_DIFFERS
+    assert differ == set()

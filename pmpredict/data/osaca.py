@@ -23,7 +23,8 @@ Port pressure ``[[n, ports]]`` becomes one uop of count n on the listed ports
 (a string of ports is split into characters, as OSACA does). Forms whose
 pressure cannot be a uop list (fractional or alternative pressures) are left
 out and listed in ``provenance["skipped"]``; the first of several entries with
-the same name and operands wins, as in OSACA.
+the same name and operands wins, single-name entries before alias lists, as
+in OSACA.
 """
 
 from __future__ import annotations
@@ -245,6 +246,12 @@ def load_osaca_model(path) -> MachineModel:
     for entry in forms:
         if not isinstance(entry, dict) or "name" not in entry:
             raise InputError(path, "an instruction form needs a 'name'", _line(entry))
+    # OSACA files entries with a list of names after all the others, so where the same
+    # name and operands appear twice, the single-name entry wins: do the same (our own
+    # exports name each form exactly and keep their order)
+    forms = sorted(forms, key=lambda entry: isinstance(entry["name"], list)
+                   and "pmpredict_form" not in entry)
+    for entry in forms:
         operands = entry.get("operands") or []
         if not isinstance(operands, list) or not all(isinstance(o, dict) for o in operands):
             raise InputError(path, "'operands' must be a list of operand mappings", _line(entry))
