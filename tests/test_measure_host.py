@@ -228,3 +228,20 @@ def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
     (add, n), (imul, one) = weighted.experiments[0].counts        # {imul: 1, add: ceil(1.0 / 0.25)}
     assert (add, imul, one) == (ADD, IMUL, 1) and n in (4, 5)
     assert pairs.experiments[0].cycles == pytest.approx(1.0, rel=0.1)
+
+
+def test_host_model_covers_the_host_forms():
+    from pmpredict.model import load_model
+    model = load_model("host")
+    assert set(model.uops) == set(default_forms())
+    assert model.isa == "x86" and "cpu" in model.provenance
+
+
+def test_block_rip_relative_symbols_get_data():
+    """Compiler output loads constants as .LC0(%rip): each symbol gets its own data object."""
+    result = measure_block("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps .LC1+32(%rip), %ymm1, %ymm2\n",
+                           "att")
+    assert result["symbols"] == [".LC0", ".LC1"]
+    assert result["cycles"] == pytest.approx(3.0, rel=0.05)     # the vmulps chain on ymm0
+    intel = measure_block("vmulps ymm0, ymm0, ymmword ptr [rip + .LC0]\n", "intel")
+    assert intel["cycles"] == pytest.approx(3.0, rel=0.05)

@@ -35,6 +35,11 @@ _VECTOR = re.compile(r"\b([xyz])mm\d+\b")
 # the loop counter is taken from the end of this list (registers compilers use least)
 _COUNTER_CHOICES = ["rsi", "rdi", "rcx", "rdx", "r8", "r9", "r10", "r11", "rbx", "r12", "r13",
                     "r14", "r15"]
+# rip-relative operands: `.LC0(%rip)` (AT&T), `[rip + .LC0]` / `.LC0[rip]` (Intel)
+_RIP_SYMBOL = [re.compile(r"([A-Za-z_.$][\w.$@]*)(?=\s*(?:[+-]\s*\d+\s*)?\(%rip\))"),
+               re.compile(r"(?<=\[rip\s\+\s)([A-Za-z_.$][\w.$@]*)", re.I),
+               re.compile(r"(?<=\[rip\+)([A-Za-z_.$][\w.$@]*)", re.I),
+               re.compile(r"([A-Za-z_.$][\w.$@]*)(?=\[rip\])", re.I)]
 _CONTROL = re.compile(r"^(call|ret|syscall|sysenter|int|int3|iret|iretq|hlt|loop\w*|jmp\w*|j[a-z]+)$")
 
 
@@ -117,6 +122,26 @@ def prepare_block(text: str, syntax: str | None = None, path: str = "<input>"):
     return syntax, lines, dropped, free[0], width
 
 
+def rename_symbols(body: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Rip-relative symbols of the block -> placeholders the harness defines as data.
+
+    Compiler output loads constants as `.LC0(%rip)`; those labels are not part of the
+    block, so each gets a private data object (and a private name, so it cannot clash
+    with the harness's own labels)."""
+    symbols: dict[str, str] = {}
+    for line in body:
+        for pattern in _RIP_SYMBOL:
+            for m in pattern.finditer(line):
+                symbols.setdefault(m.group(1), f"sym{len(symbols)}")
+    return [_substitute(line, {s: "@@" + n for s, n in symbols.items()}) for line in body], symbols
+
+
+def _substitute(line: str, names: dict[str, str]) -> str:
+    for old in sorted(names, key=len, reverse=True):
+        line = re.sub(r"(?<![\w.$@])" + re.escape(old) + r"(?![\w.$@])", names[old], line)
+    return line
+
+
 def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
                   options: RunOptions = RunOptions(), lengths=BLOCK_LENGTHS) -> dict:
     """Cycles per iteration of the block on this host: {"cycles": c, ...}.
@@ -125,14 +150,17 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
     """
     syntax, lines, dropped, counter, width = prepare_block(text, syntax, path)
     check_host()
-    body = [bl.text for bl in lines]
+    body, symbols = rename_symbols([bl.text for bl in lines])
     kernels, copies_list = [], []
     for n in lengths:
         copies = max(1, round(n / len(body)))
         if copies in copies_list:
             continue
         copies_list.append(copies)
-        kernels.append(block_kernel(f"pm_block{copies}", body * copies, syntax, counter, width))
+        names = {"@@" + new: f"pm_block{copies}_{new}" for new in symbols.values()}
+        own = [_substitute(line, names) for line in body]
+        kernels.append(block_kernel(f"pm_block{copies}", own * copies, syntax, counter, width,
+                                    tuple(names.values())))
     timings = run_kernels(kernels, options)
     variants, errors = [], []
     for copies, t in zip(copies_list, timings):
@@ -144,6 +172,8 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
     result = {"cycles": min(v["cycles"] for v in variants) if variants else None,
               "instructions": len(body), "syntax": syntax, "variants": variants,
               "loop_counter": counter, "cpu": cpu_name()}
+    if symbols:
+        result["symbols"] = sorted(symbols)          # given 4 KiB of 1.0f each
     if dropped is not None:
         result["dropped"] = [{"line": dropped.line, "text": dropped.text}]
     if result["cycles"] is None:

@@ -74,12 +74,23 @@ def experiment_kernel(name: str, window: Window) -> Kernel:
     return Kernel(name, _function(name, init, window.lines, COUNTER_REGISTER, window.vector_width))
 
 
-def block_kernel(name: str, body: list[str], syntax: str, counter: str, vector_width: int) -> Kernel:
-    """A user's basic block in a loop; every GPR but rsp and the counter points at mapped memory."""
+def block_kernel(name: str, body: list[str], syntax: str, counter: str, vector_width: int,
+                 symbols: tuple[str, ...] = ()) -> Kernel:
+    """A user's basic block in a loop; every GPR but rsp and the counter points at mapped memory.
+
+    `symbols`: names the block addresses (rip-relative constants of compiler output); each
+    becomes a 4 KiB, 64-byte aligned data object holding 1.0f in every lane.
+    """
     init = [f"mov {counter}, {COUNTER_REGISTER}"] if counter != COUNTER_REGISTER else []
     init += _vector_init(vector_width)
     init += [f"mov {r}, {BLOCK_INIT}" for r in X86_GPR64 + ["rbp"] if r != counter]
-    return Kernel(name, _function(name, init, body, counter, vector_width, syntax), block=True)
+    asm = _function(name, init, body, counter, vector_width, syntax)
+    if symbols:
+        data = [".data", ".p2align 6"]
+        for sym in symbols:
+            data += [f"{sym}:", ".fill 1024, 4, 0x3f800000"]
+        asm = "\n".join(data) + "\n" + asm
+    return Kernel(name, asm, block=True)
 
 
 def _c_string(text: str) -> str:

@@ -94,6 +94,9 @@ def compile_harness(kernels: list[Kernel], workdir: str) -> tuple[str | None, st
 
 def first_error(messages: str) -> str:
     for line in messages.splitlines():
+        if "undefined reference" in line:          # a symbol the block names (e.g. .LC0(%rip))
+            return "undefined symbol: " + line.split("undefined reference to", 1)[-1].strip(" `'")
+    for line in messages.splitlines():
         if "Error:" in line or "error:" in line:
             return line.split("Error:", 1)[-1].split("error:", 1)[-1].strip()
     return messages.strip().splitlines()[-1] if messages.strip() else "compilation failed"
