@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .asm.kernel import Kernel
-from .asm.match import FormMatcher, Match, form_pattern
+from .asm.match import APPROX_LOAD, FormMatcher, Match, form_pattern
 from .asm.normalize import normalize, render_key
 from .asm.parse import Instruction
 from .forms import parse_form
@@ -60,8 +60,13 @@ class Report:
         return [r for r in self.rows if r.form is None]
 
     @property
+    def uncounted_memory(self) -> list[InstructionRow]:
+        """Rows matched to a register form whose memory access the model cannot count."""
+        return [r for r in self.rows if APPROX_LOAD in r.approx]
+
+    @property
     def complete(self) -> bool:
-        return not self.unmatched
+        return not self.unmatched and not self.uncounted_memory
 
 
 class Predictor:

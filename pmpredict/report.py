@@ -11,12 +11,18 @@ def _r(x: float) -> float:
 
 def coverage_note(report) -> str:
     n_un, total = len(report.unmatched), len(report.rows)
-    if not n_un:
-        return "all instructions are in the model"
-    if report.cycles is None:
+    n_mem = len(report.uncounted_memory)
+    if report.cycles is None and n_un:
         return f"none of the {total} instructions is in the model: no prediction"
-    return (f"lower bound: {n_un} of {total} instructions are not in the model "
-            "and are not counted")
+    parts = []
+    if n_un:
+        parts.append(f"{n_un} of {total} instructions are not in the model and are not counted")
+    if n_mem:
+        parts.append(f"the memory access of {n_mem} instruction{'s' if n_mem > 1 else ''} "
+                     "is not counted (register form used)")
+    if not parts:
+        return "all instructions are in the model"
+    return "lower bound: " + "; ".join(parts)
 
 
 def to_json(report) -> dict:
