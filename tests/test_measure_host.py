@@ -245,3 +245,13 @@ def test_block_rip_relative_symbols_get_data():
     assert result["cycles"] == pytest.approx(3.0, rel=0.05)     # the vmulps chain on ymm0
     intel = measure_block("vmulps ymm0, ymm0, ymmword ptr [rip + .LC0]\n", "intel")
     assert intel["cycles"] == pytest.approx(3.0, rel=0.05)
+
+
+def test_block_kernel_is_chosen_as_predict_does():
+    """Markers / regions / the innermost loop pick the kernel, as for `pmpredict predict`."""
+    text = ("  mov $5, %ecx\n  call setup\n# LLVM-MCA-BEGIN chain\n  imul %rbx, %rax\n"
+            "# LLVM-MCA-END chain\n  ret\n")
+    result = measure_block(text, "att")
+    assert result["kernel"]["how"] == "llvm-mca-region"
+    assert result["instructions"] == 1
+    assert result["cycles"] == pytest.approx(3.0, rel=0.05)

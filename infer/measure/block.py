@@ -66,15 +66,26 @@ def _strip_simple(text: str, syntax: str) -> list[BlockLine]:
     return out
 
 
-def _statements(text: str, syntax: str, path: str) -> list[BlockLine]:
+def _statements(text: str, syntax: str, path: str, lines: str | None = None,
+                region: str | None = None) -> tuple[list[BlockLine], dict | None]:
+    """The kernel's instructions (the same choice `pmpredict predict` makes: markers, an
+    LLVM-MCA region, the innermost loop, else the whole file) and how it was chosen."""
     try:
-        from ...asm.parse import Instruction, parse
+        from ...asm.parse import parse
     except ImportError:
-        return _strip_simple(text, syntax)
+        return _strip_simple(text, syntax), None
     program = parse(text, syntax, path)
-    return [BlockLine(s.line, s.text.strip() or text.splitlines()[s.line - 1].strip(),
-                      s.mnemonic.lower())
-            for s in program.statements if isinstance(s, Instruction)]
+    try:
+        from ...asm.kernel import select_kernel
+    except ImportError:
+        from ...asm.parse import Instruction
+        chosen, how = [s for s in program.statements if isinstance(s, Instruction)], None
+    else:
+        kernel = select_kernel(program, lines, region)
+        chosen, how = kernel.instructions, kernel.to_json()
+    src = text.splitlines()
+    return [BlockLine(s.line, s.text.strip() or src[s.line - 1].strip(), s.mnemonic.lower())
+            for s in chosen], how
 
 
 def detect(text: str, syntax: str | None, path: str) -> str:
@@ -92,10 +103,12 @@ def detect(text: str, syntax: str | None, path: str) -> str:
     return guess
 
 
-def prepare_block(text: str, syntax: str | None = None, path: str = "<input>"):
-    """(syntax, body lines, dropped trailing branch or None, counter register, vector width)."""
+def prepare_block(text: str, syntax: str | None = None, path: str = "<input>",
+                  line_range: str | None = None, region: str | None = None):
+    """(syntax, body lines, dropped trailing branch or None, counter register, vector width,
+    how the kernel was chosen)."""
     syntax = detect(text, syntax, path)
-    lines = _statements(text, syntax, path)
+    lines, how = _statements(text, syntax, path, line_range, region)
     dropped = None
     if lines and _CONTROL.match(lines[-1].mnemonic) and lines[-1].mnemonic.startswith(("j", "loop")):
         dropped = lines.pop()                  # the loop's own back edge: the harness loops
@@ -119,7 +132,7 @@ def prepare_block(text: str, syntax: str | None = None, path: str = "<input>"):
     if not free:
         raise InputError(path, "the block uses every general-purpose register: no register "
                                "is left for the loop counter", lines[0].line, 1)
-    return syntax, lines, dropped, free[0], width
+    return syntax, lines, dropped, free[0], width, how
 
 
 def rename_symbols(body: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -143,12 +156,14 @@ def _substitute(line: str, names: dict[str, str]) -> str:
 
 
 def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
-                  options: RunOptions = RunOptions(), lengths=BLOCK_LENGTHS) -> dict:
+                  options: RunOptions = RunOptions(), lengths=BLOCK_LENGTHS,
+                  line_range: str | None = None, region: str | None = None) -> dict:
     """Cycles per iteration of the block on this host: {"cycles": c, ...}.
 
     A block the CPU cannot run gives {"cycles": None, "error": why}.
     """
-    syntax, lines, dropped, counter, width = prepare_block(text, syntax, path)
+    syntax, lines, dropped, counter, width, how = prepare_block(text, syntax, path, line_range,
+                                                                region)
     check_host()
     body, symbols = rename_symbols([bl.text for bl in lines])
     kernels, copies_list = [], []
@@ -172,6 +187,8 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
     result = {"cycles": min(v["cycles"] for v in variants) if variants else None,
               "instructions": len(body), "syntax": syntax, "variants": variants,
               "loop_counter": counter, "cpu": cpu_name()}
+    if how is not None:
+        result["kernel"] = how
     if symbols:
         result["symbols"] = sorted(symbols)          # given 4 KiB of 1.0f each
     if dropped is not None:

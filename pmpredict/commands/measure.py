@@ -15,6 +15,8 @@ def register(sub):
                                    "PMEvo's training experiments for a form list.")
     p.add_argument("file", nargs="?", metavar="FILE.s", help="x86-64 basic block (AT&T or Intel)")
     p.add_argument("--syntax", choices=["att", "intel"], help="assembly syntax (default: guess)")
+    p.add_argument("--lines", metavar="A-B", help="measure the instructions on these lines")
+    p.add_argument("--region", metavar="NAME", help="measure this LLVM-MCA-BEGIN region")
     p.add_argument("--experiments", "-e", metavar="E", help="experiment file to measure")
     p.add_argument("--training-set", metavar="DIR",
                    help="measure PMEvo's training experiments for a form list (singletons, all "
@@ -70,7 +72,8 @@ def _run_block(args):
             text = fh.read()
     except OSError as exc:
         raise InputError(args.file, f"cannot read: {exc.strerror}") from None
-    result = measure_block(text, args.syntax, args.file, options=_run_options(args))
+    result = measure_block(text, args.syntax, args.file, options=_run_options(args),
+                           line_range=args.lines, region=args.region)
     if args.json:
         print_json(result)
     elif result["cycles"] is None:
@@ -79,6 +82,9 @@ def _run_block(args):
         unrolls = "/".join(str(v["unroll"]) for v in result["variants"])
         print(f"{result['cycles']:.3f} cycles per iteration  ({result['instructions']} instructions, "
               f"{result['syntax']} syntax, unrolled {unrolls}x, {result['cpu']})")
+        if "kernel" in result:
+            print(f"  kernel: {result['kernel']['description']}, lines "
+                  f"{result['kernel']['lines'][0]}-{result['kernel']['lines'][1]}")
         for d in result.get("dropped", []):
             print(f"  (line {d['line']}: '{d['text']}' left out: the harness provides the loop)")
     return 0 if result["cycles"] is not None else 1
