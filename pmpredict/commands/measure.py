@@ -117,34 +117,19 @@ def _run_experiments(args):
 
 def _run_training_set(args):
     """Singletons first (their throughputs size the weighted pairs), then pairs and weighted pairs."""
-    import os
-    from ..data.experiments import ExperimentSet
-    from ..infer.experiments import (pair_experiments, singleton_experiments, singleton_throughputs,
-                                     weighted_pair_experiments)
-    from ..infer.measure import (MeasureOptions, default_cache_dir, default_forms, load_form_list,
-                                 measure_experiment_set)
+    from ..infer.host import measure_training_set
+    from ..infer.measure import MeasureOptions, default_cache_dir, default_forms, load_form_list
     from ..infer.measure.measure_set import stderr_progress
     forms = load_form_list(args.forms) if args.forms else default_forms()
     cache = None if args.no_cache else (args.cache or default_cache_dir())
-    options = MeasureOptions(run=_run_options(args))
-    os.makedirs(args.training_set, exist_ok=True)
 
-    def measure(name, exps, usable):
-        sub = ExperimentSet(tuple(usable), tuple(exps), "x86", f"pmpredict measure --training-set ({name})")
-        out = measure_experiment_set(sub, cache_dir=cache, progress=stderr_progress, options=options)
-        path = os.path.join(args.training_set, f"{name}.json")
-        out.save(path)
-        failed = sum(1 for e in out.experiments if e.cycles is None)
-        print(f"{path}: {len(out) - failed} experiments measured, {failed} failed")
-        return out
+    def report(path, exps):
+        failed = sum(1 for e in exps.experiments if e.cycles is None)
+        print(f"{path}: {len(exps) - failed} experiments measured, {failed} failed")
 
-    single = measure("singletons", singleton_experiments(forms), forms)
-    t = singleton_throughputs(single)
-    usable = [f for f in forms if t.get(f)]          # forms this CPU runs (no SIGILL)
-    for f in forms:
-        if f not in t:
-            err = next((e.other.get("error") for e in single.experiments if e.forms() == [f]), "")
-            print(f"  left out: {f}: {err}")
-    measure("pairs", pair_experiments(usable), usable)
-    measure("weighted", weighted_pair_experiments(usable, t), usable)
+    training = measure_training_set(forms, cache_dir=cache, progress=stderr_progress,
+                                    options=MeasureOptions(run=_run_options(args)),
+                                    out_dir=args.training_set, report=report)
+    for form, why in training.left_out.items():
+        print(f"  left out: {form}: {why}")
     return 0

@@ -1,0 +1,67 @@
+"""The host half of the PMEvo pipeline: the training experiments for a form list, measured here.
+
+Singletons first (their throughputs size the weighted pairs and tell which
+forms this CPU runs at all), then all pairs and the weighted pairs of the
+usable forms. Every set goes through the measurement cache, so an
+interrupted run resumes where it stopped and `pmpredict measure
+--training-set` and `pmpredict infer --measure` share their measurements.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pmpredict.data.experiments import ExperimentSet
+
+from .experiments import (pair_experiments, singleton_experiments, singleton_throughputs,
+                          weighted_pair_experiments)
+
+
+@dataclass
+class TrainingSet:
+    singletons: ExperimentSet
+    pairs: ExperimentSet
+    weighted: ExperimentSet
+    left_out: dict            # form -> why it was dropped (its singleton failed: SIGILL, crash...)
+
+    def parts(self) -> dict[str, ExperimentSet]:
+        return {"singletons": self.singletons, "pairs": self.pairs, "weighted": self.weighted}
+
+    def combined(self) -> ExperimentSet:
+        return self.singletons.concat(self.pairs).concat(self.weighted)
+
+
+def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_dir=None,
+                         report=None) -> TrainingSet:
+    """Measure singletons, pairs and weighted pairs of `forms` on this host.
+
+    out_dir: if given, each set is also written there as <name>.json as soon as it is done.
+    report(path, experiment_set): called after each set is measured (for the CLI's summary).
+    """
+    from .measure import measure_experiment_set
+
+    def measure(name, exps, usable):
+        sub = ExperimentSet(tuple(usable), tuple(exps), "x86", f"pmpredict host training set ({name})")
+        out = measure_experiment_set(sub, cache_dir=cache_dir, progress=progress, options=options)
+        path = None
+        if out_dir:
+            os.makedirs(out_dir, exist_ok=True)
+            path = os.path.join(out_dir, f"{name}.json")
+            out.save(path)
+        if report:
+            report(path or name, out)
+        return out
+
+    forms = list(dict.fromkeys(forms))
+    single = measure("singletons", singleton_experiments(forms), forms)
+    throughput = singleton_throughputs(single)
+    usable = [f for f in forms if throughput.get(f)]       # forms this CPU runs (no SIGILL)
+    left_out = {}
+    for f in forms:
+        if f not in throughput:
+            err = next((e.other.get("error") for e in single.experiments if e.forms() == [f]), "")
+            left_out[f] = err or "no measurement"
+    pairs = measure("pairs", pair_experiments(usable), usable)
+    weighted = measure("weighted", weighted_pair_experiments(usable, throughput), usable)
+    return TrainingSet(single, pairs, weighted, left_out)
