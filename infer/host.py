@@ -39,7 +39,9 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
     out_dir: if given, each set is also written there as <name>.json as soon as it is done.
     report(path, experiment_set): called after each set is measured (for the CLI's summary).
     """
-    from .measure import measure_experiment_set
+    from .measure import MeasureOptions, measure_experiment_set
+
+    options = options or MeasureOptions()
 
     def measure(name, exps, usable):
         sub = ExperimentSet(tuple(usable), tuple(exps), "x86", f"pmpredict host training set ({name})")

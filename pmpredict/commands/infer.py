@@ -17,8 +17,16 @@ def register(sub):
     p = sub.add_parser("infer", help="infer a port mapping from measured experiments (PMEvo)",
                        description="Infer a three-level port mapping that explains measured "
                                    "throughputs. Same seed and input give the same output.")
-    p.add_argument("--experiments", "-e", nargs="+", required=True, metavar="E",
-                   help="measured experiment files (native JSON or PMEvo ExperimentList)")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--experiments", "-e", nargs="+", metavar="E",
+                        help="measured experiment files (native JSON or PMEvo ExperimentList)")
+    source.add_argument("--measure", action="store_true",
+                        help="the whole pipeline on this host: generate singletons, pairs and "
+                             "weighted pairs for the forms, measure them here (cached, resumable; "
+                             "kept in OUT.json.measurements/), then infer (ports default to 10)")
+    p.add_argument("--forms", metavar="FILE",
+                   help="with --measure: form list, one PMEvo form string a line (default: the "
+                        "packaged host list)")
     p.add_argument("--ports", type=int, metavar="N",
                    help="number of ports (default: the 'arch.ports' of PMEvo experiment files)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.json", help="model file to write")
@@ -51,6 +59,30 @@ def register(sub):
     p.add_argument("--r-max", type=float, metavar="IPC", help="front-end cap used in the fitness")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress display")
     p.set_defaults(func=run)
+
+
+# x86 hosts: ALU/vector ports plus load, store and divider units fit in 10 (Zen 4, Golden Cove)
+HOST_PORTS = 10
+
+
+def _measure_here(args):
+    """--measure: the host training set, measured now (or read back from the cache)."""
+    from pmpredict.infer.host import measure_training_set
+    from pmpredict.infer.measure import HostError, default_cache_dir, default_forms, load_form_list
+    from pmpredict.infer.measure.measure_set import stderr_progress
+
+    forms = load_form_list(args.forms) if args.forms else default_forms()
+    out_dir = args.output + ".measurements"
+    try:
+        training = measure_training_set(forms, cache_dir=default_cache_dir(),
+                                        progress=None if args.quiet else stderr_progress,
+                                        out_dir=out_dir)
+    except HostError as exc:
+        raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
+    for form, why in training.left_out.items():
+        print(f"pmpredict: left out {form}: {why}", file=sys.stderr)
+    inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
+    return training.combined(), inputs
 
 
 def _ports_of(paths) -> int | None:
@@ -98,8 +130,13 @@ def run(args):
     from pmpredict.infer.problem import build_problem
     from pmpredict.infer.result import mapping_to_model
 
-    exps = load_many(args.experiments)
-    inputs = [os.path.basename(p) for p in args.experiments]
+    if args.measure:
+        exps, inputs = _measure_here(args)
+    else:
+        if args.forms:
+            raise InputError(args.forms, "--forms goes with --measure")
+        exps = load_many(args.experiments)
+        inputs = [os.path.basename(p) for p in args.experiments]
     ckpt_path = args.checkpoint or args.output + ".ckpt"
     resumed = load_checkpoint(args.resume) if args.resume else None
     if resumed:
@@ -115,7 +152,7 @@ def run(args):
                                  final_volume_weight=args.volume_weight, max_sweeps=args.max_sweeps)
         except ValueError as exc:
             raise InputError("<command line>", str(exc)) from None
-        n_ports = args.ports or _ports_of(args.experiments)
+        n_ports = args.ports or (HOST_PORTS if args.measure else _ports_of(args.experiments))
         epsilon, r_max = args.epsilon, args.r_max
         if not n_ports:
             raise InputError(args.experiments[0], "the number of ports is unknown: pass --ports N")
@@ -124,7 +161,7 @@ def run(args):
 
     measured_forms = sorted({f for e in exps.experiments if e.cycles for f, _ in e.counts})
     if not measured_forms:
-        raise InputError(args.experiments[0], "no measured experiments (every 'cycles' is null)")
+        raise InputError(inputs[0], "no measured experiments (every 'cycles' is null)")
     form_of = congruence_classes(exps, measured_forms, epsilon)
     reps = sorted(set(form_of.values()))
     problem = build_problem(exps, reps, n_ports, form_of, r_max)

@@ -1,0 +1,55 @@
+"""`pmpredict infer --measure`: the whole PMEvo pipeline on this host, end to end (small form list)."""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pmpredict.data.experiments import load_experiments
+from pmpredict.model import load_model
+
+pytestmark = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
+    or shutil.which("cc") is None and shutil.which("gcc") is None,
+    reason="host measurement needs an x86-64 Linux machine with a C compiler")
+
+IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"
+ADD = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
+UD2 = "UD2"
+
+
+def test_infer_measure_end_to_end(tmp_path):
+    forms = tmp_path / "forms.txt"
+    forms.write_text(f"{IMUL}\n{ADD}\n{UD2}\n")
+    out = tmp_path / "host.json"
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "infer", "--measure", "--forms", str(forms),
+                           "--ports", "4", "-o", str(out), "--seed", "1", "--quiet"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert f"left out {UD2}: SIGILL" in proc.stderr            # unsupported, reported, not fatal
+    model = load_model(str(out))
+    assert set(model.uops) == {IMUL, ADD}
+    # the measurements are kept beside the model and drive it: imul 1/cycle, add ~4/cycle here
+    single = load_experiments(str(tmp_path / "host.json.measurements" / "singletons.json"))
+    measured = {e.forms()[0]: e.cycles for e in single.experiments if e.cycles}
+    assert measured[IMUL] == pytest.approx(1.0, rel=0.05)
+    exps = load_experiments(str(tmp_path / "host.json.measurements" / "pairs.json"))
+    from pmpredict.sim import simulate
+    predicted, _ = simulate(model, exps)
+    assert predicted[0] == pytest.approx(exps.experiments[0].cycles, rel=0.1)
+    provenance = json.loads(out.read_text())["provenance"]
+    assert provenance["command"].startswith("pmpredict infer --measure")
+
+
+def test_infer_needs_experiments_or_measure(capsys):
+    from pmpredict.cli import main
+    with pytest.raises(SystemExit) as exit_:
+        main(["infer", "-o", "x.json"])
+    assert exit_.value.code == 2
+    assert "one of the arguments --experiments/-e --measure is required" in capsys.readouterr().err
