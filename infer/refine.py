@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from pmpredict.sim import make_scratch, solve_uops
+from pmpredict.sim import TOO_LARGE, experiment_cycles, new_workspace
 
 from .problem import Problem, count_bound
 
@@ -28,52 +28,12 @@ from .problem import Problem, count_bound
 MAX_COUNT = 16
 
 
-_MAX_DISTINCT = 256   # distinct uops one experiment may have
-
-
 @njit(cache=True)
-def _experiment(masks, counts, ptr, forms, mults, e, r_max, umask, umass, sf, si, idx, comp):
-    """Cycles of experiment e (the simulator's solve_uops on the merged uops, R_max cap)."""
-    d = 0
-    n_insn = 0.0
-    for t in range(ptr[e], ptr[e + 1]):
-        f = forms[t]
-        mult = mults[t]
-        n_insn += mult
-        for j in range(masks.shape[1]):
-            c = counts[f, j]
-            if c <= 0.0:
-                continue
-            m = masks[f, j]
-            found = -1
-            for q in range(d):
-                if umask[q] == m:
-                    found = q
-                    break
-            if found >= 0:
-                umass[found] += c * mult
-            else:
-                umask[d] = m
-                umass[d] = c * mult
-                d += 1
-    cycles, _ = solve_uops(umask, umass, d, sf, si, idx, comp)
-    if cycles < 0.0:
-        return np.inf, 0          # beyond the engine (> 16 ports): never chosen
-    if r_max > 0.0:
-        cap = n_insn / r_max
-        if cap > cycles:
-            return cap, 0
-    return cycles, 0
-
-
-@njit(cache=True)
-def _relerr_of(masks, counts, ptr, forms, mults, meas, exps, r_max, umask, umass, sf, si, idx, comp):
-    s = 0.0
-    for i in range(exps.shape[0]):
-        e = exps[i]
-        c, _ = _experiment(masks, counts, ptr, forms, mults, e, r_max, umask, umass, sf, si, idx, comp)
-        s += abs(c - meas[e]) / meas[e]
-    return s
+def _cycles(masks, counts, ptr, forms, mults, e, r_max, ws):
+    """Cycles of experiment e under the simulator; +inf where the engine cannot solve it
+    (never chosen)."""
+    c, _ = experiment_cycles(masks, counts, ptr, forms, mults, e, r_max, ws)
+    return np.inf if c == TOO_LARGE else c
 
 
 @njit(cache=True, parallel=True)
@@ -95,11 +55,7 @@ def candidate_scores(masks, counts, f, j, cand_mask, cand_count, pen, bound, exp
             continue
         m = masks.copy()
         c = counts.copy()
-        sf, si = make_scratch()
-        umask = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-        umass = np.zeros(_MAX_DISTINCT, dtype=np.float64)
-        idx = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-        comp = np.zeros(_MAX_DISTINCT, dtype=np.int64)
+        ws = new_workspace()
         best = bound
         for k in range(lo, hi):
             m[f, j] = cand_mask[k]
@@ -110,8 +66,7 @@ def candidate_scores(masks, counts, f, j, cand_mask, cand_count, pen, bound, exp
             done = True
             for i in range(exps.shape[0]):
                 e = exps[i]
-                cyc, _ = _experiment(m, c, ptr, forms, mults, e, r_max, umask, umass, sf, si, idx,
-                                     comp)
+                cyc = _cycles(m, c, ptr, forms, mults, e, r_max, ws)
                 s += abs(cyc - meas[e]) / meas[e] * inv_n
                 if s >= best:
                     done = False
@@ -125,16 +80,11 @@ def candidate_scores(masks, counts, f, j, cand_mask, cand_count, pen, bound, exp
 @njit(cache=True)
 def relative_errors(masks, counts, ptr, forms, mults, meas, r_max):
     """Relative error of every experiment under one mapping."""
-    sf, si = make_scratch()
-    umask = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-    umass = np.zeros(_MAX_DISTINCT, dtype=np.float64)
-    idx = np.zeros(_MAX_DISTINCT, dtype=np.int64)
-    comp = np.zeros(_MAX_DISTINCT, dtype=np.int64)
+    ws = new_workspace()
     n = ptr.shape[0] - 1
     out = np.empty(n, dtype=np.float64)
     for e in range(n):
-        c, _ = _experiment(masks, counts, ptr, forms, mults, e, r_max, umask, umass, sf, si, idx, comp)
-        out[e] = abs(c - meas[e]) / meas[e]
+        out[e] = abs(_cycles(masks, counts, ptr, forms, mults, e, r_max, ws) - meas[e]) / meas[e]
     return out
 
 
