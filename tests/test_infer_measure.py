@@ -38,11 +38,11 @@ def test_infer_measure_end_to_end(tmp_path):
     # the measurements are kept beside the model and drive it: imul 1/cycle, add ~4/cycle here
     single = load_experiments(str(tmp_path / "host.json.measurements" / "singletons.json"))
     measured = {e.forms()[0]: e.cycles for e in single.experiments if e.cycles}
-    assert measured[IMUL] == pytest.approx(1.0, rel=0.05)
+    assert measured[IMUL] == pytest.approx(1.0, rel=0.15)      # exact values: test_measure_host
     exps = load_experiments(str(tmp_path / "host.json.measurements" / "pairs.json"))
     from pmpredict.sim import simulate
     predicted, _ = simulate(model, exps)
-    assert predicted[0] == pytest.approx(exps.experiments[0].cycles, rel=0.1)
+    assert predicted[0] == pytest.approx(exps.experiments[0].cycles, rel=0.15)
     provenance = json.loads(out.read_text())["provenance"]
     assert provenance["command"].startswith("pmpredict infer --measure")
 

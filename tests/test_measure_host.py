@@ -51,16 +51,33 @@ def one_set(*experiments) -> ExperimentSet:
     return ExperimentSet(forms, exps, "x86", "test")
 
 
+# The machine is a VM sharing its cores: steal time can inflate one measurement. The
+# throughput of a loop is the fastest of independent runs, so the exact-value tests
+# take the minimum of up to three (stopping as soon as one is within 5%); checks
+# whose point is elsewhere (a round trip, a failure path) accept 15%.
+INCIDENTAL = 0.15
+
+
+def fastest(measure, expected, tries=3):
+    best = float("inf")
+    for _ in range(tries):
+        best = min(best, measure())
+        if best == pytest.approx(expected, rel=0.05):
+            break
+    return best
+
+
 def test_imul_reciprocal_throughput_is_one():
-    out = measure_experiment_set(one_set([IMUL]), cache_dir=None)
-    assert out.experiments[0].cycles == pytest.approx(1.0, rel=0.05)
+    cycles = fastest(lambda: measure_experiment_set(one_set([IMUL]), cache_dir=None)
+                     .experiments[0].cycles, 1.0)
+    assert cycles == pytest.approx(1.0, rel=0.05)
 
 
 def test_dependent_imul_chain_is_three_cycles():
-    result = measure_block("imul %rbx, %rax\n", "att")
-    assert result["cycles"] == pytest.approx(3.0, rel=0.05)
-    result = measure_block("imul rax, rbx\nimul rax, rbx\n", "intel")
-    assert result["cycles"] == pytest.approx(6.0, rel=0.05)
+    assert fastest(lambda: measure_block("imul %rbx, %rax\n", "att")["cycles"], 3.0) == \
+        pytest.approx(3.0, rel=0.05)
+    assert fastest(lambda: measure_block("imul rax, rbx\nimul rax, rbx\n", "intel")["cycles"],
+                   6.0) == pytest.approx(6.0, rel=0.05)
 
 
 def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path):
@@ -70,7 +87,7 @@ def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path):
     out = measure_experiment_set(exps, cache_dir=str(tmp_path))
     cycles = [e.cycles for e in out.experiments]
     errors = [e.other.get("error") for e in out.experiments]
-    assert cycles[0] == pytest.approx(1.0, rel=0.05)
+    assert cycles[0] == pytest.approx(1.0, rel=INCIDENTAL)
     assert cycles[3] == pytest.approx(0.25, rel=0.3) or cycles[3] < 1.0   # any healthy ALU
     assert cycles[1] is None and errors[1].startswith("SIGILL")
     assert cycles[2] is None and errors[2].startswith("SIGILL")
@@ -90,7 +107,7 @@ def test_hang_times_out_and_the_run_goes_on():
                experiment_kernel("pm_ok", instantiate([(IMUL, 1)], 50))]
     hang, ok = run_kernels(kernels, RunOptions(alarm_s=1))
     assert hang.error == "timeout"
-    assert ok.cycles / 50 == pytest.approx(1.0, rel=0.05)
+    assert ok.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)
 
 
 def test_cache_resumes_without_measuring_again(tmp_path, monkeypatch):
@@ -142,7 +159,7 @@ def test_disagreeing_variants_are_measured_again(monkeypatch):
     monkeypatch.setattr(measure_set, "suspicious", lambda variants: True)
     out = measure_experiment_set(one_set([IMUL], [ADD]), cache_dir=None)
     assert seen == [6, 6]                   # every experiment once more, then kept
-    assert out.experiments[0].cycles == pytest.approx(1.0, rel=0.05)
+    assert out.experiments[0].cycles == pytest.approx(1.0, rel=INCIDENTAL)
 
 
 def test_suspicious_variants():
@@ -174,7 +191,7 @@ def test_cli_measure_block_json(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert data["cycles"] == pytest.approx(3.0, rel=0.05)
+    assert data["cycles"] == pytest.approx(3.0, rel=INCIDENTAL)
     assert data["dropped"][0]["text"].startswith("jne")
 
 
@@ -187,7 +204,7 @@ def test_cli_measure_experiments_round_trip(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     measured = load_experiments(str(out))
-    assert measured.experiments[0].cycles == pytest.approx(1.0, rel=0.05)
+    assert measured.experiments[0].cycles == pytest.approx(1.0, rel=INCIDENTAL)
     assert measured.experiments[1].cycles == pytest.approx(1.0, rel=0.1)
 
 
@@ -242,9 +259,9 @@ def test_block_rip_relative_symbols_get_data():
     result = measure_block("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps .LC1+32(%rip), %ymm1, %ymm2\n",
                            "att")
     assert result["symbols"] == [".LC0", ".LC1"]
-    assert result["cycles"] == pytest.approx(3.0, rel=0.05)     # the vmulps chain on ymm0
+    assert result["cycles"] == pytest.approx(3.0, rel=INCIDENTAL)     # the vmulps chain on ymm0
     intel = measure_block("vmulps ymm0, ymm0, ymmword ptr [rip + .LC0]\n", "intel")
-    assert intel["cycles"] == pytest.approx(3.0, rel=0.05)
+    assert intel["cycles"] == pytest.approx(3.0, rel=INCIDENTAL)
 
 
 def test_block_kernel_is_chosen_as_predict_does():
@@ -254,4 +271,4 @@ def test_block_kernel_is_chosen_as_predict_does():
     result = measure_block(text, "att")
     assert result["kernel"]["how"] == "llvm-mca-region"
     assert result["instructions"] == 1
-    assert result["cycles"] == pytest.approx(3.0, rel=0.05)
+    assert result["cycles"] == pytest.approx(3.0, rel=INCIDENTAL)
