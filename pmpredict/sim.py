@@ -180,6 +180,21 @@ def _bit_index(b):
 _FLOW_MAX_UOPS = 62          # uop sets are int64 bitmasks
 
 
+@njit(cache=True, inline="always")
+def _enqueue_ports(ports, u, from_port, visited, tail, queue, via_uop, via_port):
+    """BFS step: queue every port of `ports`, reached through uop u from from_port (-1: start)."""
+    while ports:
+        b = ports & -ports
+        ports ^= b
+        q = _bit_index(b)
+        visited |= b
+        via_uop[q] = u
+        via_port[q] = from_port
+        queue[tail] = q
+        tail += 1
+    return visited, tail
+
+
 @njit(cache=True)
 def _augment(lmask, n, deficit_a, a, x, cap, users, queue, via_uop, via_port, tol):
     """Push deficit_a of local uop a through one augmenting path (BFS over ports).
@@ -191,16 +206,7 @@ def _augment(lmask, n, deficit_a, a, x, cap, users, queue, via_uop, via_port, to
     expanded = 1 << a        # uops whose ports are already in the queue
     head = 0
     tail = 0
-    m = lmask[a]
-    while m:
-        b = m & -m
-        m ^= b
-        p = _bit_index(b)
-        visited |= b
-        via_uop[p] = a
-        via_port[p] = -1
-        queue[tail] = p
-        tail += 1
+    visited, tail = _enqueue_ports(lmask[a], a, -1, visited, tail, queue, via_uop, via_port)
     while head < tail:
         p = queue[head]
         head += 1
@@ -229,16 +235,8 @@ def _augment(lmask, n, deficit_a, a, x, cap, users, queue, via_uop, via_port, to
             u = _bit_index(ub)
             if x[u * 64 + p] > tol:
                 expanded |= ub
-                m2 = lmask[u] & ~visited
-                while m2:
-                    b = m2 & -m2
-                    m2 ^= b
-                    q = _bit_index(b)
-                    visited |= b
-                    via_uop[q] = u
-                    via_port[q] = p
-                    queue[tail] = q
-                    tail += 1
+                visited, tail = _enqueue_ports(lmask[u] & ~visited, u, p, visited, tail, queue,
+                                               via_uop, via_port)
     return 0.0, visited
 
 
