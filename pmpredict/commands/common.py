@@ -6,6 +6,14 @@ import json
 import math
 import sys
 
+def add_mapping_arguments(p) -> None:
+    """--mapping M --experiments E [--json]: the arguments simulate and evaluate share."""
+    p.add_argument("--mapping", "-m", required=True, metavar="M",
+                   help="model file (native JSON, PMEvo Mapping3, OSACA YAML) or built-in name")
+    p.add_argument("--experiments", "-e", required=True, metavar="E", help="experiment file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
 def bottleneck_names(model, mask: int) -> list[str]:
     from ..sim import FRONTEND
     if mask == FRONTEND:

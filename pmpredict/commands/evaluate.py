@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from .common import json_number, print_json
+from .common import add_mapping_arguments, json_number, print_json
 
 
 def register(sub):
     p = sub.add_parser("evaluate", help="MAPE, Pearson, Spearman, Kendall of a mapping vs measurements")
-    p.add_argument("--mapping", "-m", required=True, metavar="M",
-                   help="model file (native JSON, PMEvo Mapping3, OSACA YAML) or built-in name")
-    p.add_argument("--experiments", "-e", required=True, metavar="E", help="experiment file")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_mapping_arguments(p)
     p.add_argument("--plot", metavar="FILE.png", help="write a predicted-vs-measured heat map")
     p.add_argument("-v", "--verbose", action="store_true", help="list the skipped experiments")
     p.set_defaults(func=run)

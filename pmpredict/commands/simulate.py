@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import math
 
-from .common import bottleneck_names, json_number, print_json
+from .common import add_mapping_arguments, bottleneck_names, json_number, print_json
 
 
 def register(sub):
     p = sub.add_parser("simulate", help="predict the cycles of each experiment under a mapping")
-    p.add_argument("--mapping", "-m", required=True, metavar="M",
-                   help="model file (native JSON, PMEvo Mapping3, OSACA YAML) or built-in name")
-    p.add_argument("--experiments", "-e", required=True, metavar="E", help="experiment file")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_mapping_arguments(p)
     p.set_defaults(func=run)
 
 
