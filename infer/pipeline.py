@@ -15,6 +15,11 @@ Methods (docs/INFER.md; measured in docs/BENCHMARKS.md):
                `restarts` starts by training objective.  (default)
   pmevo        PMEvo: EA + greedy local search on the counts.
   pmevo+exact  the EA's result as the start of the exact refinement.
+
+With `distill` > 0 and several restarts, the restarts are not a contest but
+an ensemble: their mean prediction labels `distill` synthetic experiments and
+one mapping is refined on measured + synthetic, from the best restart
+(infer/distill.py).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from . import evolve
+from .distill import distillation_problem
 from .problem import Problem
 from .refine import ExactRefiner, penalty, relative_errors
 from .start import random_start, singleton_start
@@ -46,6 +52,9 @@ class InferConfig:
     final_volume_weight: float = 0.0 # > 0: a more compact mapping (fewer uops)
     final_set_weight: float = 0.0    # > 0: fewer distinct port sets
     max_sweeps: int = 14
+    distill: int = 0                 # > 0 (restarts > 1): synthetic experiments labelled by
+                                     # the restarts' mean prediction (infer/distill.py)
+    distill_sweeps: int = 5          # refinement sweeps on measured + synthetic (most gain comes early)
     population: int = 1000           # EA
     generations: int = 40
     ea_volume_weight: float = 0.1
@@ -56,8 +65,12 @@ class InferConfig:
             raise ValueError(f"method must be one of {', '.join(METHODS)}")
         if self.start not in STARTS:
             raise ValueError(f"start must be one of {', '.join(STARTS)}")
-        if self.restarts < 1 or self.slots < 1 or self.population < 2:
-            raise ValueError("restarts, slots >= 1 and population >= 2")
+        if self.restarts < 1 or self.slots < 1 or self.population < 2 or self.distill < 0:
+            raise ValueError("restarts, slots >= 1, population >= 2 and distill >= 0")
+
+    @property
+    def distils(self) -> bool:
+        return self.distill > 0 and self.restarts > 1
 
     def weights(self, sweep: int) -> tuple[float, float]:
         """(volume weight, set weight) of refinement sweep `sweep` (linear relaxation)."""
@@ -80,6 +93,7 @@ class Inference:
         self.snap = snapshot or {"restart": 0, "phase": None, "step": 0, "best": None,
                                  "elapsed": 0.0, "history": []}
         self.current = None      # (masks, counts) being worked on, possibly mid-step
+        self._distilled_problem = None
 
     # --- helpers -------------------------------------------------------------
     def _rng(self, *tag):
@@ -95,6 +109,8 @@ class Inference:
 
     def best_mapping(self):
         """The best complete mapping so far, or the one being refined if it is better."""
+        if self.snap["phase"] == "distill" and self.current is not None:
+            return self.current[0].copy(), self.current[1].copy()   # the distillation so far
         best = self.snap["best"]
         cands = []
         if best is not None:
@@ -119,8 +135,10 @@ class Inference:
                 progress(dict(info, restart=self.snap["restart"], elapsed=self.snap["elapsed"]))
 
         try:
-            while self.snap["restart"] < self.cfg.restarts:
-                if self.snap["phase"] is None:
+            while not self.finished():
+                if self.snap["restart"] >= self.cfg.restarts:
+                    self._distill_step(emit, should_stop)
+                elif self.snap["phase"] is None:
                     self._begin_restart()
                 if self.snap["phase"] == "ea":
                     self._ea_step(emit, should_stop)
@@ -137,7 +155,8 @@ class Inference:
         return self.best_mapping()
 
     def finished(self) -> bool:
-        return self.snap["restart"] >= self.cfg.restarts
+        return (self.snap["restart"] >= self.cfg.restarts
+                and (not self.cfg.distils or self.snap.get("distilled", False)))
 
     def _begin_restart(self):
         s = self.snap
@@ -209,12 +228,56 @@ class Inference:
         obj, err = self.final_objective(m, c)
         s["history"].append({"restart": s["restart"], "objective": obj, "error": err,
                              "volume": float(c.sum())})
+        if self.cfg.distils:
+            s.setdefault("members", []).append({"masks": m.copy(), "counts": c.copy()})
         if s["best"] is None or obj < s["best"]["objective"] - 1e-15:
             s["best"] = {"objective": obj, "error": err, "restart": s["restart"],
                          "masks": m, "counts": c}
         s["restart"] += 1
         s["phase"] = None
         self.current = None
+
+    # --- distillation (after the last restart) -------------------------------------------
+    def _distillation(self):
+        """(problem, refiner) of measured + synthetic experiments; rebuilt identically on resume."""
+        if self._distilled_problem is None:
+            members = [(d["masks"], d["counts"]) for d in self.snap["members"]]
+            rng = np.random.default_rng([self.cfg.seed, self.cfg.restarts, 99])
+            problem = distillation_problem(self.p, members, self.cfg.distill, rng)
+            self._distilled_problem = (problem, ExactRefiner(problem))
+        return self._distilled_problem
+
+    def _distill_step(self, emit, should_stop):
+        s = self.snap
+        problem, refiner = self._distillation()
+        if s["phase"] != "distill":
+            s["phase"], s["step"] = "distill", 0
+            s["masks"], s["counts"] = s["best"]["masks"].copy(), s["best"]["counts"].copy()
+            s["dirty"] = np.ones(self.p.n_forms, dtype=bool)
+        m, c, dirty = s["masks"].copy(), s["counts"].copy(), s["dirty"].copy()
+        self.current = (m, c)
+        step = s["step"]
+        rng = np.random.default_rng([self.cfg.seed, self.cfg.restarts, step, 11])
+        order = rng.permutation(self.p.n_forms)
+        stop = (lambda: should_stop()) if should_stop else None
+        changed = refiner.sweep(m, c, order, self.cfg.final_volume_weight, self.cfg.final_set_weight,
+                                dirty, should_stop=stop)
+        if should_stop and should_stop():
+            raise Stopped
+        s["masks"], s["counts"], s["dirty"] = m, c, dirty
+        s["step"] = step + 1
+        emit(phase="distill", step=step + 1, error=self.error_on(self.p, m, c),
+             volume=float(c.sum()), changed=changed)
+        if changed == 0 or s["step"] >= self.cfg.distill_sweeps:
+            obj, err = self.final_objective(m, c)
+            s["history"].append({"restart": "distilled", "objective": obj, "error": err,
+                                 "volume": float(c.sum())})
+            s["best"] = {"objective": obj, "error": err, "restart": "distilled",
+                         "masks": m, "counts": c}
+            for key in ("masks", "counts", "dirty"):
+                s.pop(key)
+            s["phase"], s["distilled"] = None, True
+            self.current = None
 
 
 def _ea_to_snap(state: evolve.EAState) -> dict:

@@ -78,16 +78,35 @@ def build_problem(experiments, forms, n_ports: int, form_of=None, r_max=None) ->
                 singleton[i] = e.cycles / n
     ptr = np.asarray(ptr, dtype=np.int64)
     eforms = np.asarray(eforms, dtype=np.int64)
-    occ = [[] for _ in forms]
-    for e in range(len(measured)):
-        for t in range(ptr[e], ptr[e + 1]):
-            occ[eforms[t]].append(e)
-    occ_ptr = np.zeros(len(forms) + 1, dtype=np.int64)
-    occ_ptr[1:] = np.cumsum([len(o) for o in occ])
-    occ_exps = np.asarray([e for o in occ for e in o], dtype=np.int64)
+    occ_ptr, occ_exps = _occurrences(ptr, eforms, len(forms))
     return Problem(tuple(forms), int(n_ports), ptr, eforms, np.asarray(mults, dtype=np.float64),
                    np.asarray(measured, dtype=np.float64), singleton, occ_ptr, occ_exps,
                    float(r_max or 0.0))
+
+
+def _occurrences(ptr, eforms, n_forms):
+    """Inverted index (occ_ptr, occ_exps): the experiments that contain each form."""
+    occ = [[] for _ in range(n_forms)]
+    for e in range(len(ptr) - 1):
+        for t in range(ptr[e], ptr[e + 1]):
+            occ[eforms[t]].append(e)
+    occ_ptr = np.zeros(n_forms + 1, dtype=np.int64)
+    occ_ptr[1:] = np.cumsum([len(o) for o in occ])
+    occ_exps = np.asarray([e for o in occ for e in o], dtype=np.int64)
+    return occ_ptr, occ_exps
+
+
+def with_experiments(problem: Problem, ptr, eforms, mults, measured) -> Problem:
+    """The problem with more experiments appended (CSR over the problem's form indices);
+    singleton throughputs stay those of the original measurements."""
+    shift = problem.ptr[-1]
+    all_ptr = np.concatenate([problem.ptr, np.asarray(ptr[1:], dtype=np.int64) + shift])
+    all_forms = np.concatenate([problem.exp_forms, np.asarray(eforms, dtype=np.int64)])
+    occ_ptr, occ_exps = _occurrences(all_ptr, all_forms, problem.n_forms)
+    return Problem(problem.forms, problem.n_ports, all_ptr, all_forms,
+                   np.concatenate([problem.mults, np.asarray(mults, dtype=np.float64)]),
+                   np.concatenate([problem.measured, np.asarray(measured, dtype=np.float64)]),
+                   problem.singleton, occ_ptr, occ_exps, problem.r_max)
 
 
 def fallback_singleton(problem: Problem) -> np.ndarray:

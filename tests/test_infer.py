@@ -14,11 +14,12 @@ from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
 from pmpredict.infer.congruence import congruence_classes
 from pmpredict.infer.experiments import generate_experiments, singleton_throughputs
 from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.distill import distillation_problem
 from pmpredict.infer.problem import build_problem
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.metrics import mape
 from pmpredict.model import MachineModel, load_model
-from pmpredict.sim import simulate
+from pmpredict.sim import simulate, simulate_arrays
 
 
 # --- a synthetic machine -------------------------------------------------------
@@ -126,6 +127,45 @@ def test_oracle_recovers_an_accurate_mapping():
     assert err < 3.0, f"MAPE on fresh experiments {err:.2f}%"
 
 
+# --- ensemble distillation ---------------------------------------------------------------
+
+def test_synthetic_experiments_are_labelled_with_the_members_mean():
+    truth = oracle_model()
+    problem = _problem(truth)
+    members = [Inference(problem, InferConfig(seed=s, max_sweeps=2)).run() for s in (1, 2)]
+    distilled = distillation_problem(problem, members, 50, np.random.default_rng(0))
+    n = problem.n_exps
+    assert distilled.n_exps == n + 50
+    # the measured part is untouched; synthetic lengths are those of the multi-form experiments
+    assert np.array_equal(distilled.measured[:n], problem.measured)
+    assert np.array_equal(distilled.ptr[:n + 1], problem.ptr)
+    lengths = {problem.mults[problem.ptr[e]:problem.ptr[e + 1]].sum() for e in range(n)
+               if problem.ptr[e + 1] - problem.ptr[e] > 1}
+    for e in range(n, n + 50):
+        assert distilled.mults[distilled.ptr[e]:distilled.ptr[e + 1]].sum() in lengths
+    # labels: the mean of the two members' simulated cycles, experiment by experiment
+    sub = (distilled.ptr[n:] - distilled.ptr[n], distilled.exp_forms[distilled.ptr[n]:],
+           distilled.mults[distilled.ptr[n]:])
+    each = [simulate_arrays(m, c, *sub)[0] for m, c in members]
+    assert np.allclose(distilled.measured[n:], (each[0] + each[1]) / 2)
+    # the inverted index covers the new experiments
+    for f in range(problem.n_forms):
+        has_f = [e for e in range(distilled.n_exps)
+                 if f in distilled.exp_forms[distilled.ptr[e]:distilled.ptr[e + 1]]]
+        assert distilled.experiments_of(f).tolist() == has_f
+
+
+def test_distillation_fits_the_measured_experiments():
+    truth = oracle_model(seed=9)
+    problem = _problem(truth)
+    inference = Inference(problem, InferConfig(seed=0, restarts=3, distill=200))
+    masks, counts = inference.run()
+    assert inference.finished()
+    assert inference.snap["history"][-1]["restart"] == "distilled"
+    assert len(inference.snap["members"]) == 3
+    assert inference.error_on(problem, masks, counts) < 0.03
+
+
 # --- checkpoint / resume --------------------------------------------------------------
 
 def _problem(truth):
@@ -136,6 +176,7 @@ def _problem(truth):
 
 @pytest.mark.parametrize("config", [
     InferConfig(seed=4, restarts=2, max_sweeps=5),
+    InferConfig(seed=3, restarts=2, max_sweeps=4, distill=60),
     InferConfig(method="pmevo+exact", seed=2, population=16, generations=3, max_sweeps=2),
 ])
 def test_resume_from_any_checkpoint_gives_the_uninterrupted_result(tmp_path, config):

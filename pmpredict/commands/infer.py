@@ -39,7 +39,12 @@ def register(sub):
                         "throughput share a port set (default); fitted: the same with the (count, "
                         "ports) ratio closest to t, e.g. 2 uops on 3 ports for t = 0.67")
     p.add_argument("--restarts", type=int, default=1, metavar="R",
-                   help="independent starts; the best by training objective wins (default 1)")
+                   help="independent starts; the best by training objective wins, or with "
+                        "--distill their ensemble is distilled into one mapping (default 1)")
+    p.add_argument("--distill", type=int, default=0, metavar="N",
+                   help="with --restarts R > 1: label N synthetic experiments with the mean "
+                        "prediction of the R mappings and refine one mapping on measured + "
+                        "synthetic (more accurate on unseen experiments; e.g. 4000; default 0)")
     p.add_argument("--population", type=int, default=1000, metavar="P", help="EA population (default 1000)")
     p.add_argument("--generations", type=int, default=40, metavar="G", help="EA generations (default 40)")
     p.add_argument("--volume-weight", type=float, default=0.0, metavar="W",
@@ -109,7 +114,9 @@ class _Progress:
             return
         el = int(info["elapsed"])
         what = "generation" if info["phase"] == "ea" else "sweep"
-        line = (f"start {info['restart'] + 1}/{self.restarts}  {info['phase']:8s} {what} "
+        start = ("ensemble" if info["phase"] == "distill"
+                 else f"start {info['restart'] + 1}/{self.restarts}")
+        line = (f"{start}  {info['phase']:8s} {what} "
                 f"{info['step']:3d}  error {info['error'] * 100:6.2f}%  volume "
                 f"{int(info['volume']):5d}  {el // 60:02d}:{el % 60:02d}")
         if self.tty:
@@ -147,7 +154,7 @@ def run(args):
     else:
         try:
             config = InferConfig(method=args.method, seed=args.seed, restarts=args.restarts,
-                                 start=args.start,
+                                 start=args.start, distill=args.distill,
                                  population=args.population, generations=args.generations,
                                  final_volume_weight=args.volume_weight, max_sweeps=args.max_sweeps)
         except ValueError as exc:
