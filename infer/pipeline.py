@@ -67,6 +67,8 @@ class InferConfig:
             raise ValueError(f"start must be one of {', '.join(STARTS)}")
         if self.restarts < 1 or self.slots < 1 or self.population < 2 or self.distill < 0:
             raise ValueError("restarts, slots >= 1, population >= 2 and distill >= 0")
+        if self.distill and self.restarts < 2:
+            raise ValueError("--distill needs an ensemble: --restarts 2 or more")
 
     @property
     def distils(self) -> bool:

@@ -155,6 +155,16 @@ def test_synthetic_experiments_are_labelled_with_the_members_mean():
         assert distilled.experiments_of(f).tolist() == has_f
 
 
+def test_distill_without_restarts_is_a_usage_error(tmp_path, capsys):
+    exp_path = tmp_path / "train.json"
+    oracle_training(oracle_model()).save(exp_path)
+    code = main(["infer", "-e", str(exp_path), "--ports", "6", "-o", str(tmp_path / "m.json"),
+                 "--distill", "100", "-q"])
+    assert code == 2
+    assert "--restarts 2 or more" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_distillation_fits_the_measured_experiments():
     truth = oracle_model(seed=9)
     problem = _problem(truth)
