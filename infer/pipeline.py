@@ -65,8 +65,9 @@ class InferConfig:
             raise ValueError(f"method must be one of {', '.join(METHODS)}")
         if self.start not in STARTS:
             raise ValueError(f"start must be one of {', '.join(STARTS)}")
-        if self.restarts < 1 or self.slots < 1 or self.population < 2 or self.distill < 0:
-            raise ValueError("restarts, slots >= 1, population >= 2 and distill >= 0")
+        if (self.restarts < 1 or self.slots < 1 or self.population < 2 or self.distill < 0
+                or self.distill_sweeps < 1):
+            raise ValueError("restarts, slots, distill sweeps >= 1, population >= 2, distill >= 0")
         if self.distill and self.restarts < 2:
             raise ValueError("--distill needs an ensemble: --restarts 2 or more")
 

@@ -45,6 +45,8 @@ def register(sub):
                    help="with --restarts R > 1: label N synthetic experiments with the mean "
                         "prediction of the R mappings and refine one mapping on measured + "
                         "synthetic (more accurate on unseen experiments; e.g. 4000; default 0)")
+    p.add_argument("--distill-sweeps", type=int, default=5, metavar="N",
+                   help="refinement sweeps on measured + synthetic (default 5)")
     p.add_argument("--population", type=int, default=1000, metavar="P", help="EA population (default 1000)")
     p.add_argument("--generations", type=int, default=40, metavar="G", help="EA generations (default 40)")
     p.add_argument("--volume-weight", type=float, default=0.0, metavar="W",
@@ -155,6 +157,7 @@ def run(args):
         try:
             config = InferConfig(method=args.method, seed=args.seed, restarts=args.restarts,
                                  start=args.start, distill=args.distill,
+                                 distill_sweeps=args.distill_sweeps,
                                  population=args.population, generations=args.generations,
                                  final_volume_weight=args.volume_weight, max_sweeps=args.max_sweeps)
         except ValueError as exc:
