@@ -96,7 +96,7 @@ def bench_skl(config: InferConfig, label="pmpredict infer"):
     return model
 
 
-def bench_cv(arch: str, config: InferConfig, k: int, label="pmpredict infer", first=None):
+def bench_cv(arch: str, config: InferConfig, k: int, label="pmpredict infer", first=None, only=None):
     singles = load_experiments(path(arch, "singletons.json"))
     data = load_experiments(path(arch, "train_len05.json"))
     pmevo = load_model(path(arch, "mapping_pmevo.json"))
@@ -104,6 +104,8 @@ def bench_cv(arch: str, config: InferConfig, k: int, label="pmpredict infer", fi
     for i, (train, test) in enumerate(folds(data, k)):
         if first is not None and i >= first:
             break
+        if only is not None and i not in only:
+            continue
         model, sec = infer(singles.concat(train), PORTS[arch], config)
         ev = evaluate_model(model, test)
         ev_p = evaluate_model(pmevo, test)
@@ -140,6 +142,8 @@ def main(argv=None):
     ap.add_argument("arch", nargs="?", default="SKL")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--first", type=int, help="run only the first N folds (quick comparisons)")
+    ap.add_argument("--only", type=lambda s: {int(x) for x in s.split(",")},
+                    help="run only these folds, e.g. 2,3 (to finish an interrupted cross-validation)")
     ap.add_argument("--config", nargs="*", help="InferConfig overrides, e.g. restarts=2 seed=1")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     args = ap.parse_args(argv)
@@ -153,7 +157,8 @@ def main(argv=None):
     elif args.what == "skl":
         bench_skl(InferConfig(**overrides))
     elif args.what == "cv":
-        bench_cv(args.arch.upper(), InferConfig(**overrides), args.folds, first=args.first)
+        bench_cv(args.arch.upper(), InferConfig(**overrides), args.folds, first=args.first,
+                 only=args.only)
     else:
         for name in args.variants.split(","):
             cfg = InferConfig(**dict(VARIANTS[name], **overrides))
