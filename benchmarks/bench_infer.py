@@ -22,9 +22,8 @@ import time
 import numpy as np
 
 from pmpredict.data.experiments import ExperimentSet, load_experiments, load_many
-from pmpredict.infer.congruence import congruence_classes
 from pmpredict.infer.pipeline import Inference, InferConfig
-from pmpredict.infer.problem import build_problem
+from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.metrics import evaluate_model
 from pmpredict.model import load_model
@@ -57,11 +56,10 @@ def path(arch, name):
 
 def infer(train: ExperimentSet, n_ports: int, config: InferConfig):
     t0 = time.monotonic()
-    forms = sorted({f for e in train.experiments if e.cycles for f, _ in e.counts})
-    form_of = congruence_classes(train, forms)
-    problem = build_problem(train, sorted(set(form_of.values())), n_ports, form_of)
-    masks, counts = Inference(problem, config).run()
-    model = mapping_to_model(problem, masks, counts, form_of, name="bench", isa=train.isa)
+    prepared = prepare(train, n_ports)
+    masks, counts = Inference(prepared.problem, config).run()
+    model = mapping_to_model(prepared.problem, masks, counts, prepared.form_of, name="bench",
+                             isa=train.isa)
     return model, time.monotonic() - t0
 
 

@@ -204,25 +204,35 @@ class Inference:
         emit(phase="ea-local", step=state.generation, error=self.error_on(self.p, m, c),
              volume=float(c.sum()))
 
-    def _refine_step(self, emit, should_stop):
+    def _sweep_step(self, refiner, order_seed, weights, phase, emit, should_stop, reset_dirty=False):
+        """One refinement sweep on the snapshot's mapping; returns the number of moves made.
+
+        A sweep cut short by should_stop() is not a snapshot (Stopped): resume redoes it.
+        """
         s = self.snap
         m, c, dirty = s["masks"].copy(), s["counts"].copy(), s["dirty"].copy()
+        if reset_dirty:
+            dirty[:] = True
         self.current = (m, c)
-        sweep = s["step"]
-        vw, sw = self.cfg.weights(sweep)
-        if sweep <= self.cfg.anneal_sweeps and (sweep > 0 or self.cfg.method != "pmevo+exact"):
-            dirty[:] = True            # the penalties changed: every form may move
-        order = np.random.default_rng([self.cfg.seed, s["restart"], sweep, 7]).permutation(self.p.n_forms)
-        stop = (lambda: should_stop()) if should_stop else None
-        changed = self.refiner.sweep(m, c, order, vw, sw, dirty, should_stop=stop)
+        order = np.random.default_rng(order_seed).permutation(self.p.n_forms)
+        changed = refiner.sweep(m, c, order, *weights, dirty, should_stop=should_stop)
         if should_stop and should_stop():
-            raise Stopped           # a partial sweep is not a snapshot: resume redoes it
+            raise Stopped
         s["masks"], s["counts"], s["dirty"] = m, c, dirty
-        s["step"] = sweep + 1
+        s["step"] += 1
+        emit(phase=phase, step=s["step"], error=self.error_on(self.p, m, c),
+             volume=float(c.sum()), changed=changed)
+        return changed
+
+    def _refine_step(self, emit, should_stop):
+        s = self.snap
+        sweep = s["step"]
+        # while the penalties change every form may move
+        reset = sweep <= self.cfg.anneal_sweeps and (sweep > 0 or self.cfg.method != "pmevo+exact")
+        changed = self._sweep_step(self.refiner, [self.cfg.seed, s["restart"], sweep, 7],
+                                   self.cfg.weights(sweep), "refine", emit, should_stop, reset)
         if (changed == 0 and sweep >= self.cfg.anneal_sweeps) or s["step"] >= self.cfg.max_sweeps:
             s["phase"] = "done"
-        emit(phase="refine", step=sweep + 1, error=self.error_on(self.p, m, c),
-             volume=float(c.sum()), changed=changed)
 
     def _finish_restart(self):
         s = self.snap
@@ -252,33 +262,22 @@ class Inference:
 
     def _distill_step(self, emit, should_stop):
         s = self.snap
-        problem, refiner = self._distillation()
+        _, refiner = self._distillation()
         if s["phase"] != "distill":
             s["phase"], s["step"] = "distill", 0
             s["masks"], s["counts"] = s["best"]["masks"].copy(), s["best"]["counts"].copy()
             s["dirty"] = np.ones(self.p.n_forms, dtype=bool)
-        m, c, dirty = s["masks"].copy(), s["counts"].copy(), s["dirty"].copy()
-        self.current = (m, c)
-        step = s["step"]
-        rng = np.random.default_rng([self.cfg.seed, self.cfg.restarts, step, 11])
-        order = rng.permutation(self.p.n_forms)
-        stop = (lambda: should_stop()) if should_stop else None
-        changed = refiner.sweep(m, c, order, self.cfg.final_volume_weight, self.cfg.final_set_weight,
-                                dirty, should_stop=stop)
-        if should_stop and should_stop():
-            raise Stopped
-        s["masks"], s["counts"], s["dirty"] = m, c, dirty
-        s["step"] = step + 1
-        emit(phase="distill", step=step + 1, error=self.error_on(self.p, m, c),
-             volume=float(c.sum()), changed=changed)
+        final = (self.cfg.final_volume_weight, self.cfg.final_set_weight)
+        changed = self._sweep_step(refiner, [self.cfg.seed, self.cfg.restarts, s["step"], 11], final,
+                                   "distill", emit, should_stop)
         if changed == 0 or s["step"] >= self.cfg.distill_sweeps:
+            m, c = s.pop("masks"), s.pop("counts")
+            s.pop("dirty")
             obj, err = self.final_objective(m, c)
             s["history"].append({"restart": "distilled", "objective": obj, "error": err,
                                  "volume": float(c.sum())})
             s["best"] = {"objective": obj, "error": err, "restart": "distilled",
                          "masks": m, "counts": c}
-            for key in ("masks", "counts", "dirty"):
-                s.pop(key)
             s["phase"], s["distilled"] = None, True
             self.current = None
 

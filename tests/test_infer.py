@@ -15,6 +15,7 @@ from pmpredict.infer.congruence import congruence_classes
 from pmpredict.infer.experiments import generate_experiments, singleton_throughputs
 from pmpredict.infer.pipeline import Inference, InferConfig
 from pmpredict.infer.distill import distillation_problem
+from pmpredict.infer.prepare import prepare
 from pmpredict.infer.problem import build_problem
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.metrics import mape
@@ -61,12 +62,10 @@ def oracle_training(truth, noise=0.02, seed=5) -> ExperimentSet:
 
 
 def infer(train: ExperimentSet, n_ports: int, config: InferConfig) -> MachineModel:
-    forms = sorted(train.forms)
-    form_of = congruence_classes(train, forms)
-    reps = sorted(set(form_of.values()))
-    problem = build_problem(train, reps, n_ports, form_of)
-    masks, counts = Inference(problem, config).run()
-    return mapping_to_model(problem, masks, counts, form_of, name="inferred", isa="x86")
+    prepared = prepare(train, n_ports)
+    masks, counts = Inference(prepared.problem, config).run()
+    return mapping_to_model(prepared.problem, masks, counts, prepared.form_of, name="inferred",
+                            isa="x86")
 
 
 # --- experiment generation ---------------------------------------------------------

@@ -134,9 +134,8 @@ class _Progress:
 
 def run(args):
     from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
-    from pmpredict.infer.congruence import congruence_classes
     from pmpredict.infer.pipeline import Inference, InferConfig, config_dict
-    from pmpredict.infer.problem import build_problem
+    from pmpredict.infer.prepare import measured_forms, prepare
     from pmpredict.infer.result import mapping_to_model
 
     if args.measure:
@@ -169,12 +168,10 @@ def run(args):
     if not 1 <= n_ports <= 16:
         raise InputError("<command line>", f"--ports must be between 1 and 16, not {n_ports}")
 
-    measured_forms = sorted({f for e in exps.experiments if e.cycles for f, _ in e.counts})
-    if not measured_forms:
+    if not measured_forms(exps):
         raise InputError(inputs[0], "no measured experiments (every 'cycles' is null)")
-    form_of = congruence_classes(exps, measured_forms, epsilon)
-    reps = sorted(set(form_of.values()))
-    problem = build_problem(exps, reps, n_ports, form_of, r_max)
+    prepared = prepare(exps, n_ports, epsilon, r_max)
+    problem, form_of, reps = prepared.problem, prepared.form_of, prepared.representatives
     if resumed and resumed["forms"] != list(reps):
         raise InputError(args.resume, "this checkpoint belongs to a run on different experiments")
 
