@@ -2,12 +2,13 @@
 
     python benchmarks/bench_infer.py shipped            # the built-in models on held-out data
     python benchmarks/bench_infer.py skl [--config K=V ...]
-    python benchmarks/bench_infer.py cv ZEN|A72 [--folds 5] [--config K=V ...]
+    python benchmarks/bench_infer.py cv ZEN|A72|SKL [--folds 5] [--config K=V ...]
     python benchmarks/bench_infer.py ablation [--arch SKL] [--variants a,b,...]
 
 SKL is validated on validation_len06.json (never trained on); ZEN and A72 by
 5-fold cross-validation of train_len05.json (fold seed 0; singletons always in
-training). PMEvo's published mapping is scored on the same data side by side
+training). `cv SKL` cross-validates SKL's training data (train_len02-04 pooled),
+so SKL settings can be chosen without looking at the validation set. PMEvo's published mapping is scored on the same data side by side
 (for ZEN/A72 it was trained on all of train_len05, so its fold scores are
 in-sample). Every figure printed here is measured when the script runs.
 """
@@ -96,7 +97,7 @@ def bench_skl(config: InferConfig, label="pmpredict infer"):
 
 def bench_cv(arch: str, config: InferConfig, k: int, label="pmpredict infer", first=None, only=None):
     singles = load_experiments(path(arch, "singletons.json"))
-    data = load_experiments(path(arch, "train_len05.json"))
+    data = load_many([path(arch, f) for f in TRAIN[arch] if f != "singletons.json"])
     pmevo = load_model(path(arch, "mapping_pmevo.json"))
     ours, theirs, secs, vols = [], [], [], []
     for i, (train, test) in enumerate(folds(data, k)):
@@ -148,7 +149,9 @@ def main(argv=None):
     if not os.path.isdir(DATA):
         print(f"skipped: {DATA} (the PMEvo artifact data) is absent")
         return 0
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores (shared with other jobs)")
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores, load average {load} "
+          f"(wall times are only comparable on a quiet machine)")
     overrides = parse_config(args.config)
     if args.what == "shipped":
         bench_shipped()
