@@ -8,9 +8,10 @@
 SKL is validated on validation_len06.json (never trained on); ZEN and A72 by
 5-fold cross-validation of train_len05.json (fold seed 0; singletons always in
 training). `cv SKL` cross-validates SKL's training data (train_len02-04 pooled),
-so SKL settings can be chosen without looking at the validation set. PMEvo's published mapping is scored on the same data side by side
-(for ZEN/A72 it was trained on all of train_len05, so its fold scores are
-in-sample). Every figure printed here is measured when the script runs.
+so SKL settings can be chosen without looking at the validation set. PMEvo's
+published mapping is scored on the same data side by side (for ZEN/A72 it was
+trained on all of train_len05, so its fold scores are in-sample). Every figure
+printed here is measured when the script runs.
 """
 
 from __future__ import annotations

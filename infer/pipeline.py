@@ -96,7 +96,7 @@ class Inference:
         self.snap = snapshot or {"restart": 0, "phase": None, "step": 0, "best": None,
                                  "elapsed": 0.0, "history": []}
         self.current = None      # (masks, counts) being worked on, possibly mid-step
-        self._distilled_problem = None
+        self._distill_refiner = None
 
     # --- helpers -------------------------------------------------------------
     def _rng(self, *tag):
@@ -251,18 +251,18 @@ class Inference:
         self.current = None
 
     # --- distillation (after the last restart) -------------------------------------------
-    def _distillation(self):
-        """(problem, refiner) of measured + synthetic experiments; rebuilt identically on resume."""
-        if self._distilled_problem is None:
+    def _distillation_refiner(self) -> ExactRefiner:
+        """The refiner over measured + synthetic experiments; rebuilt identically on resume."""
+        if self._distill_refiner is None:
             members = [(d["masks"], d["counts"]) for d in self.snap["members"]]
             rng = np.random.default_rng([self.cfg.seed, self.cfg.restarts, 99])
             problem = distillation_problem(self.p, members, self.cfg.distill, rng)
-            self._distilled_problem = (problem, ExactRefiner(problem))
-        return self._distilled_problem
+            self._distill_refiner = ExactRefiner(problem)
+        return self._distill_refiner
 
     def _distill_step(self, emit, should_stop):
         s = self.snap
-        _, refiner = self._distillation()
+        refiner = self._distillation_refiner()
         if s["phase"] != "distill":
             s["phase"], s["step"] = "distill", 0
             s["masks"], s["counts"] = s["best"]["masks"].copy(), s["best"]["counts"].copy()
