@@ -30,6 +30,15 @@ from .jsonio import JsonDocument, read_json, write_json
 FORMAT_NAME = "pmpredict-model"
 FORMAT_VERSION = 1
 
+# MachineModel.pipeline: machine-wide timing facts (each optional, each a number >= 0)
+PIPELINE_KEYS = {
+    "window": "reorder-buffer entries (instructions in flight)",
+    "load_latency": "L1 load-to-use latency, cycles (address ready -> value ready)",
+    "store_forward_latency": "store -> load of the same address, cycles (data ready -> value ready)",
+    "taken_branch": "front-end cycles a taken loop branch costs at least per iteration",
+    "macro_fusion": "1 if cmp/test/add/sub/and/inc/dec + jcc fuse into one uop, else 0",
+}
+
 
 @dataclass(frozen=True)
 class MachineModel:
@@ -42,8 +51,24 @@ class MachineModel:
     ports: tuple[str, ...]
     uops: dict[str, tuple[tuple[int, int], ...]]
     r_max: float | None = None                # peak instructions per cycle (front end / retire)
+    # latency of each form: from its register sources to every destination (for a load:
+    # address -> value); see docs/FORMATS.md
     latency: dict[str, float] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
+    # per source operand (form-order index) where it differs from `latency`; for a memory
+    # operand: from the address registers to the destination, the load included
+    operand_latency: dict[str, dict[int, float]] = field(default_factory=dict)
+    # where each form's latency numbers come from ("measured on <cpu> <date>", "osaca:skx.yml",
+    # "llvm-19 -mcpu=skylake", ...)
+    latency_source: dict[str, str] = field(default_factory=dict)
+    # forms whose register-to-register instances are eliminated at rename on this machine
+    # (latency 0, no port): True; measured not eliminated: False; absent: unknown
+    move_elimination: dict[str, bool] = field(default_factory=dict)
+    # forms whose dependency-breaking idiom instances (xor r, r) still take a port: True;
+    # take none: False; absent: unknown (the semantics' default applies)
+    idiom_ports: dict[str, bool] = field(default_factory=dict)
+    # machine-wide timing facts, each optional (see PIPELINE_KEYS): issue width is r_max
+    pipeline: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if len(set(self.ports)) != len(self.ports):
@@ -95,9 +120,21 @@ class MachineModel:
 
     def with_uops(self, uops: dict, **changes) -> "MachineModel":
         fields = dict(name=self.name, isa=self.isa, ports=self.ports, uops=uops, r_max=self.r_max,
-                      latency=self.latency, provenance=self.provenance)
+                      latency=self.latency, provenance=self.provenance,
+                      operand_latency=self.operand_latency, latency_source=self.latency_source,
+                      move_elimination=self.move_elimination, idiom_ports=self.idiom_ports,
+                      pipeline=self.pipeline)
         fields.update(changes)
         return MachineModel(**fields)
+
+    def latency_for(self, form: str, operand: int | None = None) -> float | None:
+        """Latency from source operand `operand` (None: any register source) of `form` to its
+        destinations; None when the model does not know it."""
+        if operand is not None:
+            per = self.operand_latency.get(form)
+            if per and operand in per:
+                return per[operand]
+        return self.latency.get(form)
 
     # --- native JSON -----------------------------------------------------------
     def to_json(self) -> dict:
