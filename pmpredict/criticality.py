@@ -121,35 +121,34 @@ def path_share(run: Run) -> dict[str, float]:
     share = dict.fromkeys((DATA, PORT, FRONT_END, WINDOW, RETIREMENT), 0.0)
     stop = run.measured_from * n
     t = n * run.iterations - 1
-    where, time = "retire", run.retire[t]     # the event on the path: retire / result / dispatch
+    where = "retire"                          # the event on the path: retire / result / dispatch
     while t >= stop:
         if where == "retire":
             if t > 0 and run.retire[t] > math.ceil(run.result[t] - 1e-9):
                 share[RETIREMENT] += run.retire[t] - run.retire[t - 1]
-                t, time = t - 1, run.retire[t - 1]
+                t -= 1
             else:
                 share[RETIREMENT] += run.retire[t] - run.result[t]
-                where, time = "result", run.result[t]
+                where = "result"
         elif where == "result":
             share[PORT] += run.result[t] - run.ready[t]
             s = run.why_ready[t]
             if s >= 0:
                 share[DATA] += run.ready[t] - run.result[s]
-                t, time = s, run.result[s]
+                t = s
             else:
                 share[DATA] += run.ready[t] - run.dispatch[t]
-                where, time = "dispatch", run.dispatch[t]
+                where = "dispatch"
         else:
             if run.why_dispatch[t] == WINDOW:
                 s = t - run.window
                 share[WINDOW] += run.dispatch[t] - run.retire[s]
-                t, where, time = s, "retire", run.retire[s]
+                t, where = s, "retire"
             else:
                 if t == 0:
                     break
                 share[FRONT_END] += run.dispatch[t] - run.dispatch[t - 1]
-                t, time = t - 1, run.dispatch[t - 1]
-    del time
+                t -= 1
     total = sum(share.values())
     return {k: v / total for k, v in share.items() if v > 0} if total > 0 else {}
 
