@@ -96,8 +96,10 @@ def test_issue_width_from_r_max_and_latency_rounding():
 def test_rejects_what_tblgen_lets_through():
     with pytest.raises(ExportError, match="no uops"):
         check_exportable(toy({ADD_RI: ()}))
+    negative = toy({ADD_RI: ((1, 1),)})
+    object.__setattr__(negative, "latency", {ADD_RI: -5})     # bypass the model's own check
     with pytest.raises(ExportError, match="latency -5"):
-        check_exportable(toy({ADD_RI: ((1, 1),)}, latency={ADD_RI: -5}))
+        check_exportable(negative)
     broken = toy({ADD_RI: ((1, 1),)})
     object.__setattr__(broken, "uops", {ADD_RI: ((1, 0),)})     # bypass the model's own check
     with pytest.raises(ExportError, match="uop count 0"):
