@@ -11,14 +11,20 @@ Decisions made here (the template only lays them out):
 * port_pressure: one `[count, [ports...]]` per uop, always in list form (a
   string of port names would be split into characters).
 * throughput: the exact simulator's singleton cycles (never 0).
-* latency: the model's where known; otherwise DEFAULT_LATENCY (+
+* latency: the model's (from the register sources; OSACA keeps one per form
+  and applies it from every source) where known; otherwise DEFAULT_LATENCY (+
   DEFAULT_LOAD_LATENCY for a memory read), flagged with a comment and
   `pmpredict_latency: default` so that import does not take it as measured.
+* load_latency (one value for every register class), store_to_load_forward_latency
+  and ROB_size: the model's pipeline facts (load_latency falls back to the plain
+  load form's latency, then the default; the others are left out when unknown).
 * load/store defaults: the port pressure of the model's cheapest pure load and
   pure store forms (OSACA adds them to register forms used with memory
   operands that have no explicit memory form).
-* `pmpredict_form` on every entry and a top-level `pmpredict` block (name,
-  R_max, provenance) make export -> import exact. OSACA ignores both.
+* `pmpredict_form` (+ `pmpredict_latency_from`, `_latency_source`,
+  `_move_elimination`, `_idiom_ports` where the form has them) on every entry
+  and a top-level `pmpredict` block (name, R_max, provenance, pipeline facts
+  and their sources) make export -> import exact. OSACA ignores them.
 Several of our forms can share one OSACA key (e.g. `add $imm8` and `add $imm32`
 on a byte / dword / qword memory operand, or AArch64 `add x0, x1, x2` and
 `add x0, x1, x2, lsl 2`: OSACA's parser folds the shift into the register):
