@@ -59,7 +59,8 @@ from ..asm.normalize import _A64_COND, FormKey, aarch64_mnemonic, aarch64_regist
 from ..asm.parse import Immediate, Memory, Register, RegisterList, Shift, Symbol
 from .base import (ADDRESS, ADDRESS_ONLY, DATA, FLAG, GPR, LOAD, MASK, MERGE, NO_MEMORY, OTHER,
                    READ_MODIFY_WRITE, STORE, VECTOR, FormSemantics, InstructionSemantics,
-                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess)
+                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess,
+                   placeholder_access)
 
 N, Z, C, V = "N", "Z", "C", "V"
 NZCV = frozenset((N, Z, C, V))
@@ -487,7 +488,7 @@ class AArch64Semantics(IsaSemantics):
     osaca = OsacaVocabulary(
         register_style="prefix", memory_base="x", any_gpr=None, indexed_writeback=True,
         any_immediate=False, att_order=False, load_latency_keys=("w", "x", "b", "h", "s", "d", "q", "v"),
-        pure_load=r"(ldr|ldur)\w*", printed_aliases=True)
+        pure_load=r"(ldr|ldur)\w*", printed_aliases=True, words_are_identifiers=True)
 
     _CLUES = re.compile(r"(?:\b[xw](?:[12]?\d|30)\b|\bv\d+\.\d*[bhsd]\b|\[\s*(?:x\d+|sp)\b|#-?\d"
                         r"|\b(?:ldr|str|ldp|stp|adrp|cbn?z|tbn?z|b\.\w+)\b)")
@@ -534,6 +535,8 @@ class AArch64Semantics(IsaSemantics):
     def _form(self, template) -> FormSemantics:
         ops = _form_ops(template)
         res = _resolve(template.mnemonic, ops)
+        if not res.known:                     # the form string's own R / W / RW is a better guess
+            res.access = placeholder_access(template, res.access)
         flags_read, flags_written = _flags(res, ops)
         spec = res.spec
         reads = frozenset(r[0] for r in spec.implicit_reads) if spec else frozenset()

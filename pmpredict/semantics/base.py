@@ -168,6 +168,8 @@ class OsacaVocabulary:
     pure_load: str = ""               # regex: mnemonics whose `register <- memory` form only loads
     printed_aliases: bool = False     # the assembler prints aliases (`mov` for `ins`) that keep
                                       # the operand count: entries list them as extra names
+    words_are_identifiers: bool = False  # a literal word of a form (shift, extend) is an
+                                      # identifier (AArch64), not a register named (x86 `cl`)
 
 
 class IsaSemantics:
@@ -261,3 +263,9 @@ class IsaSemantics:
         """The normalised FormKey of a parsed instruction (pmpredict.asm.normalize)."""
         raise NotImplementedError
 
+
+
+def placeholder_access(template, guess: tuple[str, ...]) -> tuple[str, ...]:
+    """The access a form string writes into its register placeholders, `guess` elsewhere."""
+    return tuple(op.access if op.kind == "reg" and op.access else a
+                 for op, a in zip(template.operands, guess))

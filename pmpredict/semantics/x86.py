@@ -64,7 +64,8 @@ from ..asm.normalize import _CONDITIONS, _SUFFIX_WIDTH, FormKey, normalize_x86, 
 from ..asm.parse import Immediate, Indirect, Memory, Register, Rounding, Symbol
 from .base import (ADDRESS, ADDRESS_ONLY, DATA, FLAG, GPR, LOAD, MASK, MERGE, NO_MEMORY, OTHER,
                    READ_MODIFY_WRITE, STORE, VECTOR, FormSemantics, InstructionSemantics,
-                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess)
+                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess,
+                   placeholder_access)
 
 # --- registers -----------------------------------------------------------------------------
 
@@ -701,6 +702,7 @@ def _lookup(mnemonic: str, ops, raw: str, att: bool) -> tuple[str, _Spec | None,
             letter = "d"
         if letter in _STRING_SUFFIX:
             width = _STRING_SUFFIX[letter] or _operand_width(ops) or None
+            letter = {8: "b", 16: "w", 32: "d", 64: "q"}.get(width, "")   # Intel `stos m64` too
             return base[:4] + letter, _STRINGS[base[:4]], width
     spec = _TABLE.get(mnemonic)
     if spec is not None:
@@ -850,6 +852,8 @@ class X86Semantics(IsaSemantics):
     def _form(self, template) -> FormSemantics:
         ops = _form_ops(template)
         res = _resolve(template.mnemonic, ops)
+        if not res.known:                     # the form string's own R / W / RW is a better guess
+            res.access = placeholder_access(template, res.access)
         flags_read, flags_written = _flags(res, ops)
         imp = _implicit(res, ops, ())
         spec = res.spec
