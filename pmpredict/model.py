@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import semantics
 from .errors import InputError
 from .jsonio import JsonDocument, read_json, write_json
 
@@ -160,11 +161,6 @@ def normalize_uops(pairs) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(merged.items()))
 
 
-def guess_isa(forms) -> str:
-    forms = list(forms)
-    return "aarch64" if forms and all(f.startswith("_") for f in forms) else "x86"
-
-
 # --- loading -------------------------------------------------------------------
 
 def _port_mask(doc: JsonDocument, form: str, names, index: dict[str, int]) -> int:
@@ -210,7 +206,7 @@ def _from_mapping3(doc: JsonDocument, name: str) -> MachineModel:
         if not isinstance(uop_list, list):
             raise doc.error(f"form {form!r}: expected a list of uops", form)
         uops[form] = normalize_uops((_port_mask(doc, form, u, index), 1) for u in uop_list)
-    return MachineModel(name=name, isa=guess_isa(insns), ports=ports, uops=uops,
+    return MachineModel(name=name, isa=semantics.isa_of_forms(insns), ports=ports, uops=uops,
                         provenance={"source": "PMEvo Mapping3", "file": os.path.basename(doc.path)})
 
 
@@ -245,9 +241,10 @@ def _from_native(doc: JsonDocument) -> MachineModel:
     r_max = data.get("r_max")
     if r_max is not None and (not isinstance(r_max, (int, float)) or isinstance(r_max, bool) or r_max <= 0):
         raise doc.error(f"'r_max' must be a positive number or null, not {r_max!r}", "r_max")
-    isa = data.get("isa") or guess_isa(uops)
-    if isa not in ("x86", "aarch64"):
-        raise doc.error(f"'isa' must be 'x86' or 'aarch64', not {isa!r}", "isa")
+    isa = data.get("isa") or semantics.isa_of_forms(uops)
+    if isa not in semantics.ISAS:
+        raise doc.error(f"'isa' must be {' or '.join(repr(i) for i in semantics.ISAS)}, not {isa!r}",
+                        "isa")
     return MachineModel(name=str(data.get("name") or os.path.splitext(os.path.basename(doc.path))[0]),
                         isa=isa, ports=ports, uops=uops, r_max=float(r_max) if r_max else None,
                         latency=latency, provenance=dict(data.get("provenance") or {}))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .. import semantics
 from .parse import (Immediate, Indirect, Instruction, Memory, Register, RegisterList, Rounding,
                     Shift, Symbol)
 
@@ -348,8 +349,6 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
 # --- AArch64 -----------------------------------------------------------------------------
 
 _A64_COND = set("eq ne cs hs cc lo mi pl vs vc hi ls ge lt gt le al nv".split())
-A64_COND_BRANCHES = {"b" + c for c in _A64_COND} | {"b." + c for c in _A64_COND} | {
-    "cbz", "cbnz", "tbz", "tbnz"}
 
 
 def aarch64_mnemonic(m: str) -> str:
@@ -516,6 +515,5 @@ def osaca_view_aarch64(raw: str, mnemonic: str, ops) -> tuple:
 
 
 def normalize(insn: Instruction, syntax: str) -> FormKey:
-    if syntax == "aarch64":
-        return normalize_aarch64(insn)
-    return normalize_x86(insn, syntax)
+    """The FormKey of a parsed instruction (the ISA of the syntax chooses the rules)."""
+    return semantics.for_syntax(syntax).form_key(insn, syntax)
