@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from pmpredict import semantics
-from pmpredict.asm.parse import parse
+from pmpredict.asm.parse import parse, parse_file
 from pmpredict.forms import example_instance, parse_form
 from pmpredict.infer.measure import default_forms
 from pmpredict.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
@@ -456,6 +456,18 @@ def test_att_and_intel_agree_on_compiler_output(tmp_path, compiler, arch):
     for a, b in zip(programs["att"], programs["intel"]):
         sa, sb = X86.instruction(a, "att"), X86.instruction(b, "intel")
         assert sa.known and sa == sb, (a.text, b.text)
+
+
+def test_examples_are_known_and_their_two_syntaxes_agree():
+    examples = os.path.join(os.path.dirname(__file__), "..", "examples")
+    programs = {name: parse_file(os.path.join(examples, name)) for name in
+                ("mix_avx2.s", "mix_avx2_intel.s", "triad_avx.s")}
+    for program in programs.values():
+        assert all(X86.instruction(i, program.syntax).known for i in program.instructions)
+    att, intel = programs["mix_avx2.s"], programs["mix_avx2_intel.s"]
+    assert (att.syntax, intel.syntax) == ("att", "intel") and len(att.instructions) > 50
+    assert [X86.instruction(i, "att") for i in att.instructions] == \
+        [X86.instruction(i, "intel") for i in intel.instructions]
 
 
 # --- forms ------------------------------------------------------------------------------------
