@@ -146,7 +146,6 @@ class _Spec:
     branch: str | None = None
     trap: str | None = None
     move: bool = False
-    notes: tuple = ()
 
 
 def _pattern(text: str) -> Callable:
@@ -278,8 +277,9 @@ _def("hlt wfi", "-*", trap="hlt")
 _def("wfe", "")
 _def("hvc smc eret tlbi sys sysl at", "-*", trap="privileged")
 
-# moves a core may eliminate (refined by operand: see _is_move)
-_TABLE["mov"] = _Spec(**{**_TABLE["mov"].__dict__, "move": True})
+# moves a core may eliminate (between registers of one kind: see _Builder._move)
+for _m in ("mov", "orr"):
+    _TABLE[_m] = _Spec(**{**_TABLE[_m].__dict__, "move": True})
 
 _LISTS = re.compile(r"(ld|st)[1-4]r?$")
 _SYSREG_PRIVILEGED = re.compile(r".*_el[123]$")
@@ -646,7 +646,6 @@ class _Builder:
                 self.read(name, None, DATA, width)
             for name, width in spec.implicit_writes:
                 self.write(name, None, width)
-            self.notes.extend(spec.notes)
         if res.mnemonic == "ret" and not ops:
             self.read("x30", None, DATA, 64)
         flags_read, flags_written = _flags(res, ops)
@@ -659,7 +658,7 @@ class _Builder:
 
     def _move(self) -> bool:
         res, ops = self.res, self.ops
-        if res.mnemonic not in ("mov", "orr") or len(ops) != (2 if res.mnemonic == "mov" else 3):
+        if res.spec is None or not res.spec.move or len(ops) != (2 if res.mnemonic == "mov" else 3):
             return False
         if res.mnemonic == "orr" and (ops[1].name != ops[2].name):
             return False                        # orr v0.16b, v1.16b, v1.16b is the mov alias

@@ -211,6 +211,12 @@ class IsaSemantics:
     def default_syntax(self) -> str:
         return self.syntaxes[0]
 
+    def instruction(self, insn, syntax: str) -> InstructionSemantics:
+        """InstructionSemantics of a parsed instruction (pmpredict.asm.parse.Instruction)
+        written in `syntax`; an instruction the tables do not know is guessed (known=False),
+        never an exception."""
+        raise NotImplementedError
+
     def form(self, form) -> FormSemantics:
         """FormSemantics of a form string or FormTemplate; a form string that cannot be
         parsed is unknown (known=False), never an exception."""
@@ -262,7 +268,6 @@ class IsaSemantics:
     def form_key(self, insn, syntax: str):
         """The normalised FormKey of a parsed instruction (pmpredict.asm.normalize)."""
         raise NotImplementedError
-
 
 
 def placeholder_access(template, guess: tuple[str, ...]) -> tuple[str, ...]:

@@ -160,7 +160,6 @@ class _Spec:
     idiom: str | None = None
     move: bool = False
     count_flags: bool = False         # a shift count in a register may be 0: flags read too
-    x87: bool = False
     memory_width: int | None = None   # of a memory operand whose width the spelling leaves open
     notes: tuple = ()
 
@@ -185,14 +184,24 @@ def _split(text: str) -> tuple[str, ...]:
 _TABLE: dict[str, _Spec] = {}
 
 
+def _expand(text: str) -> list[str]:
+    """"padd{b,w,d,q} vfm{add,sub}{ps,pd}" -> the mnemonics (every combination)."""
+    out = []
+    for word in text.split():
+        m = re.match(r"([^{]*)\{([\w,]*)\}(.*)$", word)
+        if m:
+            out.extend(_expand(" ".join(m.group(1) + part + m.group(3)
+                                        for part in m.group(2).split(","))))
+        else:
+            out.append(word)
+    return out
+
+
 def _def(mnemonics: str, access: str, **kw) -> None:
+    """Enter mnemonics ("padd{b,w}" expands) with an access pattern and properties."""
     spec = _Spec(_pattern(access), **kw)
-    for m in mnemonics.split():
+    for m in _expand(mnemonics):
         _TABLE[m] = spec
-
-
-def _regs(*items) -> tuple:
-    return tuple(items)
 
 
 # implicit-register handlers: (width, operands, prefixes) -> _Implicit
@@ -461,28 +470,15 @@ _X87_OTHER = ("fxch fchs fabs fsqrt frndint f2xm1 fyl2x fyl2xp1 fptan fpatan fsi
               "fprem1 fscale fxtract fld1 fldz fldpi fldl2e fldl2t fldlg2 fldln2 faddp fsubp fsubrp "
               "fmulp fdivp fdivrp fcompp fucom fucomp fucompp ftst fxam fnop fwait wait fincstp "
               "fdecstp ffree fninit finit fnclex fclex emms femms")
-_def(_X87_LOADS, "R*", x87=True, implicit=_x87_stack)
-_def(_X87_STORES, "W*", x87=True, implicit=_x87_stack)
-_def(_X87_OTHER, "RW*", x87=True, implicit=_x87_stack)
-_def("fcomi fcomip fucomi fucomip fcompi fucompi", "RW*", x87=True, implicit=_x87_stack,
+_def(_X87_LOADS, "R*", implicit=_x87_stack)
+_def(_X87_STORES, "W*", implicit=_x87_stack)
+_def(_X87_OTHER, "RW*", implicit=_x87_stack)
+_def("fcomi fcomip fucomi fucomip fcompi fucompi", "RW*", implicit=_x87_stack,
      flags_written=ALL)
 for _c, _f in _FCMOV_FLAGS.items():
-    _def("fcmov" + _c, "RW*", x87=True, implicit=_x87_stack, flags_read=frozenset(_f))
+    _def("fcmov" + _c, "RW*", implicit=_x87_stack, flags_read=frozenset(_f))
 
 # --- SSE, AVX, AVX-512 --------------------------------------------------------------------------
-
-
-def _expand(text: str) -> list[str]:
-    """"padd{b,w,d,q} vfm{add,sub}{ps,pd}" -> the mnemonics (every combination)."""
-    out = []
-    for word in text.split():
-        m = re.match(r"([^{]*)\{([\w,]*)\}(.*)$", word)
-        if m:
-            out.extend(_expand(" ".join(m.group(1) + part + m.group(3)
-                                        for part in m.group(2).split(","))))
-        else:
-            out.append(word)
-    return out
 
 
 # Legacy SSE/MMX operations that overwrite their first source: RW,R... in the legacy
@@ -508,9 +504,6 @@ cvt{dq2ps,ps2dq,tps2dq,dq2pd,pd2dq,tpd2dq,ps2pd,pd2ps,ss2si,sd2si,tss2si,tsd2si}
 pextr{b,w,d,q} extractps aesimc aeskeygenassist movnt{ps,pd,dq}
 """)
 _COMPARE_FLAGS = _expand("ucomiss ucomisd comiss comisd ptest")
-_LEGACY_ONLY = _expand("""
-movnti movntq pshufw movq2dq movdq2q sha1rnds4 sha1nexte sha1msg1 sha1msg2 sha256msg1 sha256msg2
-""")
 # moves a core may eliminate between registers
 _VECTOR_MOVES = set(_expand("mov{aps,ups,apd,upd,dqa,dqu}")) | set(
     _expand("vmov{aps,ups,apd,upd,dqa,dqu} vmovdqa{32,64} vmovdqu{8,16,32,64}"))
@@ -527,7 +520,8 @@ for _m in _UNARY:
 for _m in _COMPARE_FLAGS:
     _def(_m, "R,R", flags_written=ALL)
     _def("v" + _m, "R,R", flags_written=ALL)
-_def(" ".join(_LEGACY_ONLY), "RW,R*")
+# legacy only (no VEX form)
+_def("sha1rnds4 sha1nexte sha1msg1 sha1msg2 sha256msg1 sha256msg2", "RW,R*")
 _def("movnti movntq pshufw movq2dq movdq2q", "W,R*")
 _def("sha256rnds2", "RW,R*", implicit=_xmm0)
 _def("blendvps blendvpd pblendvb", "RW,R*", implicit=_xmm0)
@@ -537,20 +531,19 @@ _def("pcmpistrm vpcmpistrm", "R,R,-", flags_written=ALL, implicit=_string_compar
 _def("pcmpestrm vpcmpestrm", "R,R,-", flags_written=ALL, implicit=_string_compare(True, False))
 _def("maskmovdqu vmaskmovdqu maskmovq", "R,R", implicit=_maskmov)
 # AVX / AVX2 only
-_def(" ".join(_expand("""
+_def("""
 vbroadcast{ss,sd,f128,i128} vpbroadcast{b,w,d,q} vperm2{f128,i128} vinsert{f128,i128}
 vextract{f128,i128} vperm{d,q,ps,pd} vpermil{ps,pd} vpsllv{d,q} vpsrlv{d,q} vpsravd vpblendd
 vcvtph2ps vcvtps2ph vblendv{ps,pd} vpblendvb vmaskmov{ps,pd} vpmaskmov{d,q} vtestps vtestpd
-""")), "W,R*")
+""", "W,R*")
 _def("vtestps vtestpd", "R,R", flags_written=ALL)
-_def(" ".join(_expand("vfm{add,sub}{132,213,231}{ps,pd,ss,sd} vfnm{add,sub}{132,213,231}{ps,pd,ss,sd}"
-                      " vfm{addsub,subadd}{132,213,231}{ps,pd}")), "RW,R*")
-_def(" ".join(_expand("v{,p}gather{d,q}{ps,pd,d,q}")), "RW,R|RW,R,RW")
-_def(" ".join(_expand("v{,p}scatter{d,q}{ps,pd,d,q}")), "W,R")
+_def("vf{,n}m{add,sub}{132,213,231}{ps,pd,ss,sd} vfm{addsub,subadd}{132,213,231}{ps,pd}", "RW,R*")
+_def("v{,p}gather{d,q}{ps,pd,d,q}", "RW,R|RW,R,RW")
+_def("v{,p}scatter{d,q}{ps,pd,d,q}", "W,R")
 _def("vzeroupper", "", notes=("clears the upper halves: no register dependency modelled",))
 _def("vzeroall", "", implicit=_vzeroall)
 # AVX-512 (EVEX only)
-_def(" ".join(_expand("""
+_def("""
 vp{xor,and,andn,or}{d,q} vmovdqa{32,64} vmovdqu{8,16,32,64} vpabsq vp{max,min}{sq,uq} vpmullq
 vpro{l,r}{d,q} vpro{l,r}v{d,q} vpsraq vpsrav{q,w} vpsllvw vpsrlvw
 vbroadcast{i,f}{32x2,32x4,64x2,32x8,64x4} vextract{i,f}{32x4,64x2,32x8,64x4}
@@ -564,27 +557,26 @@ vscalef{ps,pd,ss,sd} vreduce{ps,pd,ss,sd} vrndscale{ps,pd,ss,sd} vrange{ps,pd,ss
 vfpclass{ps,pd,ss,sd} vpconflict{d,q} vplzcnt{d,q} vpopcnt{b,w,d,q} vperm{b,w} vpmultishiftqb
 vpshld{w,d,q} vpshrd{w,d,q} vpcmp{,u}{b,w,d,q} vptest{,n}m{b,w,d,q} vblendm{ps,pd}
 vpblendm{b,w,d,q} vdbpsadbw vpshufbitqmb vcvtne2ps2bf16 vcvtneps2bf16
-""")), "W,R*")
-_def(" ".join(_expand("""
+""", "W,R*")
+_def("""
 vpternlog{d,q} vpermi2{b,w,d,q,ps,pd} vpermt2{b,w,d,q,ps,pd} vpdp{busd,busds,wssd,wssds}
 vpmadd52{l,h}uq vfixupimm{ps,pd,ss,sd} vpsh{l,r}dv{w,d,q} vdpbf16ps
-""")), "RW,R*")
+""", "RW,R*")
 # mask registers
-_def(" ".join(_expand("kmov{b,w,d,q} knot{b,w,d,q} kshift{l,r}{b,w,d,q}")), "W,R*")
-_def(" ".join(_expand("k{and,andn,or,xor,xnor,add}{b,w,d,q} kunpck{bw,wd,dq}")), "W,R,R")
-_def(" ".join(_expand("k{or,}test{b,w,d,q}")), "R,R", flags_written=ALL)
+_def("kmov{b,w,d,q} knot{b,w,d,q} kshift{l,r}{b,w,d,q}", "W,R*")
+_def("k{and,andn,or,xor,xnor,add}{b,w,d,q} kunpck{bw,wd,dq}", "W,R,R")
+_def("k{or,}test{b,w,d,q}", "R,R", flags_written=ALL)
 
 # vector register moves and the rest that depends on the operands
-_def("movss movsd", "RW,R")          # refined by _scalar_move: W,R when memory is involved
+_def("movss movsd", "RW,R")          # W,R when memory is involved (_resolve)
 _def("vmovss vmovsd", "W,R*")
-_def(" ".join(_expand("mov{h,l}{ps,pd}")), "RW,R")      # loads merge, stores: see _half_move
-_def(" ".join(_expand("vmov{h,l}{ps,pd}")), "W,R*")
+_def("mov{h,l}{ps,pd}", "RW,R")      # loads merge; stores are W,R (_resolve)
+_def("vmov{h,l}{ps,pd}", "W,R*")
 
 # AT&T spellings llvm-mc prints that normalize leaves alone
 _ATT_SPELLINGS = {"fucompi": "fucomip", "fcompi": "fcomip"}
-_ATT_SIZE_LETTERS = re.compile(r"(v?cvt\w*2\w*?)([xy])$")   # vcvtpd2psy: memory width letter
 
-# fusion, idioms and moves are per mnemonic flags in the table
+# idioms and moves: properties of the entries above
 for _m in _ZERO_IDIOMS | _ONES_IDIOMS:
     if _m in _TABLE:
         _TABLE[_m] = _Spec(**{**_TABLE[_m].__dict__,
@@ -689,7 +681,7 @@ def _is_vector(o: _Op) -> bool:
     return o.kind == "reg" and o.cls in ("V", "M")
 
 
-def _lookup(mnemonic: str, ops, raw: str, att: bool) -> tuple[str, _Spec | None, int | None]:
+def _lookup(mnemonic: str, ops, att: bool) -> tuple[str, _Spec | None, int | None]:
     """(table mnemonic, spec, operand width from the spelling) of a normalised mnemonic."""
     mnemonic = _ATT_SPELLINGS.get(mnemonic, mnemonic)
     width = None
@@ -711,16 +703,13 @@ def _lookup(mnemonic: str, ops, raw: str, att: bool) -> tuple[str, _Spec | None,
     if m:
         name = f"{m.group(1)}cmp{m.group(2)}"
         return name, _TABLE[name], None
-    m = _ATT_SIZE_LETTERS.match(mnemonic)
-    if att and m and m.group(1) in _TABLE:
-        return m.group(1), _TABLE[m.group(1)], None
     if att and mnemonic[-1:] in _SUFFIX_WIDTH and mnemonic[:-1] in _TABLE:
         return mnemonic[:-1], _TABLE[mnemonic[:-1]], _SUFFIX_WIDTH[mnemonic[-1]]
     return mnemonic, None, None
 
 
-def _resolve(mnemonic: str, ops, raw: str = "", att: bool = False) -> _Resolved:
-    name, spec, width = _lookup(mnemonic, ops, raw, att)
+def _resolve(mnemonic: str, ops, att: bool = False) -> _Resolved:
+    name, spec, width = _lookup(mnemonic, ops, att)
     counted = [o for o in ops if o.kind != "round"]
     width = width or _operand_width(ops)
     access = spec.access(len(counted)) if spec is not None else None
@@ -846,7 +835,7 @@ class X86Semantics(IsaSemantics):
         if att:
             operands.reverse()
         ops = _instruction_ops(operands, key)
-        res = _resolve(key.mnemonic, ops, insn.mnemonic, att)
+        res = _resolve(key.mnemonic, ops, att)
         return _Builder(res, ops, insn.prefixes).build()
 
     def _form(self, template) -> FormSemantics:
