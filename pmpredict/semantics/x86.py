@@ -425,8 +425,9 @@ _def("popf popfq popfd", "", flags_written=ALL | {DF}, implicit=_stack(store=Fal
 _def("enter", "-,-", implicit=_enter)
 _def("leave", "", implicit=_leave)
 
-# no data
+# no data (a prefix alone on a line, `rep; ret`, is its own statement: nothing either)
 _def("nop", "-*", memory="none")
+_def("lock rep repe repz repne repnz notrack data16 data32 addr32 rex64", "")
 _def("endbr64 endbr32 pause lfence mfence sfence serialize", "")
 _def("prefetcht0 prefetcht1 prefetcht2 prefetchnta prefetchw prefetchwt1 prefetch "
      "clflush clflushopt clwb cldemote", "R", memory="address")
