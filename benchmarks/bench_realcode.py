@@ -1,7 +1,8 @@
 """Real basic blocks (BHive): measured here vs pmpredict, llvm-mca-19 and OSACA, side by side.
 
     python3 benchmarks/bench_realcode.py [--n 300] [--seed 1] [--model M ...] [--mcpu native]
-                                         [--results FILE] [--retry-failed] [--json OUT.json]
+                                         [--results FILE] [--retry-failed] [--repeat K]
+                                         [--json OUT.json]
 
 1. Draws a fixed-seed sample of ../shared/data/bhive/blocks.csv, stratified by `source`
    (each application gets its share of --n, largest remainder; a block is drawn at most once).
@@ -10,7 +11,9 @@
    block at a time and nothing else running from this script. Results go to a results file
    keyed by block hex + CPU as soon as they exist, so a rerun (or a resumed run) measures only
    what is missing (the key also holds a hash of the harness's sources: a changed harness
-   measures afresh). Failed measurements are cached too (--retry-failed measures them again).
+   measures afresh). Failed measurements are cached too (--retry-failed measures them again);
+   a "measurement" above 1000 cycles per instruction counts as a failure (a harness fault).
+   --repeat K measures K blocks once more (not cached) and prints how far apart the runs are.
 3. Then, measurement over, predicts every block with pmpredict (`--model` as given, repeatable;
    default the built-in for the ISA), llvm-mca-19 -mcpu=native (Total Cycles / Iterations of
    1000 iterations) and OSACA 0.7.1 with the closest machine file (max(TP, LCD); no number
@@ -49,6 +52,10 @@ import peers  # noqa: E402
 import pmcli  # noqa: E402
 
 BLOCKS = os.path.join(ROOT, "..", "shared", "data", "bhive", "blocks.csv")
+# more cycles per instruction than any real instruction costs (a microcoded division or an FP
+# assist is ~100): a measurement past this is a harness fault (seen: a block storing through
+# an %rsp-derived pointer overwrote the harness's stack and "measured" 1.6e11 cycles)
+IMPLAUSIBLE_PER_INSTRUCTION = 1000
 
 
 # --- the sample ---------------------------------------------------------------------------
@@ -181,6 +188,20 @@ def measure_all(sample, tmp, results_path, cpu, cached, retry_failed):
     return cached
 
 
+def repeatability(sample, tmp, measured, k) -> dict | None:
+    """Measure the first k measured blocks once more (not cached): how far apart two runs are."""
+    pairs = []
+    for row in [r for r in sample if measured[r["hex"]].get("cycles")][:k]:
+        again = pmcli.measure(write_block(tmp, row)).get("cycles")
+        if again:
+            pairs.append((measured[row["hex"]]["cycles"], again))
+    if not pairs:
+        return None
+    d = np.array([abs(a - b) / min(a, b) for a, b in pairs])
+    return {"n": len(pairs), "median": float(np.median(d)), "p90": float(np.percentile(d, 90)),
+            "max": float(d.max())}
+
+
 def predict_all(sample, tmp, models, mcpu, osaca_code):
     """pmpredict (each model) and llvm-mca in two worker threads; OSACA here meanwhile."""
     out = {r["hex"]: {"pmpredict": [None] * len(models), "llvm_mca": None, "osaca": None}
@@ -302,6 +323,8 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=default_results(),
                     help="measurement results file (JSON lines, keyed by block hex + CPU)")
     ap.add_argument("--retry-failed", action="store_true", help="measure failed blocks again")
+    ap.add_argument("--repeat", type=int, default=0, metavar="K",
+                    help="measure K blocks a second time (not cached) and report the difference")
     ap.add_argument("--json", metavar="FILE", help="write the raw figures here")
     args = ap.parse_args(argv)
 
@@ -323,6 +346,7 @@ def main(argv=None) -> int:
     cached = load_results(args.results, cpu)
     with tempfile.TemporaryDirectory(prefix="bench-realcode-") as tmp:
         measured = measure_all(sample, tmp, args.results, cpu, cached, args.retry_failed)
+        repeat = repeatability(sample, tmp, measured, args.repeat) if args.repeat else None
         preds = predict_all(sample, tmp, models, args.mcpu, osaca_code)
 
     names = []
@@ -334,20 +358,28 @@ def main(argv=None) -> int:
     rows, failures = [], Counter()
     for r in sample:
         m = measured[r["hex"]]
+        lines = block_lines(r)
+        if (m.get("cycles") or 0) > IMPLAUSIBLE_PER_INSTRUCTION * len(lines):
+            m = {**m, "cycles": None, "raw_cycles": m["cycles"],
+                 "error": f"implausible measurement (> {IMPLAUSIBLE_PER_INSTRUCTION} cycles per "
+                          "instruction): a harness fault"}
         if m.get("cycles") is None:
             failures[str(m.get("error"))[:120]] += 1
-        lines = block_lines(r)
         row = {"hex": r["hex"], "source": r["source"], "asm": lines, "measured": m,
                "vector": is_vector(lines), "memory": has_memory(lines), **preds[r["hex"]]}
         row["chain"], row["tp_bound"], row["chain_source"] = chain_of(row)
         rows.append(row)
     summary = report(rows, names, len(sample), failures)
+    if repeat:
+        print(f"\nrepeatability: {repeat['n']} blocks measured twice, |a - b| / min(a, b): median "
+              f"{repeat['median'] * 100:.1f}%, 90th percentile {repeat['p90'] * 100:.1f}%, "
+              f"max {repeat['max'] * 100:.0f}%")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"cpu": peers.host_label(ident), "host": ident, "osaca": osaca_code,
                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                        "command": sys.argv, "n": args.n, "seed": args.seed, "models": names,
-                       "summary": summary, "blocks": rows}, fh, indent=1)
+                       "summary": summary, "repeatability": repeat, "blocks": rows}, fh, indent=1)
     return 0
 
 
