@@ -215,7 +215,7 @@ def predict_all(sample, tmp, models, mcpu, osaca_code):
             for k, model in enumerate(models):
                 jobs[pool.submit(pmcli.predict, paths[h], model)] = (h, "pmpredict", k)
             jobs[pool.submit(peers.llvm_mca, block_lines(r), mcpu)] = (h, "llvm_mca", None)
-        for i, r in enumerate(sample, 1):
+        for r in sample:
             out[r["hex"]]["osaca"] = peers.osaca(block_lines(r), osaca_code)
         done = 0
         for job in futures.as_completed(jobs):

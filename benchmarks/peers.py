@@ -236,7 +236,6 @@ def osaca(lines: list[str], machine: str | None = None) -> dict:
     result = {"tool": f"OSACA {name}", "cycles": None, "tp": None, "lcd": None, "cp": None,
               "unknown": None}
     try:
-        import osaca  # noqa: F401
         from osaca.parser import ParserX86ATT
         from osaca.semantics import ArchSemantics, INSTR_FLAGS, KernelDG, reduce_to_section
     except ImportError as exc:
