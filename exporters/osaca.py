@@ -11,14 +11,20 @@ Decisions made here (the template only lays them out):
 * port_pressure: one `[count, [ports...]]` per uop, always in list form (a
   string of port names would be split into characters).
 * throughput: the exact simulator's singleton cycles (never 0).
-* latency: the model's where known; otherwise DEFAULT_LATENCY (+
+* latency: the model's (from the register sources; OSACA keeps one per form
+  and applies it from every source) where known; otherwise DEFAULT_LATENCY (+
   DEFAULT_LOAD_LATENCY for a memory read), flagged with a comment and
   `pmpredict_latency: default` so that import does not take it as measured.
+* load_latency (one value for every register class), store_to_load_forward_latency
+  and ROB_size: the model's pipeline facts (load_latency falls back to the plain
+  load form's latency, then the default; the others are left out when unknown).
 * load/store defaults: the port pressure of the model's cheapest pure load and
   pure store forms (OSACA adds them to register forms used with memory
   operands that have no explicit memory form).
-* `pmpredict_form` on every entry and a top-level `pmpredict` block (name,
-  R_max, provenance) make export -> import exact. OSACA ignores both.
+* `pmpredict_form` (+ `pmpredict_latency_from`, `_latency_source`,
+  `_move_elimination`, `_idiom_ports` where the form has them) on every entry
+  and a top-level `pmpredict` block (name, R_max, provenance, pipeline facts
+  and their sources) make export -> import exact. OSACA ignores them.
 Several of our forms can share one OSACA key (e.g. `add $imm8` and `add $imm32`
 on a byte / dword / qword memory operand, or AArch64 `add x0, x1, x2` and
 `add x0, x1, x2, lsl 2`: OSACA's parser folds the shift into the register):
@@ -31,10 +37,11 @@ order (order has no effect on any prediction).
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from pmpredict import semantics
-from pmpredict.data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
+from pmpredict.data.osaca import FOREIGN_PREFIX, OSACA_PIPELINE_KEYS, parse_foreign_form_name
 from pmpredict.forms import parse_form, split_operands
 
 from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, latency_of,
@@ -258,8 +265,28 @@ def osaca_order(model, cycles) -> list[str]:
     return out
 
 
+def yaml_number(value) -> str:
+    """A number as YAML reads it back exactly: PyYAML (YAML 1.1) takes `1e-05` for a string,
+    so a float's exponent gets a mantissa with a point (`1.0e-05`)."""
+    if isinstance(value, bool) or not isinstance(value, float):
+        return json.dumps(value)
+    if not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
 def _flow(value) -> str:
-    """A value in YAML flow style (JSON is valid YAML); lists stay lists."""
+    """A value in YAML flow style, laid out as JSON (strings JSON-quoted), numbers exact."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return yaml_number(value)
     return json.dumps(value)
 
 
@@ -289,8 +316,9 @@ def osaca_context(model, source: str = "") -> dict:
             "form": form,
             "name": name if len(names) == 1 else "[" + ", ".join(names) + "]",
             "operands": [_flow(o) for o in operands],
-            "latency": lat.value,
+            "latency": yaml_number(lat.value),
             "latency_default": not lat.measured,
+            "facts": _entry_facts(model, form),
             "port_pressure": _flow(port_pressure(model, model.uops[form])),
             "throughput": repr(float(tp[form])),
             "uops": sum(c for _, c in model.uops[form]),
@@ -298,13 +326,13 @@ def osaca_context(model, source: str = "") -> dict:
         })
     load = _cheapest(model, pure_load_forms(model))
     store = _cheapest(model, pure_store_forms(model))
-    if load is not None:
-        load_lat = latency_of(model, load)
-        load_latency = load_lat.value if load_lat.measured else DEFAULT_LOAD_LATENCY
-    else:
-        load_latency = DEFAULT_LOAD_LATENCY
+    load_latency, load_latency_from = _load_latency(model, load)
     meta = {"format": "pmpredict-osaca", "version": 1, "name": model.name, "r_max": model.r_max,
             "provenance": model.provenance}
+    if model.pipeline:
+        meta["pipeline"] = model.pipeline
+    if model.pipeline_source:
+        meta["pipeline_source"] = model.pipeline_source
     meta_text = _flow(meta).replace("instruction_forms:", "instruction_forms\\u003a")
     return {
         "source": " ".join(str(source or model.name).split()),       # one comment line
@@ -316,6 +344,11 @@ def osaca_context(model, source: str = "") -> dict:
         "r_max": model.r_max,
         "load_latency": _flow({k: load_latency
                                for k in semantics.get(model.isa).osaca.load_latency_keys}),
+        "load_latency_from": load_latency_from,
+        "pipeline_keys": [(osaca_key, yaml_number(model.pipeline[key]))
+                          for osaca_key, key in OSACA_PIPELINE_KEYS.items() if key in model.pipeline],
+        "missing_pipeline_keys": [osaca_key for osaca_key, key in OSACA_PIPELINE_KEYS.items()
+                                  if key not in model.pipeline],
         "load_form": load,
         "load_pressure": _flow(port_pressure(model, model.uops[load]) if load else []),
         "store_form": store,
@@ -326,6 +359,31 @@ def osaca_context(model, source: str = "") -> dict:
         "entries": entries,
         "unsupported": unsupported,
     }
+
+
+def _load_latency(model, load) -> tuple[float, str]:
+    """OSACA's load_latency (one value for every register class) and where it comes from."""
+    if "load_latency" in model.pipeline:
+        return float(model.pipeline["load_latency"]), "the model's pipeline load_latency"
+    if load is not None:
+        lat = latency_of(model, load)
+        if lat.measured:
+            return lat.value, f"the latency of {load}"
+    return DEFAULT_LOAD_LATENCY, "default, not measured"
+
+
+def _entry_facts(model, form) -> list[tuple[str, str]]:
+    """The form's timing facts OSACA has no key for, as (pmpredict_* key, YAML value)."""
+    out = []
+    if model.operand_latency.get(form):
+        out.append(("pmpredict_latency_from", _flow({str(i): float(v) for i, v in sorted(
+            model.operand_latency[form].items())})))
+    if form in model.latency_source:
+        out.append(("pmpredict_latency_source", _flow(model.latency_source[form])))
+    for key in ("move_elimination", "idiom_ports"):
+        if form in getattr(model, key):
+            out.append(("pmpredict_" + key, _flow(getattr(model, key)[form])))
+    return out
 
 
 def render_osaca(model, source: str = "") -> str:
