@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 
+from pmpredict import semantics
 from pmpredict.forms import parse_form, split_operands
 from pmpredict.exporters.opcodes import instance_of
 from pmpredict.model import load_model
@@ -118,7 +119,7 @@ def load_op_operands(template) -> tuple[int, int, int] | None:
     """(memory operand, register destination, register source to tie to it) of a form that
     reads memory and has both, else None. The source is the destination itself when it is
     read and written (`add r64, [m]`), else the first source of the same kind."""
-    if not template.reads_memory:
+    if not semantics.get(template.isa).form(template).reads_memory:
         return None
     ops = template.operands
     mem = next((i for i, o in enumerate(ops) if o.kind == "mem"), None)

@@ -34,10 +34,11 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from pmpredict import semantics
 from pmpredict.forms import parse_form
 
-from .common import (ExportError, Latency, check_exportable, form_reads_memory, latency_of,
-                     representative, singleton_cycles, tablegen_identifier, write_text)
+from .common import (ExportError, Latency, check_exportable, latency_of, representative,
+                     singleton_cycles, tablegen_identifier, write_text)
 from .opcodes import Resolution, resolve_opcodes
 from .render import render_template
 
@@ -150,7 +151,7 @@ def write_latency(model, form: str) -> Latency:
     """The latency of the form's write: from its memory operand (the load included) when the
     form reads memory and the model has that latency, else the model's latency or default."""
     per = model.operand_latency.get(form)
-    if per and form_reads_memory(form, model.isa):
+    if per and semantics.get(model.isa).form(form).reads_memory:
         mem = next((i for i, o in enumerate(parse_form(form, model.isa).operands)
                     if o.kind == "mem"), None)
         if mem in per:

@@ -40,11 +40,13 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
     report(path, experiment_set): called after each set is measured (for the CLI's summary).
     """
     from .measure import MeasureOptions, measure_experiment_set
+    from .measure.instantiate import HARNESS_ISA
 
     options = options or MeasureOptions()
 
     def measure(name, exps, usable):
-        sub = ExperimentSet(tuple(usable), tuple(exps), "x86", f"pmpredict host training set ({name})")
+        sub = ExperimentSet(tuple(usable), tuple(exps), HARNESS_ISA,
+                            f"pmpredict host training set ({name})")
         out = measure_experiment_set(sub, cache_dir=cache_dir, progress=progress, options=options)
         path = None
         if out_dir:

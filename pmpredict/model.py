@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from . import semantics
 from .errors import InputError
 from .jsonio import JsonDocument, read_json, write_json
 
@@ -264,11 +265,6 @@ def normalize_uops(pairs) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(merged.items()))
 
 
-def guess_isa(forms) -> str:
-    forms = list(forms)
-    return "aarch64" if forms and all(f.startswith("_") for f in forms) else "x86"
-
-
 # --- loading -------------------------------------------------------------------
 
 def _port_mask(doc: JsonDocument, form: str, names, index: dict[str, int]) -> int:
@@ -314,7 +310,7 @@ def _from_mapping3(doc: JsonDocument, name: str) -> MachineModel:
         if not isinstance(uop_list, list):
             raise doc.error(f"form {form!r}: expected a list of uops", form)
         uops[form] = normalize_uops((_port_mask(doc, form, u, index), 1) for u in uop_list)
-    return MachineModel(name=name, isa=guess_isa(insns), ports=ports, uops=uops,
+    return MachineModel(name=name, isa=semantics.isa_of_forms(insns), ports=ports, uops=uops,
                         provenance={"source": "PMEvo Mapping3", "file": os.path.basename(doc.path)})
 
 
@@ -342,9 +338,10 @@ def _from_native(doc: JsonDocument) -> MachineModel:
                 raise doc.error(f"form {form!r}: uop count must be an integer >= 1, not {count!r}", form)
             pairs.append((_port_mask(doc, form, u.get("ports"), index), count))
         uops[form] = normalize_uops(pairs)
-    isa = data.get("isa") or guess_isa(uops)
-    if isa not in ("x86", "aarch64"):
-        raise doc.error(f"'isa' must be 'x86' or 'aarch64', not {isa!r}", "isa")
+    isa = data.get("isa") or semantics.isa_of_forms(uops)
+    if isa not in semantics.ISAS:
+        raise doc.error(f"'isa' must be {' or '.join(repr(i) for i in semantics.ISAS)}, not {isa!r}",
+                        "isa")
     for form, entry in forms.items():
         _form_timing(doc, form, entry, isa, timing)
     pipeline, pipeline_source = _pipeline(doc, data)

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from pmpredict import semantics
 from pmpredict.data.osaca import foreign_form_name, parse_foreign_form_name
 from pmpredict.errors import InputError
 from pmpredict.exporters.common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportError,
-                                        check_exportable, form_reads_memory, latency_of,
-                                        singleton_cycles)
+                                        check_exportable, latency_of, singleton_cycles)
 from pmpredict.exporters.llvm import (choose_form, covering_group, group_name, plan_llvm,
                                       render_llvm, whole_cycles, write_cycles, write_latency)
 from pmpredict.exporters.opcodes import Resolution, parse_show_inst
@@ -142,10 +142,11 @@ def test_latency_default_depends_on_memory_read():
     assert latency_of(m, ADD_RI).value == DEFAULT_LATENCY and not latency_of(m, ADD_RI).measured
     assert latency_of(m, ADD_RM).value == DEFAULT_LATENCY + DEFAULT_LOAD_LATENCY
     assert latency_of(m, MOV_ST).value == DEFAULT_LATENCY         # a store reads no memory
-    assert not form_reads_memory(LEA_SIB, "x86")
+    assert latency_of(toy({LEA_SIB: ((1, 1),)}), LEA_SIB).value == DEFAULT_LATENCY   # no data
     # an AArch64 vector element is not a memory operand
-    assert not form_reads_memory("_fmla_((REG:W:F:VEC)).2d,_((REG:R:F:VEC)).2d,_((REG:R:F:VEC)).d[0]",
-                                 "aarch64")
+    fmla = "_fmla_((REG:W:F:VEC)).2d,_((REG:R:F:VEC)).2d,_((REG:R:F:VEC)).d[0]"
+    assert latency_of(toy({fmla: ((1, 1),)}, isa="aarch64"), fmla).value == DEFAULT_LATENCY
+    assert not semantics.get("aarch64").form(fmla).reads_memory
 
 
 def test_singleton_cycles_from_the_simulator():

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
-from .instantiate import BASE_REGISTER, COUNTER_REGISTER, SCRATCH_BYTES, Window
-from ...registers import X86_GPR64
+from ... import semantics
+from .instantiate import BASE_REGISTER, COUNTER_REGISTER, HARNESS_ISA, SCRATCH_BYTES, Window
 
 # Bump when the generated code or the timing method changes: it is part of the cache key.
 HARNESS_VERSION = 3
@@ -26,6 +26,7 @@ GPR_INIT = 37
 BLOCK_INIT = 0x12345600
 
 _CALLEE_SAVED = ["rbx", "rbp", "r12", "r13", "r14", "r15"]
+_GPR64 = semantics.get(HARNESS_ISA).register_pool("G", 64)
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def _function(name: str, prologue: list[str], body: list[str], counter: str,
 
 def experiment_kernel(name: str, window: Window) -> Kernel:
     """The kernel of one unroll variant of an experiment."""
-    init = [f"mov {r}, {GPR_INIT}" for r in X86_GPR64 + ["rbp"]
+    init = [f"mov {r}, {GPR_INIT}" for r in _GPR64 + ["rbp"]
             if r not in (BASE_REGISTER, COUNTER_REGISTER)]
     init = _vector_init(window.vector_width) + init
     return Kernel(name, _function(name, init, window.lines, COUNTER_REGISTER, window.vector_width))
@@ -83,7 +84,7 @@ def block_kernel(name: str, body: list[str], syntax: str, counter: str, vector_w
     """
     init = [f"mov {counter}, {COUNTER_REGISTER}"] if counter != COUNTER_REGISTER else []
     init += _vector_init(vector_width)
-    init += [f"mov {r}, {BLOCK_INIT}" for r in X86_GPR64 + ["rbp"] if r != counter]
+    init += [f"mov {r}, {BLOCK_INIT}" for r in _GPR64 + ["rbp"] if r != counter]
     asm = _function(name, init, body, counter, vector_width, syntax)
     if symbols:
         data = [".data", ".p2align 6"]

@@ -19,7 +19,7 @@ from ...forms import parse_form
 from .cache import ResultCache, experiment_key
 from .calibrate import cpu_identity
 from .codegen import experiment_kernel
-from .instantiate import DEFAULT_LENGTHS, instantiate, windows
+from .instantiate import DEFAULT_LENGTHS, HARNESS_ISA, instantiate, windows
 from .runner import RunOptions, Timing, check_assembles, check_host, run_kernels
 
 BATCH = 40            # experiments per harness binary (amortises the compiler)
@@ -88,7 +88,7 @@ def _form_errors(forms) -> dict[str, str]:
     bad, lines, owners = {}, [], []
     for f in forms:
         try:
-            parse_form(f, "x86")
+            parse_form(f, HARNESS_ISA)
             w = instantiate([(f, 1)], 1)
         except ValueError as exc:
             bad[f] = f"cannot instantiate: {exc}"
@@ -112,8 +112,8 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
     interruption only measures what is missing. `progress(done, total, message)` is
     called after each experiment (True: a line on stderr).
     """
-    if experiments.isa not in ("x86", "", None):
-        raise ValueError(f"only x86-64 experiments can be measured here, not {experiments.isa}")
+    if experiments.isa not in (HARNESS_ISA, "", None):
+        raise ValueError(f"only {HARNESS_ISA} experiments can be measured here, not {experiments.isa}")
     check_host()
     if progress is True:
         progress = stderr_progress

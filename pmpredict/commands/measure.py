@@ -93,11 +93,12 @@ def _run_block(args):
 def _run_experiments(args):
     from ..data.experiments import load_experiments
     from ..infer.measure import MeasureOptions, default_cache_dir, measure_experiment_set
+    from ..infer.measure.instantiate import HARNESS_ISA
     from ..infer.measure.measure_set import stderr_progress
     exps = load_experiments(args.experiments)
-    if exps.isa != "x86":
-        raise InputError(args.experiments, f"only x86-64 experiments can be measured on this host "
-                                           f"(this set is {exps.isa})")
+    if exps.isa != HARNESS_ISA:
+        raise InputError(args.experiments, f"only {HARNESS_ISA} experiments can be measured on "
+                                           f"this host (this set is {exps.isa})")
     cache = None if args.no_cache else (args.cache or default_cache_dir())
     progress = stderr_progress if sys.stderr.isatty() or not args.json else None
     out = measure_experiment_set(exps, cache_dir=cache, progress=progress,

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from .. import semantics
 from ..errors import InputError
 from .common import print_json
-
-DEFAULT_MODEL = {"x86": "skl", "aarch64": "a72"}
 
 
 def register(sub):
@@ -15,7 +14,7 @@ def register(sub):
     p.add_argument("file", metavar="FILE.s", help="assembly as written by gcc/clang -S")
     p.add_argument("--model", "-m", metavar="M",
                    help="model file or built-in name (default: skl for x86, a72 for AArch64)")
-    p.add_argument("--isa", choices=["x86", "aarch64"], help="instruction set (default: detected)")
+    p.add_argument("--isa", choices=list(semantics.ISAS), help="instruction set (default: detected)")
     p.add_argument("--syntax", choices=["att", "intel"], help="x86 syntax (default: detected)")
     p.add_argument("--lines", metavar="A-B", help="predict the instructions on lines A to B")
     p.add_argument("--region", metavar="NAME", help="predict the LLVM-MCA-BEGIN region NAME")
@@ -37,7 +36,7 @@ def _model_for(args, isa: str):
 
     spec = args.model
     if spec is None:
-        spec = DEFAULT_MODEL[isa]
+        spec = semantics.get(isa).default_model
         if builtin_path(spec) is None:
             raise InputError(args.file, f"no built-in {isa} model {spec!r} is installed; "
                                         "give one with --model FILE")

@@ -35,6 +35,7 @@ import math
 import os
 import re
 
+from .. import semantics
 from ..errors import InputError
 from ..model import PER_FORM_FIELDS, MachineModel, latency_problem, normalize_uops, pipeline_problem
 
@@ -140,6 +141,7 @@ def parse_foreign_form_name(form: str, isa: str) -> tuple[str, list[dict]]:
     """Inverse of foreign_form_name: (mnemonic, OSACA operand dicts)."""
     if not form.startswith(FOREIGN_PREFIX):
         raise ValueError(f"not a foreign OSACA form name: {form!r}")
+    vocab = semantics.get(isa).osaca
     body = form[len(FOREIGN_PREFIX):]
     mnemonic, _, rest = body.partition(" ")
     ops = []
@@ -148,7 +150,7 @@ def parse_foreign_form_name(form: str, isa: str) -> tuple[str, list[dict]]:
             parts = token[4:-1].split(",")
             op = {"class": "memory", "base": _token_value(parts[0]), "offset": _token_value(parts[1]),
                   "index": _token_value(parts[2]), "scale": _token_value(parts[3])}
-            if isa == "aarch64":
+            if vocab.indexed_writeback:
                 op["pre_indexed"] = "pre" in parts[4:]
                 op["post_indexed"] = "post" in parts[4:]
             ops.append(op)
@@ -162,7 +164,7 @@ def parse_foreign_form_name(form: str, isa: str) -> tuple[str, list[dict]]:
             ops.append({"class": "flag", "name": token[5:]})
         elif token == "prfop":
             ops.append({"class": "prfop"})
-        elif isa == "aarch64":
+        elif vocab.register_style == "prefix":
             prefix, _, shape = token.partition(".")
             op = {"class": "register", "prefix": prefix}
             if shape:
@@ -311,8 +313,9 @@ def load_osaca_model(path) -> MachineModel:
     if not isinstance(data, dict):
         raise InputError(path, "not an OSACA machine file: expected a YAML mapping", 1, 1)
     isa = str(data.get("isa", "")).lower()
-    if isa not in ("x86", "aarch64"):
-        raise InputError(path, f"'isa' must be x86 or aarch64, not {data.get('isa')!r}", 1, 1)
+    if isa not in semantics.ISAS:
+        raise InputError(path, f"'isa' must be {' or '.join(semantics.ISAS)}, not {data.get('isa')!r}",
+                         1, 1)
     ports = data.get("ports")
     if not isinstance(ports, list) or not ports:
         raise InputError(path, "'ports' must be a non-empty list of port names", 1, 1)
