@@ -28,6 +28,7 @@ DEFAULTS = {
     "store_forward_latency": 5.0,
     "window": 192,               # reorder-buffer entries
     "taken_branch": 1.0,         # one taken branch per cycle: a loop iteration takes >= 1 cycle
+    "address_update_latency": 1.0,   # base register -> its write-back update
 }
 
 
@@ -39,6 +40,9 @@ class Annotated:
     semantics: InstructionSemantics
     uops: tuple[tuple[int, int], ...]          # (port mask, count) as executed
     node: Node
+    # the write-back of address registers (ldr x0, [x1], #8; push; movs), a result of its own:
+    # due `address_update_latency` after the base, not after the load
+    update: Node | None = None
     slot: int = 1                              # front-end slots (0: fused into the previous one)
     eliminated: bool = False                   # move eliminated at rename
     idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
@@ -55,6 +59,7 @@ class Machine:
     store_forward_latency: float
     taken_branch: float
     macro_fusion: bool
+    address_update_latency: float
     assumed: dict[str, float] = field(default_factory=dict)
 
 
@@ -73,7 +78,9 @@ def machine_facts(model, loop: bool) -> Machine:
     fusion = pipe.get("macro_fusion")
     return Machine(model.r_max, int(fact("window")), float(fact("load_latency")),
                    float(fact("store_forward_latency")), float(taken),
-                   bool(fusion) if fusion is not None else True, assumed)
+                   bool(fusion) if fusion is not None else True,
+                   float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
+                   assumed)
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:
@@ -154,8 +161,23 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine) -> An
                         m.store, mem_latency.get(m.operand, 0.0)) for m in sem.memory)
     latency = max([s.latency for s in sources] + [0.0 if (eliminated or idiom == "zero") or
                                                   (sem.stores and not sem.loads) else base])
-    node = Node(tuple(sources), tuple(dict.fromkeys(w.name for w in sem.writes)), refs, latency)
+    updated = _address_updates(sem)
+    writes = tuple(dict.fromkeys(w.name for w in sem.writes if w.name not in updated))
+    node = Node(tuple(sources), writes, refs, latency)
+    update = None
+    if updated:
+        lat = machine.address_update_latency
+        update = Node(tuple(Source(r, lat) for r in updated), tuple(updated), (), lat)
     if not sem.known:
         assumed.append("reads/writes guessed (instruction not in the semantics tables)")
-    return Annotated(i, form, sem, uops, node, eliminated=eliminated, idiom=idiom,
+    return Annotated(i, form, sem, uops, node, update, eliminated=eliminated, idiom=idiom,
                      assumed=assumed)
+
+
+def _address_updates(sem: InstructionSemantics) -> tuple[str, ...]:
+    """Registers the instruction writes as a side effect of addressing: the base of a
+    write-back access, or the implicit pointer of push / pop / string instructions."""
+    bases = {m.base for m in sem.memory if m.base and (m.writeback or m.operand is None)}
+    return tuple(w.name for w in sem.writes
+                 if w.name in bases and (w.operand is None or any(
+                     m.writeback and m.base == w.name for m in sem.memory)))

@@ -91,6 +91,7 @@ class Report:
     run: Run | None = None
     machine: Machine | None = None
     graph: Graph | None = None
+    node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
 
     @property
     def matched(self) -> int:
@@ -158,10 +159,22 @@ class Predictor:
             return report                                  # nothing known: no prediction
 
         throughput, neck, balance = self._ports(report, annotated)
-        graph = build_graph([a.node for a in annotated], machine.load_latency,
-                            machine.store_forward_latency)
-        chains = loop_carried_chains(graph)
-        path_ = critical_path(graph, [a.node.latency for a in annotated])
+        # the dependency graph's nodes: every instruction, and after it its address update
+        # (write-back) where it has one; node_rows maps a node back to its instruction
+        nodes, node_rows, node_uops, node_slots = [], [], [], []
+        for a in annotated:
+            for node, main in ((a.node, True), (a.update, False)):
+                if node is None:
+                    continue
+                nodes.append(node)
+                node_rows.append(a.index)
+                node_uops.append(tuple(mask for mask, count in a.uops for _ in range(count))
+                                 if main else ())
+                node_slots.append(a.slot if main else 0)
+        graph = build_graph(nodes, machine.load_latency, machine.store_forward_latency)
+        chains = [_on_rows(c, node_rows) for c in loop_carried_chains(graph)]
+        path_ = critical_path(graph, [node.latency for node in nodes])
+        path_ = Path(path_.length, tuple(dict.fromkeys(node_rows[i] for i in path_.nodes)))
         slots = sum(a.slot for a in annotated)
         front = None
         if model.r_max:
@@ -170,12 +183,10 @@ class Predictor:
             front = machine.taken_branch
         bounds = Bounds(throughput, chains[0].ratio if chains else 0.0, front)
 
-        body = Body(tuple(a.node.latency for a in annotated),
-                    tuple(tuple(mask for mask, count in a.uops for _ in range(count))
-                          for a in annotated),
+        body = Body(tuple(node.latency for node in nodes), tuple(node_uops),
                     tuple(tuple((e.src, e.distance, e.latency) for e in incoming)
                           for incoming in graph.in_edges()),
-                    tuple(a.slot for a in annotated), len(model.ports), balance)
+                    tuple(node_slots), len(model.ports), balance)
         sim_machine = SimMachine(model.r_max, machine.window, machine.taken_branch)
         run = simulate_schedule(body, sim_machine)
         # the run is exact in the limit; a finite run can sit a hair under a bound
@@ -185,7 +196,7 @@ class Predictor:
         report.cycles = cycles
         report.bottleneck = ["frontend"] if neck == FRONTEND else model.port_names(neck)
         report.bounds, report.critical_path, report.chains = bounds, path_, chains
-        report.run, report.graph = run, graph
+        report.run, report.graph, report.node_rows = run, graph, node_rows
         for i in path_.nodes:
             rows[i].on_critical_path = True
         if chains:
@@ -195,8 +206,9 @@ class Predictor:
             classes = event_classes(chains, neck, model, sim_machine)
             crit = analyse(body, sim_machine, run, classes)
             report.criticality = crit
-            for row, s in zip(rows, crit.slack):
-                row.slack = s
+            for k, s in enumerate(crit.slack):
+                row = rows[node_rows[k]]
+                row.slack = s if row.slack is None else min(row.slack, s)
         return report
 
     def _ports(self, report: Report, annotated: list[Annotated]):
@@ -237,6 +249,13 @@ class Predictor:
         total = float(np.sum(load))
         balance = tuple(float(x) / total if total > 0 else 1.0 for x in load)
         return float(cyc[0]), int(neck[0]), balance
+
+
+def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:
+    """A dependency cycle of graph nodes, told in instructions (an instruction and its
+    address update are one instruction)."""
+    rows = tuple(dict.fromkeys(node_rows[i] for i in cycle.nodes))
+    return Cycle(cycle.ratio, cycle.latency, cycle.iterations, rows, cycle.edges, cycle.resources)
 
 
 def event_classes(chains, neck: int, model, machine) -> list[EventClass]:

@@ -15,10 +15,15 @@ def _instances(report, iterations):
     if run is None:
         return []
     n = run.n
-    out = []
+    out, seen = [], set()
     for k in range(min(iterations, run.iterations)):
-        for i in range(n):
-            t = k * n + i
+        seen.clear()
+        for j in range(n):
+            i = report.node_rows[j]
+            if i in seen:
+                continue              # an address update: shown with its instruction
+            seen.add(i)
+            t = k * n + j
             out.append((k, i, run.dispatch[t], run.issue[t], run.result[t], run.retire[t]))
     return out
 
