@@ -194,7 +194,10 @@ class Predictor:
                      bounds.front_end or 0.0)
 
         report.cycles = cycles
-        report.bottleneck = ["frontend"] if neck == FRONTEND else model.port_names(neck)
+        # the historical "bottleneck": the ports of the throughput bound, or the front end
+        # when the issue width (R_max) allows fewer instructions than the ports
+        front_limited = model.r_max and slots / model.r_max > throughput * (1 + 1e-9)
+        report.bottleneck = ["frontend"] if front_limited else model.port_names(neck)
         report.bounds, report.critical_path, report.chains = bounds, path_, chains
         report.run, report.graph, report.node_rows = run, graph, node_rows
         for i in path_.nodes:
