@@ -181,7 +181,7 @@ class Cycle:
     iterations: int               # carried edges on the cycle
     nodes: tuple[int, ...]        # instructions in cycle order (starting at a carried-edge head)
     edges: tuple[Edge, ...]
-    resources: tuple[str, ...]    # what the carried edges carry (e.g. "v0", "rax", "mem")
+    resources: tuple[str, ...]    # what its edges carry, in cycle order (e.g. "v0", "mem")
 
 
 def _forward_longest(n: int, zero_in: list[list[Edge]], start: int):
@@ -229,7 +229,7 @@ def loop_carried_cycles(graph: Graph, exclude: frozenset[int] = frozenset()) -> 
     ratio, cycle = _max_cycle_mean(weight)
     if cycle is None:
         return None
-    nodes, cyc_edges, resources, total = [], [], [], 0.0
+    nodes, cyc_edges, total = [], [], 0.0
     for k in range(len(cycle)):
         s, t = heads[cycle[k]], heads[cycle[(k + 1) % len(cycle)]]
         carried_edge = choice[cycle[k]][cycle[(k + 1) % len(cycle)]][0]
@@ -245,12 +245,11 @@ def loop_carried_cycles(graph: Graph, exclude: frozenset[int] = frozenset()) -> 
         nodes.extend(e.dst for e in segment)
         cyc_edges.extend(segment)
         cyc_edges.append(carried_edge)
-        resources.append(carried_edge.resource)
         total += sum(e.latency for e in segment) + carried_edge.latency
         del t
     iterations = sum(e.distance for e in cyc_edges)
     return Cycle(total / iterations, total, iterations, tuple(nodes), tuple(cyc_edges),
-                 tuple(dict.fromkeys(resources)))
+                 tuple(dict.fromkeys(e.resource for e in cyc_edges)))
 
 
 def _max_cycle_mean(weight: list[list[float]]) -> tuple[float, list[int] | None]:

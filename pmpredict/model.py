@@ -44,6 +44,8 @@ PIPELINE_KEYS = {
     "store_forward_latency": "store -> load of the same address, cycles (data ready -> value ready)",
     "taken_branch": "front-end cycles a taken loop branch costs at least per iteration",
     "macro_fusion": "1 if cmp/test/add/sub/and/inc/dec + jcc fuse into one uop, else 0",
+    "address_update_latency": "cycles from a base register to its write-back update (AArch64 "
+                              "pre/post-index, push/pop, string ops)",
 }
 # pipeline keys whose value is a yes/no fact: 0 or 1
 PIPELINE_FLAGS = {"macro_fusion"}

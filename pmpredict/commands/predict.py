@@ -22,6 +22,10 @@ def register(sub):
                    help="an instruction the model has no form for is an error (exit 2)")
     p.add_argument("--exact", action="store_true",
                    help="no approximate matches (other GPR width, addressing mode, masking)")
+    p.add_argument("--timeline", action="store_true",
+                   help="also show the timeline of the first iterations (as llvm-mca -timeline)")
+    p.add_argument("--bottlenecks", action="store_true",
+                   help="also show what each bottleneck costs and how they interact (Fields)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -49,7 +53,7 @@ def run(args):
     from ..asm.kernel import all_regions, select_kernel
     from ..asm.parse import parse_file
     from ..predict import Predictor
-    from ..report import render_text, to_json
+    from ..views import DEFAULT_VIEWS, render_text, to_json
 
     program = parse_file(args.file, syntax=args.syntax, isa=args.isa)
     model = _model_for(args, program.isa)
@@ -67,14 +71,16 @@ def run(args):
                 raise InputError(args.file, f"{len(rep.unmatched)} instruction(s) not in model "
                                             f"{model.name!r} (--strict), first: {first.text!r} "
                                             f"[{first.key}]", first.line)
+    extra = tuple(v for v, on in (("timeline", args.timeline), ("bottlenecks", args.bottlenecks))
+                  if on)
     if args.json:
-        out = to_json(reports[0])
+        out = to_json(reports[0], extra)
         if len(reports) > 1:
-            out["regions"] = [to_json(r) for r in reports]
+            out["regions"] = [to_json(r, extra) for r in reports]
         print_json(out)
     else:
         for i, rep in enumerate(reports):
             if i:
                 sys.stdout.write("\n" + "=" * 72 + "\n\n")
-            sys.stdout.write(render_text(rep))
+            sys.stdout.write(render_text(rep, DEFAULT_VIEWS + extra))
     return 0

@@ -227,7 +227,8 @@ def _uops(path, entry, pressure, index):
 # OSACA's load_latency classes that mean a general-purpose register (x86, AArch64)
 GENERAL_PURPOSE_CLASSES = ("gpr", "x")
 # OSACA top-level key -> pipeline key (see pmpredict.model.PIPELINE_KEYS)
-OSACA_PIPELINE_KEYS = {"ROB_size": "window", "store_to_load_forward_latency": "store_forward_latency"}
+OSACA_PIPELINE_KEYS = {"ROB_size": "window", "store_to_load_forward_latency": "store_forward_latency",
+                       "p_index_latency": "address_update_latency"}
 
 
 def _is_latency(value) -> bool:
