@@ -32,8 +32,7 @@ class MeasureOptions:
     batch: int = BATCH
 
     def cache_params(self) -> dict:
-        return {"target_ns": self.run.target_ns, "samples": self.run.samples,
-                "lengths": list(self.lengths)}
+        return {**self.run.cache_params(), "lengths": list(self.lengths)}
 
 
 _last_line = [0.0]

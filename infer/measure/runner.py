@@ -34,11 +34,13 @@ class Timing:
     steady: float | None = None      # (t(2n) - t(n)) / n from the fastest runs
     short: float | None = None       # fastest t(n) / n
     long: float | None = None        # fastest t(2n) / 2n
-    spread: float | None = None      # median t(2n) / 2n (how noisy the machine was)
+    spread: float | None = None      # (median - fastest) / fastest of the t(2n) runs
     iterations: int = 0
     ghz: float | None = None
     error: str | None = None
     dirty: int = 0                   # runs kept although every attempt was interrupted
+    samples: int = 0                 # samples taken (calibration, n and 2n runs each)
+    confirmed: bool = True           # the fastest runs were reproduced within the budget
 
     @property
     def cycles(self) -> float | None:
@@ -54,10 +56,21 @@ class Timing:
 @dataclass(frozen=True)
 class RunOptions:
     target_ns: float = 5e5        # duration of the shorter timed run
-    samples: int = 5              # runs of each length per kernel (fastest counts)
+    samples: int = 5              # samples per kernel at least (fastest counts)
+    max_samples: int = 24         # ... and at most, until the fastest runs are reproduced
     cpu: int = -1                 # core to pin to (-1: the one the harness starts on)
     alarm_s: int = 10             # in-harness per-kernel time limit
     timeout_s: float = 60.0       # silence after which the process is killed
+
+    def cache_params(self) -> dict:
+        """What changes a measurement's value (part of every cache key)."""
+        return {"target_ns": self.target_ns, "samples": self.samples,
+                "max_samples": self.max_samples}
+
+    def harness_args(self, exe: str, indices=()) -> list[str]:
+        """The command line of a harness binary (see harness.c) for these options."""
+        return [exe, repr(self.target_ns), str(self.samples), str(max(self.samples,
+                self.max_samples)), str(self.cpu), str(self.alarm_s), *map(str, indices)]
 
 
 class HostError(RuntimeError):
@@ -103,10 +116,11 @@ def first_error(messages: str) -> str:
 
 
 _FAILURES = {
-    "SIGILL": "SIGILL: instruction not supported by this CPU",
+    "SIGILL": "SIGILL: instruction not supported by this CPU (or illegal here)",
     "timeout": "timeout",
     "pages": "crash: SIGSEGV: the code walks through more memory than the harness maps "
              "(60,000 pages); measure a block whose addresses repeat",
+    "layout": "the block's memory regions cannot be mapped at their fixed addresses",
 }
 
 
@@ -121,9 +135,7 @@ def _signal_name(returncode: int) -> str:
 
 def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, on_result) -> list[int]:
     """Run the harness on `indices`; fill results; return the indices still to run."""
-    args = [exe, repr(opts.target_ns), str(opts.samples), str(opts.cpu), str(opts.alarm_s)]
-    args += [str(i) for i in indices]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    proc = subprocess.Popen(opts.harness_args(exe, indices), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             bufsize=1)
     current = None
     sel = selectors.DefaultSelector()
@@ -155,9 +167,9 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             elif tag == "R":
                 i = int(parts[1])
                 steady, short, long_, spread = (float(x) for x in parts[2:6])
-                dirty = int(parts[8]) if len(parts) > 8 else 0
                 results[i] = Timing(steady, short, long_, spread, int(parts[6]), float(parts[7]),
-                                    dirty=dirty)
+                                    dirty=int(parts[8]), samples=int(parts[9]),
+                                    confirmed=parts[10] == "1")
                 current = None
                 on_result(i)
             elif tag == "F":

@@ -1,0 +1,300 @@
+"""Memory and register layout of a measured basic block (pure: no I/O).
+
+A block from real code addresses memory through its registers, its stack and the
+pointers it loads. To run it in a loop, every one of those addresses must be mapped,
+and what the block reads there must not distort the timing:
+
+* **Distinct regions.** Every general-purpose register the block may use as an address
+  (every one but the loop counter, registers used only as an index, and registers
+  read only implicitly as data) starts in its own 64 KiB region, mapped and filled up
+  front, at its middle (negative displacements work) plus an in-page offset of its own
+  (5 cache lines apart per register): no two registers alias, and accesses at equal
+  displacements through different registers neither share a line nor 4K-alias. rsp is
+  one of them: push, pop and `8(%rsp)` use the block's private stack region, never the
+  harness's stack. Each region sits in a 4 GiB window of its own; a register that streams
+  out of its region (`add $32, %rax` every iteration) finds pages mapped on demand, all
+  showing one physical page *of that window* (BHive's trick, per register: with a single
+  page shared by all registers, a load of one stream hits the physical line a store of
+  another stream wrote a few iterations earlier through a different virtual address, and
+  the triad kernel ran at 3.4 instead of 1.5 cycles on Zen 4).
+* **Normal values.** Memory holds 1.0f in every 32-bit lane (its 64-bit view is the
+  double 0.0078125): a normal number at every width, so floating-point work on loaded
+  data takes no microcode assists.
+* **Loaded pointers stay usable.** No 64-bit word can be both a normal double and a
+  user-space address (canonical user addresses have their top 17 bits clear, so as a
+  double their exponent is zero: subnormal). So the words a block loads *as pointers*
+  are found by following the block's data flow (a load whose result reaches the base or
+  index of a memory operand, through copies, lea and arithmetic, over a few
+  iterations of the loop), and only those words hold pointers; every other word stays
+  1.0f. Each pointer load gets its own target in a shared pointee region whose
+  addresses lie below 4 GiB with a low half that reads as a float near 1.0 (a 32-bit
+  view of a pointer word is a normal float, the high half 0.0); words loaded as an
+  index hold 0. Where the address of a pointer load is not fixed (its base register
+  moves every iteration), the whole region it reads from holds that pointer, and so
+  does the page the harness maps on demand for addresses outside every region (the
+  BHive fallback): pointer chasing keeps working, at the price of double-precision
+  loads from that region seeing a subnormal.
+* **Index registers** (used only as the index of an address) start at small distinct
+  multiples of 64, so base + index stays inside the base's region and aligned.
+* **Implicit data registers** (read by the instruction without naming them and never
+  part of an address: the rdx:rax dividend of div, the rcx of a rep prefix, the eax
+  of cpuid) start at 0: a division cannot overflow and a repeated string operation
+  does nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...semantics.base import GPR, DATA, ADDRESS, InstructionSemantics
+
+# 1.0f in both 32-bit halves: a normal float, and as a double 0.0078125
+NORMAL_FILL = 0x3F8000003F800000
+REGION_BYTES = 64 * 1024  # mapped and filled up front, around the start
+WINDOW_BASE = 1 << 44                    # 16 TiB: clear of the executable, heap and libraries
+WINDOW_BYTES = 1 << 32                   # each register's address window (4 GiB)
+POINTEE_BASE = 0x3F800000                # below 4 GiB; the low 32 bits of a pointer into it
+                                         # read as a float near 1.0
+LINE = 64
+PAGE = 4096
+ITERATIONS = 8                           # loop iterations followed before widening
+
+GPR_FAMILIES = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
+                "r12", "r13", "r14", "r15")
+
+
+@dataclass(frozen=True)
+class Region:
+    """Memory mapped for a block kernel at a fixed address."""
+    address: int
+    size: int
+    fill: int                                    # 64-bit word repeated over the region
+    slots: tuple[tuple[int, int], ...] = ()      # (offset, 64-bit word) written over the fill
+    name: str = ""                               # the register it belongs to, or "pointee"
+    window: tuple[int, int] = (0, 0)             # (start, bytes): addresses outside the region
+    # but inside the window are mapped on demand to a page of their own (filled with `fill`):
+    # a register streaming through memory never meets another register's data there
+
+
+@dataclass(frozen=True)
+class Layout:
+    registers: tuple[tuple[str, int], ...]       # GPR family -> initial value
+    regions: tuple[Region, ...]
+    fault_fill: int                              # the page mapped on demand elsewhere
+    symbol_fill: tuple[tuple[str, int], ...]     # rip-relative symbol -> fill of its data object
+    pointer_loads: tuple[int, ...]               # instruction indices whose loads feed addresses
+
+    def initial(self, reg: str) -> int:
+        return dict(self.registers)[reg]
+
+
+def _in_page(k: int) -> int:
+    """In-page offset of slot k: 5 lines apart (5 is coprime to 64: 64 distinct lines)."""
+    return (5 * k % (PAGE // LINE)) * LINE
+
+
+def window_start(k: int) -> int:
+    return WINDOW_BASE + k * WINDOW_BYTES
+
+
+def register_start(k: int) -> int:
+    """Initial value of the register owning window k: the middle of the window (streams
+    can run either way), a line of its own in the page."""
+    return window_start(k) + WINDOW_BYTES // 2 + _in_page(k)
+
+
+def region_start(k: int) -> int:
+    return window_start(k) + WINDOW_BYTES // 2 - REGION_BYTES // 2
+
+
+def pointer_target(rank: int) -> int:
+    """The address the rank-th pointer load of a block finds in memory."""
+    return POINTEE_BASE + REGION_BYTES // 2 + _in_page(len(GPR_FAMILIES) + 1 + rank)
+
+
+# --- data flow -------------------------------------------------------------------------
+# An origin says where a register's value may come from: ("init", reg, offset) - the
+# register's initial value plus a constant offset - or ("load", instruction, offset) - what
+# that instruction loaded plus an offset. Offset None: not a constant (moved by data).
+
+
+def _shift(origins: frozenset, delta) -> frozenset:
+    return frozenset((kind, who, None if off is None or delta is None else off + delta)
+                     for kind, who, off in origins)
+
+
+def _blur(origins: frozenset) -> frozenset:
+    return _shift(origins, None)
+
+
+@dataclass(frozen=True)
+class _Access:
+    instruction: int
+    base: frozenset                  # origins of the base register (empty: none / not a GPR)
+    index: frozenset
+    scale: int
+    disp: int
+    symbols: tuple[str, ...]
+    base_name: str | None
+    load: bool
+
+
+def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list) -> None:
+    """Apply one instruction to the register origins, recording its memory accesses."""
+    for m in sem.memory:
+        base = state.get(m.base, frozenset()) if m.base in state else frozenset()
+        index = state.get(m.index, frozenset()) if m.index in state else frozenset()
+        accesses.append(_Access(i, base, index, m.scale, m.disp, m.symbols, m.base, m.load))
+    gpr_writes = [w for w in sem.writes if w.kind == GPR]
+    if not gpr_writes:
+        return
+    if sem.idiom:
+        for w in gpr_writes:
+            state[w.name] = frozenset()
+        return
+    data_reads = [r for r in sem.reads if r.kind == GPR and r.role == DATA]
+    read_names = {r.name for r in sem.reads if r.kind == GPR}
+    loads = [m for m in sem.memory if m.load]
+    address_only = [m for m in sem.memory if not m.load and not m.store]
+    new = {}
+    for w in gpr_writes:
+        if sem.move and len(data_reads) == 1 and w.operand is not None:
+            new[w.name] = state.get(data_reads[0].name, frozenset())
+        elif address_only and w.operand is not None and not loads:      # lea
+            m = address_only[0]
+            base = state.get(m.base, frozenset()) if m.base else frozenset()
+            if m.index:
+                new[w.name] = _blur(base | state.get(m.index, frozenset()))
+            else:
+                new[w.name] = _shift(base, m.disp)
+        elif loads and w.operand is not None and w.name not in {r.name for r in data_reads}:
+            new[w.name] = frozenset({("load", i, 0)})                   # a pure load
+        else:
+            sources = set()
+            for r in data_reads:
+                sources |= state.get(r.name, frozenset())
+            if w.name in read_names:
+                sources |= state.get(w.name, frozenset())
+            new[w.name] = _blur(frozenset(sources))
+    state.update(new)
+
+
+def _widen(old: dict, new: dict) -> dict:
+    """Origins that differ only by their offset between two loop iterations lose the offset."""
+    out = {}
+    for reg in set(old) | set(new):
+        offsets: dict = {}
+        for kind, who, off in old.get(reg, frozenset()) | new.get(reg, frozenset()):
+            key = (kind, who)
+            offsets[key] = off if offsets.get(key, off) == off else None
+        out[reg] = frozenset((k, w, off) for (k, w), off in offsets.items())
+    return out
+
+
+def _follow(semantics: list[InstructionSemantics]) -> list[_Access]:
+    """Every memory access the loop makes, over enough iterations that the register
+    origins repeat (exactly, or after widening offsets that keep changing)."""
+    state = {r: frozenset({("init", r, 0)}) for r in GPR_FAMILIES}
+    seen, accesses = [], []
+    for iteration in range(4 * ITERATIONS):
+        key = frozenset((r, o) for r, o in state.items())
+        if key in seen:
+            break
+        seen.append(key)
+        start = dict(state)
+        for i, sem in enumerate(semantics):
+            _step(i, sem, state, accesses)
+        if iteration >= ITERATIONS:
+            state = _widen(start, state)
+    return accesses
+
+
+# --- the layout ------------------------------------------------------------------------
+
+def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> Layout:
+    """Initial registers and memory for the block whose instructions have `semantics`;
+    `counter` is the loop counter register (None: the counter lives in memory)."""
+    accesses = _follow(semantics)
+    pointer_sites = sorted({who for a in accesses for kind, who, _ in a.base if kind == "load"})
+    index_sites = sorted({who for a in accesses for kind, who, _ in a.index if kind == "load"}
+                         - set(pointer_sites))
+    base_regs = {who for a in accesses for kind, who, _ in a.base if kind == "init"}
+    index_regs = {who for a in accesses for kind, who, _ in a.index if kind == "init"}
+    implicit_data = {r.name for s in semantics for r in s.reads
+                     if r.kind == GPR and r.operand is None and r.role == DATA}
+    explicit_or_address = {r.name for s in semantics for r in s.reads
+                           if r.kind == GPR and (r.operand is not None or r.role == ADDRESS)}
+
+    registers, owner = {}, {}
+    index_only = sorted(index_regs - base_regs)
+    for j, reg in enumerate(index_only):
+        registers[reg] = LINE * (j + 1)
+    k = 0
+    for reg in GPR_FAMILIES:
+        if reg == counter or reg in registers:
+            continue
+        if reg in implicit_data and reg not in base_regs and reg not in explicit_or_address:
+            registers[reg] = 0
+            continue
+        registers[reg] = register_start(k)
+        owner[reg] = k
+        k += 1
+
+    target = {site: pointer_target(rank) for rank, site in enumerate(pointer_sites)}
+    value = dict(target)
+    value.update({site: 0 for site in index_sites})
+
+    uniform: dict[str, int] = {}                 # region name -> fill
+    slots: dict[str, dict[int, int]] = {}        # region name -> offset -> word
+    symbol_fill: dict[str, int] = {}
+    fault_fill = None
+
+    def region_of(origin) -> tuple[str, int] | None:
+        kind, who, off = origin
+        if kind == "init":
+            if who not in owner:
+                return None
+            return who, (None if off is None else REGION_BYTES // 2 + _in_page(owner[who]) + off)
+        if who not in target:
+            return None
+        return "pointee", (None if off is None else target[who] - POINTEE_BASE + off)
+
+    for a in accesses:
+        if not a.load or a.instruction not in value:
+            continue
+        word = value[a.instruction]
+        if a.base_name == "rip" or (not a.base and a.symbols):
+            for sym in a.symbols:
+                symbol_fill.setdefault(sym, word)
+            continue
+        fixed_index = 0
+        if a.index:
+            idx = [o for o in a.index if o[0] == "init" and o[1] in registers and o[2] is not None]
+            fixed_index = (registers[idx[0][1]] + idx[0][2]) * a.scale \
+                if len(a.index) == 1 and len(idx) == 1 and idx[0][1] not in owner else None
+        for origin in a.base:
+            place = region_of(origin)
+            if place is None:
+                continue
+            name, offset = place
+            if offset is None or fixed_index is None or len(a.base) > 1:
+                uniform.setdefault(name, word)
+                fault_fill = word if fault_fill is None else fault_fill
+                continue
+            at = offset + a.disp + fixed_index
+            if 0 <= at and at + 8 <= REGION_BYTES:
+                slots.setdefault(name, {}).setdefault(at, word)
+            else:                                  # outside the region: the on-demand page
+                fault_fill = word if fault_fill is None else fault_fill
+
+    regions = []
+    for reg, k in owner.items():
+        regions.append(Region(region_start(k), REGION_BYTES, uniform.get(reg, NORMAL_FILL),
+                              tuple(sorted(slots.get(reg, {}).items())), reg,
+                              (window_start(k), WINDOW_BYTES)))
+    if pointer_sites:
+        regions.append(Region(POINTEE_BASE, REGION_BYTES, uniform.get("pointee", NORMAL_FILL),
+                              tuple(sorted(slots.get("pointee", {}).items())), "pointee"))
+    return Layout(tuple(sorted(registers.items(), key=lambda kv: GPR_FAMILIES.index(kv[0]))),
+                  tuple(regions), NORMAL_FILL if fault_fill is None else fault_fill,
+                  tuple(sorted(symbol_fill.items())), tuple(pointer_sites))
