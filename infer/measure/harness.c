@@ -10,8 +10,9 @@
  * back to back: calibration and measurement see the same machine. The fastest of each
  * counts (interrupts, a busy sibling or a hypervisor only ever add time), and samples are
  * taken until the two fastest of each kind agree (the minimum is confirmed, not a lone
- * lucky run) or the sample budget is spent. A run during which the scheduler switched this
- * thread out is thrown away and repeated.
+ * lucky run) or the sample budget is spent. The kernels of one run take their samples in
+ * turns, so each kernel's samples are spread over the whole run. A run during which the
+ * scheduler switched this thread out is thrown away and repeated.
  *
  * A SIGILL / SIGSEGV / SIGBUS / SIGFPE or a hang (SIGALRM) inside a kernel is caught, the
  * kernel is reported as failed and the run goes on. Block kernels (pmpredict measure FILE.s)
@@ -22,7 +23,7 @@
  *
  * Protocol on stdout, one flushed line per event:
  *   C <ghz>                                   calibration at start
- *   B <kernel>                                kernel about to run
+ *   B <kernel>                                kernel about to take a sample
  *   R <kernel> <steady> <short> <long> <spread> <n> <ghz> <dirty> <samples> <confirmed>
  *        cycles per loop iteration (steady, short, long); spread: (median - min) / min of
  *        the long runs; dirty: runs kept although every attempt was interrupted;
@@ -204,8 +205,32 @@ static double calibrate(char *base, int samples, double target_ns) {
     return minimum(v, samples);
 }
 
-/* Time one kernel. Each sample: a calibration run, a run of n and a run of 2n iterations.
-   Reported, in cycles per loop iteration (ns divided by the fastest calibration):
+/* What is known about one kernel while its samples are being taken. */
+struct pm_state {
+    long n;                       /* iterations of the short run (0: not sized yet) */
+    int samples, finished;
+    long dirty;                   /* runs kept although every attempt was interrupted */
+    double cal[MAX_SAMPLES], run_a[MAX_SAMPLES], run_b[MAX_SAMPLES];
+};
+
+/* One sample of a kernel: a calibration run, a run of n and a run of 2n iterations. */
+static void sample(const struct pm_kernel *k, struct pm_state *st, char *base, double target_ns) {
+    long accepted_before = dirty_accepted;
+    if (st->n == 0) st->n = iterations_for(k->fn, base, target_ns);
+    int s = st->samples;
+    st->cal[s] = calibration_run(base);
+    st->run_a[s] = timed(k->fn, base, st->n) / st->n;
+    st->run_b[s] = timed(k->fn, base, 2 * st->n) / (2.0 * st->n);
+    st->samples = s + 1;
+    st->dirty += dirty_accepted - accepted_before;
+}
+
+static int minima_confirmed(const struct pm_state *st) {
+    return confirmed(st->cal, st->samples) && confirmed(st->run_a, st->samples) &&
+           confirmed(st->run_b, st->samples);
+}
+
+/* Report a kernel, in cycles per loop iteration (ns divided by the fastest calibration):
      short = fastest t(n) / n       long = fastest t(2n) / 2n
      steady = 2 * long - short  (= (t(2n) - t(n)) / n: call overhead and warm-up cancel)
      spread = (median - fastest) / fastest of t(2n) / 2n
@@ -213,27 +238,15 @@ static double calibrate(char *base, int samples, double target_ns) {
    schedule of 4.5 or 5 cycles, say); the minimum then finds the faster one, and
    runner.py falls back from `steady` to `long` when short and long ran in different
    states. */
-static void measure(const struct pm_kernel *k, char *base, double target_ns, int samples,
-                    int max_samples) {
-    double cal[MAX_SAMPLES], run_a[MAX_SAMPLES], run_b[MAX_SAMPLES];
-    long accepted_before = dirty_accepted;
-    if (max_samples > MAX_SAMPLES) max_samples = MAX_SAMPLES;
-    if (samples > max_samples) samples = max_samples;
-    long n = iterations_for(k->fn, base, target_ns);
-    int s = 0, ok = 0;
-    while (s < max_samples) {
-        cal[s] = calibration_run(base);
-        run_a[s] = timed(k->fn, base, n) / n;
-        run_b[s] = timed(k->fn, base, 2 * n) / (2.0 * n);
-        s++;
-        ok = confirmed(cal, s) && confirmed(run_a, s) && confirmed(run_b, s);
-        if (s >= samples && ok) break;
-    }
-    double c = minimum(cal, s), short_ns = minimum(run_a, s), long_ns = minimum(run_b, s);
-    double spread = (median(run_b, s) - long_ns) / long_ns;
+static void report(const struct pm_kernel *k, struct pm_state *st) {
+    int s = st->samples;
+    double c = minimum(st->cal, s), short_ns = minimum(st->run_a, s);
+    double long_ns = minimum(st->run_b, s);
+    int ok = minima_confirmed(st);
+    double spread = (median(st->run_b, s) - long_ns) / long_ns;
     printf("R %d %.6f %.6f %.6f %.6f %ld %.6f %ld %d %d\n", k->index,
-           (2 * long_ns - short_ns) / c, short_ns / c, long_ns / c, spread, n, 1.0 / c,
-           dirty_accepted - accepted_before, s, ok);
+           (2 * long_ns - short_ns) / c, short_ns / c, long_ns / c, spread, st->n, 1.0 / c,
+           st->dirty, s, ok);
     fflush(stdout);
 }
 
@@ -331,34 +344,65 @@ int main(int argc, char **argv) {
     printf("C %.6f\n", 1.0 / ns_per_cycle);
     fflush(stdout);
 
+    /* The kernels take their samples in turns (round robin): a disturbance lasting a few
+       milliseconds (a busy sibling thread, a migrated vCPU) spoils one sample of many
+       kernels rather than every sample of one. A kernel is done once it has `samples`
+       samples whose minima are confirmed, or `max_samples`. */
     int first = 6, count = argc - first;
     int total = count > 0 ? count : PM_NKERNELS;
+    struct pm_state *states = calloc(total > 0 ? total : 1, sizeof *states);
+    if (!states) return 3;
+    const struct pm_kernel *laid_out = 0;     /* the block kernel whose layout is mapped */
     for (int j = 0; j < total; j++) {
         int i = count > 0 ? atoi(argv[first + j]) : j;
-        if (i < 0 || i >= PM_NKERNELS) continue;
-        const struct pm_kernel *k = &PM_KERNELS[i];
-        printf("B %d\n", k->index);
-        fflush(stdout);
-        if (k->block && !set_up_layout(k)) {
-            printf("F %d layout\n", k->index);
-            fflush(stdout);
-            continue;
-        }
-        map_on_fault = k->block ? k : 0;
-        int sig = sigsetjmp(jump_back, 1);
-        if (sig == 0) {
-            armed = 1;
-            alarm(alarm_s);
-            measure(k, base, target_ns, samples, max_samples);
-            alarm(0);
-            armed = 0;
-        } else {
-            alarm(0);
-            printf("F %d %s\n", k->index, page_limit_hit ? "pages" : signal_name(sig));
-            fflush(stdout);
-        }
-        map_on_fault = 0;
-        if (k->block) tear_down_layout(k);
+        if (i < 0 || i >= PM_NKERNELS) states[j].finished = 1;
     }
+    for (int pending = total; pending > 0;) {
+        pending = 0;
+        for (int j = 0; j < total; j++) {
+            struct pm_state *st = &states[j];
+            if (st->finished) continue;
+            const struct pm_kernel *k = &PM_KERNELS[count > 0 ? atoi(argv[first + j]) : j];
+            printf("B %d\n", k->index);
+            fflush(stdout);
+            if (laid_out && (!k->block || k->regions != laid_out->regions)) {
+                tear_down_layout(laid_out);
+                laid_out = 0;
+            }
+            if (k->block && !laid_out) {
+                if (!set_up_layout(k)) {
+                    printf("F %d layout\n", k->index);
+                    fflush(stdout);
+                    st->finished = 1;
+                    continue;
+                }
+                laid_out = k;
+            }
+            map_on_fault = k->block ? k : 0;
+            int sig = sigsetjmp(jump_back, 1);
+            if (sig == 0) {
+                armed = 1;
+                alarm(alarm_s);
+                sample(k, st, base, target_ns);
+                alarm(0);
+                armed = 0;
+                if ((st->samples >= samples && minima_confirmed(st)) || st->samples >= max_samples) {
+                    report(k, st);
+                    st->finished = 1;
+                }
+            } else {
+                alarm(0);
+                printf("F %d %s\n", k->index, page_limit_hit ? "pages" : signal_name(sig));
+                fflush(stdout);
+                st->finished = 1;
+                /* the layout may be half torn by the fault: start the next kernel afresh */
+                if (laid_out) tear_down_layout(laid_out);
+                laid_out = 0;
+            }
+            map_on_fault = 0;
+            pending += !st->finished;
+        }
+    }
+    if (laid_out) tear_down_layout(laid_out);
     return 0;
 }

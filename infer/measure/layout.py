@@ -154,6 +154,7 @@ def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list) -> Non
         return
     data_reads = [r for r in sem.reads if r.kind == GPR and r.role == DATA]
     read_names = {r.name for r in sem.reads if r.kind == GPR}
+    address_reads = {r.name for r in sem.reads if r.kind == GPR and r.role == ADDRESS}
     loads = [m for m in sem.memory if m.load]
     address_only = [m for m in sem.memory if not m.load and not m.store]
     new = {}
@@ -169,6 +170,8 @@ def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list) -> Non
                 new[w.name] = _shift(base, m.disp)
         elif loads and w.operand is not None and w.name not in {r.name for r in data_reads}:
             new[w.name] = frozenset({("load", i, 0)})                   # a pure load
+        elif w.operand is None and w.name in address_reads:
+            new[w.name] = _blur(state.get(w.name, frozenset()))       # push, pop, movs: moves on
         else:
             sources = set()
             for r in data_reads:
