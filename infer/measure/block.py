@@ -382,6 +382,7 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
     key = block_key(block.syntax, block.lines, cpu_identity(), options.cache_params())
     hit = cache.get(key)
     if hit is not None and isinstance(hit.get("result"), dict):
+        cache.close()
         return _describe(block, {**hit["result"], "cached": True})
     body, symbols = rename_symbols(list(block.lines))
     kernels, factors = [], unroll_factors(len(body))
@@ -415,8 +416,9 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
                             and measured["method"] == "difference")
     if cycles is None:
         result["error"] = next((t.error for t in timings if t.error), "no usable timing")
-    elif result["stable"]:
-        cache.put(key, cycles, None, result=result)   # unstable results are measured again
+    else:
+        cache.put(key, cycles, None, result=result)
+    cache.close()
     return _describe(block, {**result, "cached": False})
 
 
