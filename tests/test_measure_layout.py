@@ -86,28 +86,30 @@ def address_registers(text, syntax="att"):
     return block, dict(block.layout.registers)
 
 
-def test_address_registers_start_in_distinct_pages_lines_and_page_offsets():
+def test_address_registers_start_on_distinct_lines_of_one_page():
     """No two registers alias, share a line, or 4K-alias; each is 64-byte aligned (aligned
-    vector loads work) and sits in its own window with its region mapped around it."""
-    block, regs = address_registers("mov %al, (%rbx)\nmov (%rcx), %rdx\nmov %rax, 8(%rsp)\n"
-                                    "vmovaps (%rsi), %ymm0\nmov -16(%rbp), %r8\n")
-    bases = {r: regs[r] for r in ("rbx", "rcx", "rsp", "rsi", "rbp")}
-    assert len({v // 4096 for v in bases.values()}) == len(bases)
-    assert len({v % 4096 for v in bases.values()}) == len(bases)        # no 4K aliasing
-    assert all(v % 64 == 0 for v in bases.values())
-    windows = {(v - WINDOW_BASE) // WINDOW_BYTES for v in bases.values()}
-    assert len(windows) == len(bases)
-    regions = {g.name: g for g in block.layout.regions}
-    for r, v in bases.items():
-        g = regions[r]
-        assert g.address + 4096 <= v and v + 4096 <= g.address + g.size     # room both ways
-        assert g.window[0] <= g.address and g.address + g.size <= sum(g.window)
+    vector loads work); they share one page, spread evenly over it (streams that move
+    together cross pages together), inside a region mapped around them."""
+    block, regs = address_registers("mov %al, (%rbx)\nmov (%rcx), %rdx\nvmovaps (%rsi), %ymm0\n")
+    bases = [regs[r] for r in ("rbx", "rcx", "rsi")]
+    assert len({v // 4096 for v in bases}) == 1
+    assert sorted(b - min(bases) for b in bases) == [0, 1344, 2688]      # 4096 / 3, in lines
+    assert all(v % 64 == 0 for v in bases)
+    data = next(g for g in block.layout.regions if g.name == "data")
+    assert all(data.address + 4096 <= v and v + 8192 <= data.address + data.size for v in bases)
+    assert data.window[0] <= data.address and data.address + data.size <= sum(data.window)
+    # registers the block does not address through get valid memory elsewhere
+    spare = next(g for g in block.layout.regions if g.name == "spare")
+    assert spare.address <= regs["r8"] < spare.address + spare.size
+    assert regs["rax"] // 4096 != regs["rbx"] // 4096 and regs["rdx"] not in bases
 
 
 def test_stack_operands_use_a_region_of_their_own():
     block, regs = address_registers("mov %rax, 0x8(%rsp)\nmov 0x58(%rsp), %rbx\npush %rcx\n"
                                     "pop %rdx\n")
-    stack = next(g for g in block.layout.regions if g.name == "rsp")
+    stack = next(g for g in block.layout.regions if g.name == "stack")
+    data = next(g for g in block.layout.regions if g.name == "data" or g.name == "spare")
+    assert stack.window != data.window
     assert stack.address < regs["rsp"] - 0x100 and regs["rsp"] + 0x100 < stack.address + stack.size
     from pmpredict.infer.measure.codegen import block_kernel
     asm = block_kernel("k", list(block.lines), "att", block.counter, 0, block.layout).asm
@@ -121,7 +123,7 @@ def test_stack_operands_use_a_region_of_their_own():
 def test_index_registers_start_small_and_implicit_data_at_zero():
     _, regs = address_registers("vmulpd (%rdx,%rax), %ymm2, %ymm1\nvaddpd (%rsi,%rax), %ymm1, "
                                 "%ymm1\naddq $32, %rax\n")
-    assert regs["rax"] == 64 and regs["rdx"] > 1 << 40
+    assert regs["rax"] == 64 and regs["rdx"] > 1 << 40 and regs["rsi"] - regs["rdx"] == 2048
     _, regs = address_registers("cqto\nidivq %rbx\n")
     assert regs["rax"] == 0 and regs["rdx"] == 0           # the dividend: no overflow
     _, regs = address_registers("rep stosq\n")
@@ -154,7 +156,7 @@ def test_pointer_chasing_gets_pointers_only_where_they_are_loaded():
     layout = block.layout
     assert [block.lines[i] for i in layout.pointer_loads] == ["mov 16(%rbx), %rcx",
                                                                "mov 8(%rcx), %rbx"]
-    rbx = next(g for g in layout.regions if g.name == "rbx")
+    rbx = next(g for g in layout.regions if g.name == "data")
     (offset, pointer), = rbx.slots                     # only `16(%rbx)` holds a pointer
     assert rbx.address + offset == regs["rbx"] + 16 and rbx.fill == NORMAL_FILL
     pointee = next(g for g in layout.regions if g.name == "pointee")
@@ -173,7 +175,7 @@ def test_pointer_chasing_gets_pointers_only_where_they_are_loaded():
 
 def test_a_chase_through_a_moving_register_fills_its_region_with_pointers():
     block, _ = address_registers("mov (%rax), %rbx\nadd $8, %rax\nmov (%rbx), %rcx\n")
-    rax = next(g for g in block.layout.regions if g.name == "rax")
+    rax = next(g for g in block.layout.regions if g.name == "data")
     assert POINTEE_BASE < rax.fill < POINTEE_BASE + REGION_BYTES       # every word a pointer
     assert block.layout.fault_fill == rax.fill                          # and beyond the region
 
@@ -181,3 +183,23 @@ def test_a_chase_through_a_moving_register_fills_its_region_with_pointers():
 def test_every_register_family_is_known():
     assert set(GPR_FAMILIES) == {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp"} | {
         f"r{i}" for i in range(8, 16)}
+
+
+def test_per_copy_cycles_cancel_the_loop_overhead():
+    """T(u) = c u + overhead: the difference of the variants gives c exactly; a slightly
+    negative overhead is noise (fit through the origin); a large one means the variants
+    did not differ by u copies alone (the smaller T / copies, flagged "per-copy")."""
+    from pmpredict.infer.measure.block import per_copy
+    from pmpredict.infer.measure.runner import Timing
+
+    def variants(t1, t2, u=12):
+        return (u, Timing(t1, t1, t1, 0.01)), (2 * u, Timing(t2, t2, t2, 0.02))
+    four_adds = per_copy(*variants(12.25, 24.25))          # Zen 4: dec/jnz takes an ALU slot
+    assert four_adds == {"cycles": 1.0, "method": "difference", "overhead": 0.25, "spread": 0.02}
+    noisy = per_copy(*variants(11.9, 24.1))
+    assert noisy["method"] == "difference" and noisy["overhead"] == 0.0
+    assert noisy["cycles"] == pytest.approx((12 * 11.9 + 24 * 24.1) / (12 ** 2 + 24 ** 2))
+    odd = per_copy(*variants(12.0, 40.0))
+    assert odd["method"] == "per-copy" and odd["cycles"] == 1.0
+    failed = per_copy((12, Timing(error="SIGILL: x")), (24, Timing(24.0, 24.0, 24.0, 0.0)))
+    assert failed["cycles"] == 1.0 and failed["method"] == "per-copy"

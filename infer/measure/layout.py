@@ -4,21 +4,21 @@ A block from real code addresses memory through its registers, its stack and the
 pointers it loads. To run it in a loop, every one of those addresses must be mapped,
 and what the block reads there must not distort the timing:
 
-* **Distinct regions.** Every general-purpose register the block may use as an address
-  (every one but the loop counter, registers used only as an index, and registers
-  read only implicitly as data) starts in its own 64 KiB region, mapped and filled up
-  front, at its middle (negative displacements work) plus an in-page offset of its own
-  (5 cache lines apart per register): no two registers alias, and accesses at equal
-  displacements through different registers neither share a line nor 4K-alias. rsp is
-  one of them: push, pop and `8(%rsp)` use the block's private stack region, never the
-  harness's stack. Each region sits in a 4 GiB window of its own; a register that streams
-  out of its region (`add $32, %rax` every iteration) finds pages mapped on demand, all
-  showing one physical page *of that window* (BHive's trick, per register: with a single
-  page shared by all registers, a load of one stream hits the physical line a store of
-  another stream wrote a few iterations earlier through a different virtual address, and
-  the triad kernel ran at 3.4 instead of 1.5 cycles on Zen 4).
-* **Normal values.** Memory holds 1.0f in every 32-bit lane (its 64-bit view is the
-  double 0.0078125): a normal number at every width, so floating-point work on loaded
+* **Distinct addresses.** The registers the block addresses memory through (found by
+  following its data flow) start on distinct cache lines of one page, spread evenly over
+  it (with three of them 1344 bytes apart): no two alias, none 4K-aliases another, and
+  aligned vector accesses work. The page lies in the middle of a 64 KiB region mapped
+  and filled up front (displacements of either sign work), in a 4 GiB window whose
+  other pages are mapped on demand, all showing one physical page of that window
+  (BHive's trick): a register streaming through memory (`add $32, %rax` every
+  iteration) stays in the L1 cache. Keeping the starts in one page matters: streams
+  that move together then cross pages together (in separate pages, every stream pays
+  its own page crossings, and the triad kernel ran at 4.0 instead of 1.5 cycles on
+  Zen 4 in a VM). rsp starts in a stack region of its own: push, pop and `8(%rsp)`
+  never touch the harness's stack. Registers the block does not address through start
+  in a spare region (valid pointers all the same, should the analysis miss a use).
+* **Normal values.** Memory holds 1.0f in every 32-bit lane (its 64-bit view is a
+  double near 0.0078): a normal number at every width, so floating-point work on loaded
   data takes no microcode assists.
 * **Loaded pointers stay usable.** No 64-bit word can be both a normal double and a
   user-space address (canonical user addresses have their top 17 bits clear, so as a
@@ -48,11 +48,11 @@ from dataclasses import dataclass
 
 from ...semantics.base import GPR, DATA, ADDRESS, InstructionSemantics
 
-# 1.0f in both 32-bit halves: a normal float, and as a double 0.0078125
+# 1.0f in both 32-bit halves: a normal float, and as a double about 0.0078
 NORMAL_FILL = 0x3F8000003F800000
-REGION_BYTES = 64 * 1024  # mapped and filled up front, around the start
+REGION_BYTES = 64 * 1024                 # mapped and filled up front, around the start
 WINDOW_BASE = 1 << 44                    # 16 TiB: clear of the executable, heap and libraries
-WINDOW_BYTES = 1 << 32                   # each register's address window (4 GiB)
+WINDOW_BYTES = 1 << 32                   # each region's window (4 GiB)
 POINTEE_BASE = 0x3F800000                # below 4 GiB; the low 32 bits of a pointer into it
                                          # read as a float near 1.0
 LINE = 64
@@ -70,7 +70,7 @@ class Region:
     size: int
     fill: int                                    # 64-bit word repeated over the region
     slots: tuple[tuple[int, int], ...] = ()      # (offset, 64-bit word) written over the fill
-    name: str = ""                               # the register it belongs to, or "pointee"
+    name: str = ""                               # "data", "stack", "spare" or "pointee"
     window: tuple[int, int] = (0, 0)             # (start, bytes): addresses outside the region
     # but inside the window are mapped on demand to a page of their own (filled with `fill`):
     # a register streaming through memory never meets another register's data there
@@ -97,19 +97,38 @@ def window_start(k: int) -> int:
     return WINDOW_BASE + k * WINDOW_BYTES
 
 
-def register_start(k: int) -> int:
-    """Initial value of the register owning window k: the middle of the window (streams
-    can run either way), a line of its own in the page."""
-    return window_start(k) + WINDOW_BYTES // 2 + _in_page(k)
-
-
 def region_start(k: int) -> int:
+    """The region mapped up front in window k: around the window's middle (streams can
+    run either way without leaving the window)."""
     return window_start(k) + WINDOW_BYTES // 2 - REGION_BYTES // 2
+
+
+# region name -> its window
+WINDOWS = {"data": 0, "stack": 1, "spare": 2}
 
 
 def pointer_target(rank: int) -> int:
     """The address the rank-th pointer load of a block finds in memory."""
-    return POINTEE_BASE + REGION_BYTES // 2 + _in_page(len(GPR_FAMILIES) + 1 + rank)
+    return POINTEE_BASE + REGION_BYTES // 2 + _in_page(rank)
+
+
+def _homes(address: list[str], others: list[str]) -> dict[str, tuple[str, int]]:
+    """register -> (region, offset in the region) of its initial value.
+
+    The registers the block addresses memory through share one page of the data region,
+    spread evenly over it (whole lines): distinct lines, no 4K aliasing, and streams that
+    move together stay in one page (in separate pages every stream pays its own page
+    crossings: the triad kernel ran at 4.0 instead of 1.5 cycles on Zen 4 in a VM).
+    rsp starts in the stack region, any other register in a spare region (the data flow
+    says it addresses nothing; if it does after all, it still finds memory)."""
+    homes = {}
+    step = max(LINE, PAGE // max(1, len(address)) // LINE * LINE)
+    for i, reg in enumerate(address):
+        homes[reg] = ("data", REGION_BYTES // 2 + i * step)
+    homes["rsp"] = ("stack", REGION_BYTES // 2)
+    for j, reg in enumerate(others):
+        homes[reg] = ("spare", REGION_BYTES // 2 + _in_page(j))
+    return homes
 
 
 # --- data flow -------------------------------------------------------------------------
@@ -228,20 +247,21 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
     explicit_or_address = {r.name for s in semantics for r in s.reads
                            if r.kind == GPR and (r.operand is not None or r.role == ADDRESS)}
 
-    registers, owner = {}, {}
+    registers = {}
     index_only = sorted(index_regs - base_regs)
     for j, reg in enumerate(index_only):
         registers[reg] = LINE * (j + 1)
-    k = 0
+    address, others = [], []
     for reg in GPR_FAMILIES:
-        if reg == counter or reg in registers:
+        if reg in (counter, "rsp") or reg in registers:
             continue
         if reg in implicit_data and reg not in base_regs and reg not in explicit_or_address:
             registers[reg] = 0
-            continue
-        registers[reg] = register_start(k)
-        owner[reg] = k
-        k += 1
+        else:
+            (address if reg in base_regs else others).append(reg)
+    homes = _homes(address, others)
+    for reg, (name, offset) in homes.items():
+        registers[reg] = region_start(WINDOWS[name]) + offset
 
     target = {site: pointer_target(rank) for rank, site in enumerate(pointer_sites)}
     value = dict(target)
@@ -255,9 +275,10 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
     def region_of(origin) -> tuple[str, int] | None:
         kind, who, off = origin
         if kind == "init":
-            if who not in owner:
+            if who not in homes:
                 return None
-            return who, (None if off is None else REGION_BYTES // 2 + _in_page(owner[who]) + off)
+            name, offset = homes[who]
+            return name, (None if off is None else offset + off)
         if who not in target:
             return None
         return "pointee", (None if off is None else target[who] - POINTEE_BASE + off)
@@ -274,7 +295,7 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
         if a.index:
             idx = [o for o in a.index if o[0] == "init" and o[1] in registers and o[2] is not None]
             fixed_index = (registers[idx[0][1]] + idx[0][2]) * a.scale \
-                if len(a.index) == 1 and len(idx) == 1 and idx[0][1] not in owner else None
+                if len(a.index) == 1 and len(idx) == 1 and idx[0][1] not in homes else None
         for origin in a.base:
             place = region_of(origin)
             if place is None:
@@ -291,10 +312,11 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
                 fault_fill = word if fault_fill is None else fault_fill
 
     regions = []
-    for reg, k in owner.items():
-        regions.append(Region(region_start(k), REGION_BYTES, uniform.get(reg, NORMAL_FILL),
-                              tuple(sorted(slots.get(reg, {}).items())), reg,
-                              (window_start(k), WINDOW_BYTES)))
+    for name, k in WINDOWS.items():
+        if any(home == name for home, _ in homes.values()):
+            regions.append(Region(region_start(k), REGION_BYTES, uniform.get(name, NORMAL_FILL),
+                                  tuple(sorted(slots.get(name, {}).items())), name,
+                                  (window_start(k), WINDOW_BYTES)))
     if pointer_sites:
         regions.append(Region(POINTEE_BASE, REGION_BYTES, uniform.get("pointee", NORMAL_FILL),
                               tuple(sorted(slots.get("pointee", {}).items())), "pointee"))

@@ -85,7 +85,7 @@ def _dispatch(args):
 
 
 def _run_block(args):
-    from ..infer.measure.block import BLOCK_OPTIONS, UNSTABLE_SPREAD, measure_block
+    from ..infer.measure.block import BLOCK_OPTIONS, LARGE_SPREAD, measure_block
     try:
         with open(args.file) as fh:
             text = fh.read()
@@ -100,10 +100,11 @@ def _run_block(args):
     else:
         unrolls = "/".join(str(v["unroll"]) for v in result["variants"])
         notes = []
-        if result["spread"] is not None and result["spread"] > UNSTABLE_SPREAD:
+        if result["spread"] is not None and result["spread"] > LARGE_SPREAD:
             notes.append(f"spread {result['spread'] * 100:.0f}%")
         if not result["stable"]:
-            notes.append("unstable: the machine is busy or the block has several steady states")
+            notes.append("unstable: the fastest runs did not repeat, or the two unroll variants "
+                         "disagree; the machine is busy or the block has several steady states")
         if result.get("cached"):
             notes.append("cached: --no-cache measures again")
         print(f"{result['cycles']:.3f} cycles per iteration  ({result['instructions']} instructions, "
