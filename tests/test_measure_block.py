@@ -187,3 +187,21 @@ def test_text_output_flags_unstable_results(tmp_path, monkeypatch, capsys):
     assert main(["measure", str(path), "--no-cache"]) == 0
     out = capsys.readouterr().out
     assert "spread 20%" in out and "unstable" in out
+
+
+@pytest.mark.parametrize("text", [
+    # a loaded offset added to a pointer, then dereferenced
+    "movq %r12, %r15\naddq 29384(%r14), %r15\ncmpl $7, 836(%rbx)\nmovl 96(%r15), %eax\n",
+    # lea as arithmetic: rsi is an index here, not a base
+    "leaq (%rsi,%rsi,2), %r9\nmovq %rbp, %r11\nshlq $4, %r9\nmovq (%r8,%r9), %r10\n"
+    "subq %r10, %r11\ncmpq $262143, %r11\n",
+    # hash-table indexing: ((a & mask) << 4) + base
+    "movq %rdx, %rcx\nandq %r14, %rcx\nmovq %rcx, %rbx\nshlq $4, %rbx\naddq %r15, %rbx\n"
+    "movq 8(%rbx), %rdi\nmovq %rbx, %r13\ntestq %rdi, %rdi\n",
+    # a pointer loaded from an absolute table, then dereferenced
+    "movq 9336640(,%rbp,8), %rbp\nmovq %rbp, 16(%rdi)\nmovq %rdi, 16(%rbp)\n",
+])
+def test_bhive_blocks_that_used_to_crash(text):
+    """Blocks of real programs (BHive) whose addresses come from loads and arithmetic."""
+    result = measure_block(text, "att")
+    assert result["cycles"] is not None, result.get("error")

@@ -8,7 +8,7 @@ and what the block reads there must not distort the timing:
   following its data flow) start on distinct cache lines of one page, spread evenly over
   it (with three of them 1344 bytes apart): no two alias, none 4K-aliases another, and
   aligned vector accesses work. The page lies in the middle of a 64 KiB region mapped
-  and filled up front (displacements of either sign work), in a 4 GiB window whose
+  and filled up front (displacements of either sign work), in a 256 MiB window whose
   other pages are mapped on demand, all showing one physical page of that window
   (BHive's trick): a register streaming through memory (`add $32, %rax` every
   iteration) stays in the L1 cache. Keeping the starts in one page matters: streams
@@ -29,7 +29,7 @@ and what the block reads there must not distort the timing:
   1.0f. Each pointer load gets its own target in a shared pointee region whose
   addresses lie below 4 GiB with a low half that reads as a float near 1.0 (a 32-bit
   view of a pointer word is a normal float, the high half 0.0); words loaded as an
-  index hold 0. Where the address of a pointer load is not fixed (its base register
+  index, or added to an address (`add 8(%r14), %r15` before `96(%r15)`), hold 0. Where the address of a pointer load is not fixed (its base register
   moves every iteration), the whole region it reads from holds that pointer, and so
   does the page the harness maps on demand for addresses outside every region (the
   BHive fallback): pointer chasing keeps working, at the price of double-precision
@@ -51,8 +51,11 @@ from ...semantics.base import GPR, DATA, ADDRESS, InstructionSemantics
 # 1.0f in both 32-bit halves: a normal float, and as a double about 0.0078
 NORMAL_FILL = 0x3F8000003F800000
 REGION_BYTES = 64 * 1024                 # mapped and filled up front, around the start
-WINDOW_BASE = 1 << 44                    # 16 TiB: clear of the executable, heap and libraries
-WINDOW_BYTES = 1 << 32                   # each region's window (4 GiB)
+# Windows lie between 1 and 2 GiB: clear of the executable, heap and libraries, and low
+# enough that arithmetic mixing several registers (hash indexing: (a & m) << 4 + b) still
+# gives a canonical address, which the harness then maps on demand.
+WINDOW_BASE = 1 << 30
+WINDOW_BYTES = 1 << 28                   # each region's window (256 MiB)
 POINTEE_BASE = 0x3F800000                # below 4 GiB; the low 32 bits of a pointer into it
                                          # read as a float near 1.0
 LINE = 64
@@ -133,8 +136,9 @@ def _homes(address: list[str], others: list[str]) -> dict[str, tuple[str, int]]:
 
 # --- data flow -------------------------------------------------------------------------
 # An origin says where a register's value may come from: ("init", reg, offset) - the
-# register's initial value plus a constant offset - or ("load", instruction, offset) - what
-# that instruction loaded plus an offset. Offset None: not a constant (moved by data).
+# register's initial value plus a constant offset -, ("load", instruction, offset) - what
+# that instruction loaded plus an offset - or ("addend", instruction, None) - a loaded
+# value that arithmetic added in. Offset None: not a constant (moved by data).
 
 
 def _shift(origins: frozenset, delta) -> frozenset:
@@ -161,7 +165,9 @@ class _Access:
 def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list) -> None:
     """Apply one instruction to the register origins, recording its memory accesses."""
     for m in sem.memory:
-        base = state.get(m.base, frozenset()) if m.base in state else frozenset()
+        if not (m.load or m.store):
+            continue                       # lea computes, it does not address: its result may
+        base = state.get(m.base, frozenset()) if m.base in state else frozenset()   # be an index
         index = state.get(m.index, frozenset()) if m.index in state else frozenset()
         accesses.append(_Access(i, base, index, m.scale, m.disp, m.symbols, m.base, m.load))
     gpr_writes = [w for w in sem.writes if w.kind == GPR]
@@ -197,6 +203,8 @@ def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list) -> Non
                 sources |= state.get(r.name, frozenset())
             if w.name in read_names:
                 sources |= state.get(w.name, frozenset())
+            if loads and w.operand is not None:
+                sources.add(("addend", i, None))       # `add 8(%r14), %r15`: an offset, say
             new[w.name] = _blur(frozenset(sources))
     state.update(new)
 
@@ -238,7 +246,9 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
     `counter` is the loop counter register (None: the counter lives in memory)."""
     accesses = _follow(semantics)
     pointer_sites = sorted({who for a in accesses for kind, who, _ in a.base if kind == "load"})
-    index_sites = sorted({who for a in accesses for kind, who, _ in a.index if kind == "load"}
+    # words loaded as an index, or added to an address, hold 0
+    index_sites = sorted(({who for a in accesses for kind, who, _ in a.index if kind != "init"}
+                          | {who for a in accesses for kind, who, _ in a.base if kind == "addend"})
                          - set(pointer_sites))
     base_regs = {who for a in accesses for kind, who, _ in a.base if kind == "init"}
     index_regs = {who for a in accesses for kind, who, _ in a.index if kind == "init"}
@@ -290,6 +300,9 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
         if a.base_name == "rip" or (not a.base and a.symbols):
             for sym in a.symbols:
                 symbol_fill.setdefault(sym, word)
+            continue
+        if not a.base:                     # an absolute address (`table(,%rbp,8)`): on demand
+            fault_fill = word if fault_fill is None else fault_fill
             continue
         fixed_index = 0
         if a.index:
