@@ -294,3 +294,15 @@ def test_block_kernel_is_chosen_as_predict_does():
     assert result["kernel"]["how"] == "llvm-mca-region"
     assert result["instructions"] == 1
     assert result["cycles"] == pytest.approx(3.0, rel=INCIDENTAL)
+
+
+def test_several_passes_keep_the_fastest():
+    """passes=2: two harness processes (on two CPUs where allowed); each kernel keeps its
+    fastest pass and lists both."""
+    from pmpredict.infer.measure.codegen import experiment_kernel
+    from pmpredict.infer.measure.instantiate import instantiate
+    from pmpredict.infer.measure.runner import run_kernels
+    kernel = experiment_kernel("pm_imul", instantiate([(IMUL, 1)], 50))
+    timing, = run_kernels([kernel], RunOptions(), passes=2)
+    assert len(timing.passes) == 2 and timing.cycles == min(timing.passes)
+    assert timing.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .codegen import Kernel, harness_source
 
@@ -41,6 +41,7 @@ class Timing:
     dirty: int = 0                   # runs kept although every attempt was interrupted
     samples: int = 0                 # samples taken (calibration, n and 2n runs each)
     confirmed: bool = True           # the fastest runs were reproduced within the budget
+    passes: tuple = ()               # cycles of each harness process (run_kernels passes > 1)
 
     @property
     def cycles(self) -> float | None:
@@ -187,21 +188,49 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
     return [i for i in indices if i not in results]
 
 
-def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_result=None) -> list[Timing]:
+def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_result=None,
+                passes: int = 1) -> list[Timing]:
     """Time every kernel; the result list is parallel to `kernels`.
 
     `on_result(i, timing)` is called as soon as kernel i is done (to save progress).
+    With `passes` > 1 the compiled harness runs that many times, each process pinned to
+    the next CPU this process may use (unless opts.cpu pins them all), and each kernel
+    keeps its fastest pass (`Timing.passes` lists them all): a state that one process
+    or one CPU got stuck in (a busy sibling thread on the host, say) shows as a
+    disagreement instead of as the result.
     """
     results: dict[int, Timing] = {}
     workdir = tempfile.mkdtemp(prefix="pmpredict-measure-")
     try:
-        _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir)
+        _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir, passes)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return [results[i] for i in range(len(kernels))]
 
 
-def _run_group(indices, kernels, opts, results, on_result, workdir) -> None:
+def _fastest(timings: list[Timing]) -> Timing:
+    good = sorted((t for t in timings if t.cycles is not None), key=lambda t: t.cycles)
+    if not good:
+        return timings[0]
+    return replace(good[0], passes=tuple(t.cycles for t in timings if t.cycles is not None))
+
+
+def _run_pass(exe, count: int, opts: RunOptions, done) -> None:
+    """Run the harness on kernels 0..count-1 (a new process for what a crash left over);
+    done(j, timing) for each."""
+    local: dict[int, Timing] = {}
+    todo = list(range(count))
+    while todo:
+        left = _run_binary(exe, todo, opts, local, lambda j: done(j, local[j]))
+        if len(left) == len(todo):          # died before running anything: give up on these
+            for j in left:
+                local[j] = Timing(error="the harness did not start (calibration failed)")
+                done(j, local[j])
+            left = []
+        todo = left
+
+
+def _run_group(indices, kernels, opts, results, on_result, workdir, passes=1) -> None:
     sub = [kernels[i] for i in indices]
     exe, messages = compile_harness(sub, workdir)
     if exe is None:
@@ -211,25 +240,25 @@ def _run_group(indices, kernels, opts, results, on_result, workdir) -> None:
                 on_result(indices[0], results[indices[0]])
             return
         half = len(indices) // 2
-        _run_group(indices[:half], kernels, opts, results, on_result, workdir)
-        _run_group(indices[half:], kernels, opts, results, on_result, workdir)
+        _run_group(indices[:half], kernels, opts, results, on_result, workdir, passes)
+        _run_group(indices[half:], kernels, opts, results, on_result, workdir, passes)
         return
-    local: dict[int, Timing] = {}
 
-    def done(j):
-        results[indices[j]] = local[j]
+    def done(j, timing):
+        results[indices[j]] = timing
         if on_result:
-            on_result(indices[j], local[j])
+            on_result(indices[j], timing)
 
-    todo = list(range(len(sub)))
-    while todo:
-        left = _run_binary(exe, todo, opts, local, done)
-        if len(left) == len(todo):          # died before running anything: give up on these
-            for j in left:
-                local[j] = Timing(error="the harness did not start (calibration failed)")
-                done(j)
-            left = []
-        todo = left
+    if passes <= 1:
+        _run_pass(exe, len(sub), opts, done)
+        return
+    cpus = sorted(os.sched_getaffinity(0)) if opts.cpu < 0 else [opts.cpu]
+    per_kernel: dict[int, list[Timing]] = {}
+    for p in range(passes):
+        _run_pass(exe, len(sub), replace(opts, cpu=cpus[p % len(cpus)]),
+                  lambda j, t: per_kernel.setdefault(j, []).append(t))
+    for j in range(len(sub)):
+        done(j, _fastest(per_kernel[j]))
 
 
 def check_assembles(lines: list[str], syntax: str = "intel") -> list[str | None]:
