@@ -180,10 +180,10 @@ def test_text_output_flags_unstable_results(tmp_path, monkeypatch, capsys):
     path.write_text("imul %rbx, %rax\n")
     real = block.run_kernels
 
-    def disturbed(kernels, opts, on_result=None, passes=1):
+    def disturbed(kernels, opts, on_result=None, **passes):
         from dataclasses import replace
         return [replace(t, spread=0.2, confirmed=False)
-                for t in real(kernels, opts, on_result, passes)]
+                for t in real(kernels, opts, on_result, **passes)]
     monkeypatch.setattr(block, "run_kernels", disturbed)
     assert main(["measure", str(path), "--no-cache"]) == 0
     out = capsys.readouterr().out

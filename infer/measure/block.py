@@ -26,7 +26,7 @@ from .calibrate import cpu_identity, cpu_name
 from .codegen import block_kernel
 from .layout import Layout, plan_layout
 from .measure_set import kernel_cycles
-from .runner import RunOptions, Timing, check_host, run_kernels
+from .runner import RunOptions, Timing, check_host, passes_agree, run_kernels
 
 BLOCK_LENGTH = 50            # instructions in the shorter unroll variant; the other has twice
 # the loop overhead that (T(2u) - T(u)) / u leaves out, as a check on the two variants: more
@@ -37,12 +37,12 @@ OVERHEAD_SHARE = 0.10
 NOISE_CYCLES = 1.0
 NOISE_SHARE = 0.03
 LARGE_SPREAD = 0.05          # the text view shows a spread above this
-# Two harness processes, on two CPUs where there are two: a tiny block measured 0.50 or 0.64
-# cycles per store, 0.70 or 1.10 per push, depending on the process (a busy sibling thread of
-# the host on one vCPU, presumably). The faster counts; passes that disagree by more than
-# PASS_AGREEMENT make the result unstable.
+# Harness processes per block, on alternating CPUs where there are two: a tiny block measured
+# 0.50 or 0.64 cycles per store, 0.70 or 1.10 with push/pop, depending on the process (a busy
+# sibling thread of the host, presumably). The fastest counts once two passes agree; a block
+# whose passes still disagree after MAX_PASSES is unstable.
 PASSES = 2
-PASS_AGREEMENT = 0.05
+MAX_PASSES = 4
 # Runs of 0.1 ms: a block streaming through memory (`add $32, %rax`) maps a page per 4 KiB it
 # walks, and the harness can map at most 60,000; t(2n) - t(n) still cancels the call.
 BLOCK_OPTIONS = RunOptions(target_ns=1e5)
@@ -407,7 +407,7 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
         kernels.append(block_kernel(f"pm_block{copies}", own * copies, block.syntax,
                                     block.counter, block.vector_width, block.layout,
                                     {old: names["@@" + new] for old, new in symbols.items()}))
-    timings = run_kernels(kernels, options, passes=PASSES)
+    timings = run_kernels(kernels, options, passes=PASSES, max_passes=MAX_PASSES)
     measured = per_copy(*zip(factors, timings))
     variants = []
     for copies, t in zip(factors, timings):
@@ -427,13 +427,12 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
               "overhead": None if measured.get("overhead") is None else
               round(measured["overhead"], 3),
               "variants": variants, "symbols": sorted(symbols)}
-    # stable: both variants reproduced their fastest runs in both processes, and differ by the
-    # copies alone (a large spread with a confirmed minimum is a busy machine, shown but not
-    # held against it)
-    agree = all(max(t.passes) <= (1 + PASS_AGREEMENT) * min(t.passes)
-                for t in timings if t.passes)
-    result["stable"] = bool(cycles is not None and measured["method"] == "difference" and agree
-                            and all(t.confirmed and not t.dirty for t in timings))
+    # stable: both variants reproduced their fastest runs within a process and across two
+    # processes, and differ by the copies alone (a large spread with a confirmed minimum is a
+    # busy machine, shown but not held against it)
+    result["stable"] = bool(cycles is not None and measured["method"] == "difference"
+                            and all(t.confirmed and not t.dirty and passes_agree(t)
+                                    for t in timings))
     if cycles is None:
         result["error"] = next((t.error for t in timings if t.error), "no usable timing")
     else:

@@ -189,7 +189,7 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
 
 
 def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_result=None,
-                passes: int = 1) -> list[Timing]:
+                passes: int = 1, max_passes: int | None = None) -> list[Timing]:
     """Time every kernel; the result list is parallel to `kernels`.
 
     `on_result(i, timing)` is called as soon as kernel i is done (to save progress).
@@ -197,15 +197,21 @@ def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_resul
     the next CPU this process may use (unless opts.cpu pins them all), and each kernel
     keeps its fastest pass (`Timing.passes` lists them all): a state that one process
     or one CPU got stuck in (a busy sibling thread on the host, say) shows as a
-    disagreement instead of as the result.
+    disagreement instead of as the result. Kernels whose two fastest passes differ by
+    more than PASS_AGREEMENT get more passes, up to `max_passes`.
     """
     results: dict[int, Timing] = {}
     workdir = tempfile.mkdtemp(prefix="pmpredict-measure-")
     try:
-        _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir, passes)
+        _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir,
+                   (passes, max(passes, max_passes or passes)))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return [results[i] for i in range(len(kernels))]
+
+
+# the two fastest passes of a kernel agree this closely: its minimum is reproduced
+PASS_AGREEMENT = 0.05
 
 
 def _fastest(timings: list[Timing]) -> Timing:
@@ -215,11 +221,17 @@ def _fastest(timings: list[Timing]) -> Timing:
     return replace(good[0], passes=tuple(t.cycles for t in timings if t.cycles is not None))
 
 
-def _run_pass(exe, count: int, opts: RunOptions, done) -> None:
-    """Run the harness on kernels 0..count-1 (a new process for what a crash left over);
+def passes_agree(t: Timing) -> bool:
+    """The two fastest passes of a kernel agree (trivially so with a single pass)."""
+    best = sorted(t.passes)[:2]
+    return len(best) < 2 or best[1] <= (1 + PASS_AGREEMENT) * best[0]
+
+
+def _run_pass(exe, kernels: list[int], opts: RunOptions, done) -> None:
+    """Run the harness on `kernels` (a new process for what a crash left over);
     done(j, timing) for each."""
     local: dict[int, Timing] = {}
-    todo = list(range(count))
+    todo = list(kernels)
     while todo:
         left = _run_binary(exe, todo, opts, local, lambda j: done(j, local[j]))
         if len(left) == len(todo):          # died before running anything: give up on these
@@ -230,7 +242,7 @@ def _run_pass(exe, count: int, opts: RunOptions, done) -> None:
         todo = left
 
 
-def _run_group(indices, kernels, opts, results, on_result, workdir, passes=1) -> None:
+def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1)) -> None:
     sub = [kernels[i] for i in indices]
     exe, messages = compile_harness(sub, workdir)
     if exe is None:
@@ -249,14 +261,20 @@ def _run_group(indices, kernels, opts, results, on_result, workdir, passes=1) ->
         if on_result:
             on_result(indices[j], timing)
 
-    if passes <= 1:
-        _run_pass(exe, len(sub), opts, done)
+    least, most = passes
+    if most <= 1:
+        _run_pass(exe, range(len(sub)), opts, done)
         return
     cpus = sorted(os.sched_getaffinity(0)) if opts.cpu < 0 else [opts.cpu]
-    per_kernel: dict[int, list[Timing]] = {}
-    for p in range(passes):
-        _run_pass(exe, len(sub), replace(opts, cpu=cpus[p % len(cpus)]),
-                  lambda j, t: per_kernel.setdefault(j, []).append(t))
+    per_kernel: dict[int, list[Timing]] = {j: [] for j in range(len(sub))}
+    todo = list(range(len(sub)))
+    for p in range(most):
+        _run_pass(exe, todo, replace(opts, cpu=cpus[p % len(cpus)]),
+                  lambda j, t: per_kernel[j].append(t))
+        if p + 1 >= least:
+            todo = [j for j in todo if not passes_agree(_fastest(per_kernel[j]))]
+            if not todo:
+                break
     for j in range(len(sub)):
         done(j, _fastest(per_kernel[j]))
 
