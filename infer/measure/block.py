@@ -3,8 +3,9 @@
 The block runs as-is (its own registers, so its own dependencies) in a loop, unrolled
 u and 2u times (u copies make about 50 instructions); the cycles per copy are the
 difference of the two, (T(2u) - T(u)) / u, which cancels the loop's own overhead (the
-counter's dec/jnz and the loop boundary), as BHive does. Registers, stack and memory
-follow `layout.py`: distinct regions per address register, a private stack, normal
+counter's dec/jnz and the loop boundary), as BHive does. Two to four harness processes
+time it; the fastest counts once two agree. Registers, stack and memory follow
+`layout.py`: distinct lines of one page per address register, a private stack, normal
 floating-point values, loaded pointers that point somewhere mapped.
 
 The kernel is chosen as `pmpredict predict` chooses it (pmpredict.asm.kernel).
@@ -19,7 +20,7 @@ from ...asm.kernel import select_kernel
 from ...asm.normalize import att_mnemonic, x86_register
 from ...asm.parse import Instruction, Memory, Register, Symbol, parse
 from ...errors import InputError
-from ...semantics.base import (ADDRESS, DATA, GPR, MASK, MERGE, OTHER, VECTOR,
+from ...semantics.base import (ADDRESS, GPR, MASK, MERGE, OTHER, VECTOR,
                                InstructionSemantics, MemAccess, RegAccess)
 from .cache import ResultCache, block_key
 from .calibrate import cpu_identity, cpu_name

@@ -48,6 +48,9 @@
 #include <unistd.h>
 
 #define CAL_ADDS 100
+/* one calibration run: long enough that the call and the clock reads (some 50 ns) are
+   below 0.1% of it */
+#define CAL_NS 5e4
 #define MAX_SAMPLES 64
 /* the two fastest runs of a kind agree this closely: their minimum is reproducible */
 #define CONFIRM 0.005
@@ -222,10 +225,10 @@ static double calibration_run(char *base) {
 }
 
 /* ns per cycle at start (reported on the C line): the fastest of `samples` runs */
-static double calibrate(char *base, int samples, double target_ns) {
+static double calibrate(char *base, int samples) {
     double v[MAX_SAMPLES];
     if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
-    cal_iters = iterations_for(pm_calibrate, base, target_ns / 8);
+    cal_iters = iterations_for(pm_calibrate, base, CAL_NS);
     for (int s = 0; s < samples; s++) v[s] = calibration_run(base);
     return minimum(v, samples);
 }
@@ -365,7 +368,7 @@ int main(int argc, char **argv) {
 
     page_fd = memfd_create("pmpredict-pages", 0);
 
-    double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples, target_ns);
+    double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples);
     printf("C %.6f\n", 1.0 / ns_per_cycle);
     fflush(stdout);
 

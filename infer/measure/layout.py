@@ -87,9 +87,6 @@ class Layout:
     symbol_fill: tuple[tuple[str, int], ...]     # rip-relative symbol -> fill of its data object
     pointer_loads: tuple[int, ...]               # instruction indices whose loads feed addresses
 
-    def initial(self, reg: str) -> int:
-        return dict(self.registers)[reg]
-
 
 def _in_page(k: int) -> int:
     """In-page offset of slot k: 5 lines apart (5 is coprime to 64: 64 distinct lines)."""
@@ -250,16 +247,36 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
     index_sites = sorted(({who for a in accesses for kind, who, _ in a.index if kind != "init"}
                           | {who for a in accesses for kind, who, _ in a.base if kind == "addend"})
                          - set(pointer_sites))
+    registers, homes = _initial_registers(semantics, accesses, counter)
+    target = {site: pointer_target(rank) for rank, site in enumerate(pointer_sites)}
+    value = {**target, **{site: 0 for site in index_sites}}
+    uniform, slots, symbol_fill, fault_fill = _pointer_words(accesses, registers, homes, target,
+                                                             value)
+    regions = []
+    for name, k in WINDOWS.items():
+        if any(home == name for home, _ in homes.values()):
+            regions.append(Region(region_start(k), REGION_BYTES, uniform.get(name, NORMAL_FILL),
+                                  tuple(sorted(slots.get(name, {}).items())), name,
+                                  (window_start(k), WINDOW_BYTES)))
+    if pointer_sites:
+        regions.append(Region(POINTEE_BASE, REGION_BYTES, uniform.get("pointee", NORMAL_FILL),
+                              tuple(sorted(slots.get("pointee", {}).items())), "pointee"))
+    return Layout(tuple(sorted(registers.items(), key=lambda kv: GPR_FAMILIES.index(kv[0]))),
+                  tuple(regions), NORMAL_FILL if fault_fill is None else fault_fill,
+                  tuple(sorted(symbol_fill.items())), tuple(pointer_sites))
+
+
+def _initial_registers(semantics, accesses, counter):
+    """(register -> initial value, register -> (region, offset)) for every register but
+    the counter: index-only registers small, implicit data registers 0, the rest homes."""
     base_regs = {who for a in accesses for kind, who, _ in a.base if kind == "init"}
     index_regs = {who for a in accesses for kind, who, _ in a.index if kind == "init"}
     implicit_data = {r.name for s in semantics for r in s.reads
                      if r.kind == GPR and r.operand is None and r.role == DATA}
     explicit_or_address = {r.name for s in semantics for r in s.reads
                            if r.kind == GPR and (r.operand is not None or r.role == ADDRESS)}
-
     registers = {}
-    index_only = sorted(index_regs - base_regs)
-    for j, reg in enumerate(index_only):
+    for j, reg in enumerate(sorted(index_regs - base_regs)):
         registers[reg] = LINE * (j + 1)
     address, others = [], []
     for reg in GPR_FAMILIES:
@@ -272,13 +289,14 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
     homes = _homes(address, others)
     for reg, (name, offset) in homes.items():
         registers[reg] = region_start(WINDOWS[name]) + offset
+    return registers, homes
 
-    target = {site: pointer_target(rank) for rank, site in enumerate(pointer_sites)}
-    value = dict(target)
-    value.update({site: 0 for site in index_sites})
 
-    uniform: dict[str, int] = {}                 # region name -> fill
-    slots: dict[str, dict[int, int]] = {}        # region name -> offset -> word
+def _pointer_words(accesses, registers, homes, target, value):
+    """Where the loads that feed addresses read: (region -> uniform fill, region -> offset ->
+    word, rip-relative symbol -> fill, fill of the on-demand page elsewhere or None)."""
+    uniform: dict[str, int] = {}
+    slots: dict[str, dict[int, int]] = {}
     symbol_fill: dict[str, int] = {}
     fault_fill = None
 
@@ -323,16 +341,4 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
                 slots.setdefault(name, {}).setdefault(at, word)
             else:                                  # outside the region: the on-demand page
                 fault_fill = word if fault_fill is None else fault_fill
-
-    regions = []
-    for name, k in WINDOWS.items():
-        if any(home == name for home, _ in homes.values()):
-            regions.append(Region(region_start(k), REGION_BYTES, uniform.get(name, NORMAL_FILL),
-                                  tuple(sorted(slots.get(name, {}).items())), name,
-                                  (window_start(k), WINDOW_BYTES)))
-    if pointer_sites:
-        regions.append(Region(POINTEE_BASE, REGION_BYTES, uniform.get("pointee", NORMAL_FILL),
-                              tuple(sorted(slots.get("pointee", {}).items())), "pointee"))
-    return Layout(tuple(sorted(registers.items(), key=lambda kv: GPR_FAMILIES.index(kv[0]))),
-                  tuple(regions), NORMAL_FILL if fault_fill is None else fault_fill,
-                  tuple(sorted(symbol_fill.items())), tuple(pointer_sites))
+    return uniform, slots, symbol_fill, fault_fill
