@@ -147,6 +147,13 @@ class _Progress:
 
 
 def run(args):
+    """SIGTERM behaves like Ctrl-C throughout: measuring stops cleanly (the cache keeps what
+    is done), inference writes its checkpoint and best mapping."""
+    with sigterm_as_interrupt():
+        return _run(args)
+
+
+def _run(args):
     from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
     from pmpredict.infer.pipeline import Inference, InferConfig, config_dict
     from pmpredict.infer.prepare import measured_forms, prepare
@@ -155,8 +162,7 @@ def run(args):
     started = time.monotonic()
     should_stop = deadline_check(args.time_limit, started)
     if args.measure:
-        with sigterm_as_interrupt():
-            measured = _measure_here(args, should_stop)
+        measured = _measure_here(args, should_stop)
         if measured is None:
             return STOPPED
         exps, inputs = measured
