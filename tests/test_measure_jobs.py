@@ -4,7 +4,6 @@ line, --time-limit and SIGTERM (stop cleanly, keep what is measured, resume)."""
 from __future__ import annotations
 
 import io
-import json
 import os
 import platform
 import shutil
@@ -122,21 +121,42 @@ def run_measure(*args, env=None, **kw):
 
 
 @needs_host
-@pytest.mark.slow
-def test_time_limit_stops_writes_and_resumes(tmp_path):
+def test_should_stop_keeps_what_is_measured_and_a_rerun_resumes(tmp_path):
+    """Stop once the first experiment is done: the partial set has it, the rest is "not
+    measured", and the rerun takes everything measured from the cache."""
+    from pmpredict.infer.measure import MeasureOptions, MeasurementStopped, measure_experiment_set
+    experiment_file(tmp_path / "e.json", 6)
+    exps = load_experiments(str(tmp_path / "e.json"))
+    events = []
+    options = MeasureOptions(batch=3)                   # two harness runs of three experiments
+    with pytest.raises(MeasurementStopped) as stop:
+        measure_experiment_set(exps, cache_dir=str(tmp_path / "cache"), progress=events.append,
+                               options=options, should_stop=lambda: events[-1].done >= 1)
+    partial = stop.value.partial
+    done = [e for e in partial.experiments if e.cycles is not None]
+    assert 1 <= len(done) <= 3 and stop.value.phase == "experiments"
+    assert {e.other["error"] for e in partial.experiments if e.cycles is None} == {"not measured"}
+    again = []
+    full = measure_experiment_set(exps, cache_dir=str(tmp_path / "cache"), progress=again.append,
+                                  options=options)
+    assert again[0].cached == len(done) and again[-1].done == 6
+    assert all(e.cycles for e in full.experiments)
+    assert [e.cycles for e in full.experiments if e.counts in {d.counts for d in done}] == \
+        [e.cycles for e in done]
+
+
+@needs_host
+def test_cli_time_limit_writes_and_exits_3(tmp_path):
     e, out, cache = tmp_path / "e.json", tmp_path / "out.json", tmp_path / "cache"
-    experiment_file(e, 60)
-    first = run_measure("--experiments", e, "-o", out, "--cache", cache, "--time-limit", 6)
+    experiment_file(e, 4)
+    first = run_measure("--experiments", e, "-o", out, "--cache", cache, "--time-limit", 0.001)
     assert first.returncode == 3, first.stderr
-    assert "time limit reached during experiments" in first.stderr
-    partial = load_experiments(str(out))
-    done = sum(1 for x in partial.experiments if x.cycles is not None)
-    assert done < 60
-    assert {x.other.get("error") for x in partial.experiments if x.cycles is None} == {"not measured"}
+    assert first.stderr.strip().splitlines()[-1] == (
+        f"pmpredict: time limit reached during experiments: {out} holds 0 of 4 experiments; "
+        "run the same command again to measure the rest (finished results are cached)")
+    assert [x.cycles for x in load_experiments(str(out)).experiments] == [None] * 4
     second = run_measure("--experiments", e, "-o", out, "--cache", cache)
     assert second.returncode == 0, second.stderr
-    final = second.stderr.strip().splitlines()[-1]
-    assert final == "measure experiments: 60/60" + (f" ({done} cached)" if done else "")
     assert all(x.cycles for x in load_experiments(str(out)).experiments)
 
 
