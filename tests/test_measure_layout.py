@@ -13,8 +13,7 @@ import pytest
 from pmpredict.errors import InputError
 from pmpredict.infer.measure.block import (instruction_semantics, prepare_block,
                                            registers_touched)
-from pmpredict.infer.measure.layout import (NORMAL_FILL, POINTEE_BASE, REGION_BYTES, GPR_FAMILIES,
-                                            WINDOW_BASE, WINDOW_BYTES)
+from pmpredict.infer.measure.layout import NORMAL_FILL, POINTEE_BASE, REGION_BYTES, GPR_FAMILIES
 from pmpredict.asm.parse import parse
 
 
