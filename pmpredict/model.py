@@ -28,8 +28,6 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from . import semantics
 from .errors import InputError
 from .jsonio import JsonDocument, read_json, write_json
@@ -125,6 +123,7 @@ class MachineModel:
 
     def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(masks int64[n_forms, max_uops], counts float64[n_forms, max_uops]); count 0 = no uop."""
+        import numpy as np          # the engines need it; a single prediction does not
         width = max((len(u) for u in self.uops.values()), default=0) or 1
         masks = np.zeros((len(self.uops), width), dtype=np.int64)
         counts = np.zeros((len(self.uops), width), dtype=np.float64)

@@ -5,7 +5,7 @@ The steps, each an engine of its own:
      reads and writes (pmpredict.semantics);
   2. annotate: uops as executed (idioms, eliminated moves, macro-fusion), latency per source,
      what is assumed (annotate.py);
-  3. bounds: throughput (the exact LP optimum over the uops, sim.py), loop-carried (the
+  3. bounds: throughput (the exact LP optimum over the uops, bound.py), loop-carried (the
      maximum cycle ratio of the dependence graph, deps.py), front end (dispatch slots per
      cycle), and the critical path of one iteration;
   4. the out-of-order simulation (schedule.py): the predicted cycles per iteration, never
@@ -21,8 +21,7 @@ no uops, so the prediction is a lower bound.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import Callable
 
 from . import semantics as semantics_registry
 from .annotate import Annotated, Machine, annotate
@@ -30,13 +29,13 @@ from .asm.kernel import Kernel
 from .asm.match import APPROX_LOAD, FormMatcher, Match, form_pattern
 from .asm.normalize import normalize, render_key
 from .asm.parse import Instruction
-from .criticality import Criticality, EventClass, analyse
+from .bound import optimum
+from .criticality import Criticality, EventClass, analyse, slack
 from .deps import Cycle, Graph, Path, build_graph, critical_path, loop_carried_chains
 from .forms import parse_form
 from .schedule import Body, Run
 from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
-from .sim import FRONTEND, lp_schedule, simulate_arrays, uop_masses
 
 # a bound counts as the limit when the prediction is within this of it
 BOUND_TOLERANCE = 0.02
@@ -87,11 +86,25 @@ class Report:
     bounds: Bounds | None = None
     critical_path: Path | None = None
     chains: list[Cycle] = field(default_factory=list)
-    criticality: Criticality | None = None
     run: Run | None = None
     machine: Machine | None = None
     graph: Graph | None = None
     node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
+    # the costs take a simulation per bottleneck and pair: computed on first use
+    _analyse: Callable[[], Criticality] | None = field(default=None, repr=False)
+    _criticality: Criticality | None = field(default=None, repr=False)
+
+    @property
+    def computed_criticality(self) -> Criticality | None:
+        """The criticality if it has been computed already, else None (no simulations run)."""
+        return self._criticality
+
+    @property
+    def criticality(self) -> Criticality | None:
+        """What each bottleneck costs and how they interact (criticality.analyse)."""
+        if self._criticality is None and self._analyse is not None:
+            self._criticality, self._analyse = self._analyse(), None
+        return self._criticality
 
     @property
     def matched(self) -> int:
@@ -205,53 +218,40 @@ class Predictor:
         if chains:
             for i in chains[0].nodes:
                 rows[i].on_loop_carried = True
+        for k, s in enumerate(slack(body, sim_machine, run)):
+            row = rows[node_rows[k]]
+            row.slack = s if row.slack is None else min(row.slack, s)
         if self.criticality:
             classes = event_classes(chains, neck, model, sim_machine)
-            crit = analyse(body, sim_machine, run, classes)
-            report.criticality = crit
-            for k, s in enumerate(crit.slack):
-                row = rows[node_rows[k]]
-                row.slack = s if row.slack is None else min(row.slack, s)
+            report._analyse = lambda: analyse(body, sim_machine, run, classes)
         return report
 
     def _ports(self, report: Report, annotated: list[Annotated]):
         """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal
         schedule; and each port's share of that schedule (the simulation's tie-breaker)."""
         model = self.model
-        rows = [a for a in annotated if a.uops]
         n_ports = len(model.ports)
-        if not rows:
-            return 0.0, 0, tuple([1.0] * n_ports)
-        width = max(len(a.uops) for a in rows)
-        masks = np.zeros((len(rows), width), dtype=np.int64)
-        counts = np.zeros((len(rows), width), dtype=np.float64)
-        for i, a in enumerate(rows):
-            for j, (mask, count) in enumerate(a.uops):
-                masks[i, j], counts[i, j] = mask, count
-        forms = np.arange(len(rows), dtype=np.int64)
-        mults = np.ones(len(rows), dtype=np.float64)
-        ptr = np.array([0, len(rows)], dtype=np.int64)
-        cyc, neck = simulate_arrays(masks, counts, ptr, forms, mults, None)
-        umask, umass, _ = uop_masses(masks, counts, forms, mults)
-        _, load, assignment = lp_schedule(umask, umass, n_ports, 0.0, None)
-        slot = {int(m): i for i, m in enumerate(umask)}
-        by_index = {a.index: a for a in rows}
-        for k, row in enumerate(report.rows):
-            a = by_index.get(k)
-            if a is None:
-                continue
-            pressure = np.zeros(n_ports)
+        mass: dict[int, int] = {}
+        for a in annotated:
             for mask, count in a.uops:
-                i = slot[int(mask)]
-                share = count / umass[i]
-                for p, x in assignment[i].items():
+                mass[mask] = mass.get(mask, 0) + count
+        if not mass:
+            return 0.0, 0, tuple([1.0] * n_ports)
+        cycles, neck, schedule = optimum(mass)
+        load = [0.0] * n_ports
+        for row, a in zip(report.rows, annotated):
+            pressure = [0.0] * n_ports
+            for mask, count in a.uops:
+                share = count / mass[mask]
+                for p, x in schedule[mask].items():
                     pressure[p] += x * share
-            row.pressure = {model.ports[p]: float(pressure[p]) for p in range(n_ports)
-                            if pressure[p] > 1e-9}
-        report.port_load = {model.ports[p]: float(load[p]) for p in range(n_ports)}
-        total = float(np.sum(load))
-        balance = tuple(float(x) / total if total > 0 else 1.0 for x in load)
-        return float(cyc[0]), int(neck[0]), balance
+            row.pressure = {model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9}
+        for row in schedule.values():
+            for p, x in row.items():
+                load[p] += x
+        report.port_load = {model.ports[p]: load[p] for p in range(n_ports)}
+        total = sum(load)
+        return cycles, neck, tuple(x / total for x in load)
 
 
 def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:
@@ -269,7 +269,7 @@ def event_classes(chains, neck: int, model, machine) -> list[EventClass]:
         names = ", ".join(c.resources)
         classes.append(EventClass("chain", f"chain through {names}",
                                   frozenset((e.dst, e.src, e.distance) for e in c.edges)))
-    if neck and neck != FRONTEND:
+    if neck:
         classes.append(EventClass("ports", "ports " + ", ".join(model.port_names(neck)),
                                   ports=neck))
     if machine.width or machine.taken_branch:

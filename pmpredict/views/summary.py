@@ -82,7 +82,9 @@ def verdict(report) -> str:
     others = "; " + ", ".join(f"{k} would allow {v:.2f}" for v, k, _ in rest) if rest else ""
     if value >= report.cycles * (1 - TOLERANCE):
         return f"bound by the {kind} ({what}): {value:.2f} cycles per iteration{others}"
-    crit = report.criticality
+    # the costs take more simulations: they are named here only once computed (--bottlenecks,
+    # --json); otherwise the line says where to look
+    crit = report.computed_criticality
     if crit and crit.cost:
         top = max(crit.cost, key=crit.cost.get)
         if crit.cost[top] > 0:
@@ -132,6 +134,7 @@ def _chain_json(report, c) -> dict:
 
 
 def json(report) -> dict:
+    report.criticality                  # the costs are part of the JSON: compute them first
     out = {
         "cycles": number(report.cycles),
         "bottleneck": list(report.bottleneck),
