@@ -7,15 +7,15 @@ The machine (documented in docs/PREDICTION.md):
   * the front end dispatches in program order, `width` instructions per cycle (a fused
     cmp+jcc pair is one), into a window of `window` instructions (the reorder buffer); an
     instruction leaves the window when it retires, in order, `width` per cycle;
-  * an instruction may issue once it is dispatched and its sources allow: its result is due
-    at  ready = max(dispatch + L, max over in-edges of producer result + edge latency),
+  * an instruction may issue the cycle after its dispatch, once its sources allow: its result
+    is due at  ready = max(dispatch + 1 + L, max over in-edges of producer result + latency),
     where L is its issue-to-result latency, so it issues at ready - L (a load-op starts its
     load before its register operand is there, as cores do);
   * each uop takes one cycle on one port of its port set. The scheduler is ideal and
     unified: a uop goes to the allowed port where it can start first, oldest uops first;
     ties go to the port the optimal (LP) schedule leaves emptiest;
   * the result is ready L cycles after the instruction's first uop starts, and not before
-    its last uop has run.
+    its last uop has run; it retires the cycle after its result at the earliest.
 Taking uops oldest-first on each port is the same as placing them, in program order, into
 the earliest free cycle of a port at or after they can issue: so one pass in program order
 simulates the whole run (no cycle-by-cycle loop), with a "next free cycle" structure per
@@ -30,6 +30,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+# pipeline stages between events, in cycles (as llvm-mca's timeline shows them): an instruction
+# issues at the earliest the cycle after its dispatch, and retires the cycle after its result
+ISSUE_DELAY = 1.0
+RETIRE_DELAY = 1.0
 
 # what set a time on the run's critical path (criticality.path_share)
 FRONT_END, WINDOW, DATA, PORT, RETIREMENT = "front end", "window", "latency", "ports", "retirement"
@@ -154,7 +159,7 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
             dispatch[t] = d
             # --- when the result could be ready, from data alone
             lat = body.latency[i]
-            ready, why_r = d + lat, -1
+            ready, why_r = d + ISSUE_DELAY + lat, -1
             for src, dist, w in body.edges[i]:
                 s = t - i + src - dist * n
                 if s >= 0 and result[s] + w > ready:
@@ -200,7 +205,7 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
                     run.uop_port.append([])
             result[t] = res
             # --- retirement: in order, `width` a cycle (a fused pair is one), once the result is there
-            r = max(res, retire[t - 1] if t else 0.0)
+            r = max(res + RETIRE_DELAY, retire[t - 1] if t else 0.0)
             r = float(math.ceil(r - 1e-9))
             if r > rcur:
                 rcur, rused = r, 0
