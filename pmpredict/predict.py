@@ -33,6 +33,7 @@ from .asm.parse import Instruction
 from .criticality import Criticality, EventClass, analyse
 from .deps import Cycle, Graph, Path, build_graph, critical_path, loop_carried_chains
 from .forms import parse_form
+from .kinds import instruction_kinds, kinds_within, port_kinds
 from .schedule import Body, Run
 from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
@@ -92,6 +93,7 @@ class Report:
     machine: Machine | None = None
     graph: Graph | None = None
     node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
+    bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
 
     @property
     def matched(self) -> int:
@@ -124,6 +126,7 @@ class Predictor:
         self.matcher = FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
         self.criticality = criticality
         self._short: dict[str, str] = {}
+        self._port_kinds = None
 
     def short(self, form: str) -> str:
         s = self._short.get(form)
@@ -198,6 +201,8 @@ class Predictor:
         # when the issue width (R_max) allows fewer instructions than the ports
         front_limited = model.r_max and slots / model.r_max > throughput * (1 + 1e-9)
         report.bottleneck = ["frontend"] if front_limited else model.port_names(neck)
+        if not front_limited and neck:
+            report.bottleneck_kinds = self._kinds_within(sems, annotated, neck)
         report.bounds, report.critical_path, report.chains = bounds, path_, chains
         report.run, report.graph, report.node_rows = run, graph, node_rows
         for i in path_.nodes:
@@ -213,6 +218,13 @@ class Predictor:
                 row = rows[node_rows[k]]
                 row.slack = s if row.slack is None else min(row.slack, s)
         return report
+
+    def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
+        """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.kinds)."""
+        if self._port_kinds is None:
+            self._port_kinds = port_kinds(self.model)
+        rows = [(instruction_kinds(self.model.isa, s), a.uops) for s, a in zip(sems, annotated)]
+        return kinds_within(self._port_kinds, rows, neck)
 
     def _ports(self, report: Report, annotated: list[Annotated]):
         """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal

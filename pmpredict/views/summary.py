@@ -116,6 +116,8 @@ def text(report) -> str:
             out.append(f"Verdict:    {verdict(report)}")
             # the historical lines, kept for scripts that grep them
             neck = ", ".join(report.bottleneck) if report.bottleneck else "-"
+            if report.bottleneck_kinds:
+                neck += f" ({', '.join(report.bottleneck_kinds)})"
             out.append("Bottleneck: " + ("front end (R_max)" if report.bottleneck == ["frontend"]
                                          else "ports " + neck))
     out.append(f"Coverage:   {coverage_note(report)}")
@@ -135,6 +137,7 @@ def json(report) -> dict:
     out = {
         "cycles": number(report.cycles),
         "bottleneck": list(report.bottleneck),
+        "bottleneck_kinds": list(report.bottleneck_kinds),
         "bounds": ({k: number(v) for k, v in report.bounds.as_dict().items()}
                    if report.bounds else {"throughput": None, "loop_carried": None,
                                           "front_end": None}),
