@@ -119,37 +119,58 @@ def _round(x):
 
 def common_forms(model: MachineModel, reference: MachineModel) -> tuple[list[tuple[str, str]], int]:
     """(pairs (our form, the reference's form), forms of ours that could be tried)."""
+    from . import semantics
     from .asm.match import FormMatcher
     from .asm.normalize import normalize
-    from .asm.parse import parse
     from .data.osaca import FOREIGN_PREFIX
-    from .errors import InputError
     from .forms import example_instance, parse_form
-    from . import semantics
 
     if model.isa != reference.isa:
         raise ValueError(f"model {model.name!r} is {model.isa}, reference {reference.name!r} "
                          f"is {reference.isa}")
     syntax = semantics.get(model.isa).example_syntax
     matcher = FormMatcher(reference.uops, reference.isa, allow_approx=False)
-    pairs, tried = [], 0
+    pairs, instances = [], {}
     for form in model.uops:
-        if form.startswith(FOREIGN_PREFIX):
-            continue                           # no instance can be made of an imported name
         if form in reference.uops:
             pairs.append((form, form))
-            tried += 1
-            continue
-        try:
-            text = example_instance(parse_form(form, model.isa))
-            insn = parse(text, syntax).instructions[0]
-        except (ValueError, InputError, IndexError):
-            continue                           # a form without a parsable instance
-        tried += 1
+        elif not form.startswith(FOREIGN_PREFIX):     # an imported name has no instance
+            try:
+                instances[form] = example_instance(parse_form(form, model.isa))
+            except ValueError:
+                continue
+    for form, insn in _parse_instances(instances, syntax).items():
         m = matcher.match(normalize(insn, syntax))
         if m.form is not None:
             pairs.append((form, m.form))
+    order = {f: i for i, f in enumerate(model.uops)}
+    pairs.sort(key=lambda pair: order[pair[0]])
+    tried = sum(1 for f in model.uops if f in reference.uops) + len(instances)
     return pairs, tried
+
+
+def _parse_instances(texts: dict, syntax: str) -> dict:
+    """form -> its parsed instance; one parser run for all, line by line only when some
+    instance does not parse (that form is left out)."""
+    from .asm.parse import parse
+    from .errors import InputError
+
+    forms = list(texts)
+    try:
+        insns = parse("\n".join(texts[f] for f in forms), syntax).instructions
+        if len(insns) == len(forms):
+            return dict(zip(forms, insns))
+    except InputError:
+        pass
+    out = {}
+    for f in forms:
+        try:
+            insns = parse(texts[f], syntax).instructions
+        except InputError:
+            continue
+        if len(insns) == 1:
+            out[f] = insns[0]
+    return out
 
 
 # --- the assignment ------------------------------------------------------------------------

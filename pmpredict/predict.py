@@ -52,6 +52,7 @@ class InstructionRow:
     form_short: str = ""                # the model form in key notation, e.g. "add r64, imm8"
     approx: tuple[str, ...] = ()
     reason: str = ""                    # why unmatched
+    source: str | None = None           # "model" or "fallback" (whose form it is); None: unmatched
     uops: list[tuple[list[str], int]] = field(default_factory=list)
     pressure: dict[str, float] = field(default_factory=dict)
     latency: float = 0.0                # issue -> result, as the engines use it
@@ -94,6 +95,7 @@ class Report:
     graph: Graph | None = None
     node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
     bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
+    fallback: object = None             # the fallback.Fallback forms came from, if any
 
     @property
     def matched(self) -> int:
@@ -120,10 +122,17 @@ class Report:
 class Predictor:
     """A model prepared for many predictions (arrays, form index, matcher built once)."""
 
-    def __init__(self, model, allow_approx: bool = True, criticality: bool = True):
+    def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
+                 fallback=None):
+        """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
+        lacks are matched in the fallback's."""
+        if fallback is not None:
+            model = fallback.model
         self.model = model
+        self.fallback = fallback
         self.semantics = semantics_registry.get(model.isa)
-        self.matcher = FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+        self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+                        if fallback is None else fallback.matcher(allow_approx))
         self.criticality = criticality
         self._short: dict[str, str] = {}
         self._port_kinds = None
@@ -143,11 +152,14 @@ class Predictor:
         rows, sems = [], []
         for insn in kernel.instructions:
             m = self.match(insn, syntax)
+            source = None if m.form is None else \
+                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
             rows.append(InstructionRow(insn.line, insn.text, str(m.key), m.form,
-                                       self.short(m.form) if m.form else "", m.approx, m.reason))
+                                       self.short(m.form) if m.form else "", m.approx, m.reason,
+                                       source))
             sems.append(self.semantics.instruction(insn, syntax))
         report = Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, None, [],
-                        {p: 0.0 for p in model.ports}, model.r_max)
+                        {p: 0.0 for p in model.ports}, model.r_max, fallback=self.fallback)
         if not rows:
             report.cycles = 0.0
             return report

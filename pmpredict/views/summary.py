@@ -121,9 +121,27 @@ def text(report) -> str:
             out.append("Bottleneck: " + ("front end (R_max)" if report.bottleneck == ["frontend"]
                                          else "ports " + neck))
     out.append(f"Coverage:   {coverage_note(report)}")
+    if report.fallback is not None:
+        out.append(f"Fallback:   {fallback_note(report)}")
     for note in assumptions(report):
         out.append(f"Assumed:    {note}")
     return "\n".join(out) + "\n"
+
+
+def fallback_note(report) -> str:
+    """Which instructions came from the fallback model, how its ports were mapped."""
+    fb = report.fallback
+    n = sum(1 for r in report.rows if r.source == "fallback")
+    a = fb.alignment
+    parts = [f"{fb.name} for {n} of {len(report.rows)} instructions (+); its ports mapped onto "
+             f"those of {report.model} by alignment over {len(a.pairs)} common forms"
+             + (f" ({a.equal * 100:.0f}% of the uop mass equal)" if a.equal is not None else "")]
+    if fb.own_ports:
+        parts.append(f"its ports {', '.join(fb.own_ports)} have no counterpart: kept as ports "
+                     "of their own")
+    if fb.pipeline:
+        parts.append(f"{', '.join(fb.pipeline)} from {fb.name}")
+    return "; ".join(parts)
 
 
 def _chain_json(report, c) -> dict:
@@ -153,6 +171,9 @@ def json(report) -> dict:
         "port_load": {p: number(x) for p, x in report.port_load.items()},
         "file": report.path,
     }
+    fb = report.fallback
+    out["fallback"] = None if fb is None else dict(
+        fb.summary(), instructions=sum(1 for r in report.rows if r.source == "fallback"))
     cp = report.critical_path
     out["critical_path"] = None if cp is None else {
         "cycles": number(cp.length),
