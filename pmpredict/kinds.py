@@ -60,14 +60,15 @@ def classify(isa: str, mnemonic: str, *, loads: bool, stores: bool, branch: bool
 def form_kinds(form: str, isa: str) -> tuple[str, ...]:
     """Kinds of a form string (PMEvo spelling); () for one that cannot be read (an imported
     `osaca:` name)."""
+    from .data.osaca import FOREIGN_PREFIX
     from .forms import parse_form
+    if form.startswith(FOREIGN_PREFIX):
+        return ()
     try:
         template = parse_form(form, isa)
     except ValueError:
         return ()
     fs = semantics.get(isa).form(template)
-    if not fs.known and not template.operands:
-        return ()
     vector = any(op.kind == "reg" and (op.reg_class in ("V", "F") or op.width is None)
                  for op in template.operands)
     return classify(isa, fs.mnemonic, loads=fs.reads_memory, stores=fs.writes_memory,

@@ -47,6 +47,11 @@ def test_form_kinds(form, kinds):
     assert form_kinds(form, semantics.isa_of_form(form)) == kinds
 
 
+def test_imported_osaca_forms_have_no_form_kinds():
+    """An `osaca:` name has no form semantics; in a kernel its instruction's kinds count."""
+    assert form_kinds("osaca:cmp gpr,gpr", "x86") == ()
+
+
 @pytest.mark.parametrize("text,syntax,kinds", [
     ("jne .L4", "att", ("branches",)),
     ("cmpq %r8, %rax", "att", ("integer ALU",)),
