@@ -49,6 +49,22 @@ PIPELINE_KEYS = {
 PIPELINE_FLAGS = {"macro_fusion"}
 
 
+def abstract_port_names(n: int) -> tuple[str, ...]:
+    """Labels for the ports of an inferred model: A, B, ..., Z, AA, AB, ... They name no
+    hardware port (an inferred port is abstract until aligned with a reference model,
+    pmpredict.align), and unlike "0".."8" they cannot be mistaken for a vendor's numbers."""
+    names = []
+    for i in range(n):
+        label, k = "", i
+        while True:
+            label = chr(ord("A") + k % 26) + label
+            k = k // 26 - 1
+            if k < 0:
+                break
+        names.append(label)
+    return tuple(names)
+
+
 @dataclass(frozen=True)
 class MachineModel:
     """An immutable port mapping plus the facts needed to use it.
@@ -140,6 +156,13 @@ class MachineModel:
             if name not in changes:
                 changes[name] = {f: v for f, v in getattr(self, name).items() if f in uops}
         return replace(self, uops=uops, **changes)
+
+    def with_port_names(self, names) -> "MachineModel":
+        """The same model with its ports renamed, in order (uops, as masks, are unchanged)."""
+        names = tuple(str(n) for n in names)
+        if len(names) != len(self.ports):
+            raise ValueError(f"{len(names)} names for {len(self.ports)} ports")
+        return replace(self, ports=names)
 
     def latency_for(self, form: str, operand: int | None = None) -> float | None:
         """Latency from source operand `operand` (None: any register source) of `form` to its

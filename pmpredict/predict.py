@@ -33,6 +33,7 @@ from .bound import optimum
 from .criticality import Criticality, EventClass, analyse, slack
 from .deps import Cycle, Graph, Path, build_graph, critical_path, loop_carried_chains
 from .forms import parse_form
+from .kinds import instruction_kinds, kinds_within, port_kinds
 from .schedule import Body, Run
 from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
@@ -50,6 +51,7 @@ class InstructionRow:
     form_short: str = ""                # the model form in key notation, e.g. "add r64, imm8"
     approx: tuple[str, ...] = ()
     reason: str = ""                    # why unmatched
+    source: str | None = None           # "model" or "fallback" (whose form it is); None: unmatched
     uops: list[tuple[list[str], int]] = field(default_factory=list)
     pressure: dict[str, float] = field(default_factory=dict)
     latency: float = 0.0                # issue -> result, as the engines use it
@@ -90,6 +92,8 @@ class Report:
     machine: Machine | None = None
     graph: Graph | None = None
     node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
+    bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
+    fallback: object = None             # the fallback.Fallback forms came from, if any
     # the costs take a simulation per bottleneck and pair: computed on first use
     _analyse: Callable[[], Criticality] | None = field(default=None, repr=False)
     _criticality: Criticality | None = field(default=None, repr=False)
@@ -131,12 +135,20 @@ class Report:
 class Predictor:
     """A model prepared for many predictions (arrays, form index, matcher built once)."""
 
-    def __init__(self, model, allow_approx: bool = True, criticality: bool = True):
+    def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
+                 fallback=None):
+        """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
+        lacks are matched in the fallback's."""
+        if fallback is not None:
+            model = fallback.model
         self.model = model
+        self.fallback = fallback
         self.semantics = semantics_registry.get(model.isa)
-        self.matcher = FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+        self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+                        if fallback is None else fallback.matcher(allow_approx))
         self.criticality = criticality
         self._short: dict[str, str] = {}
+        self._port_kinds = None
 
     def short(self, form: str) -> str:
         s = self._short.get(form)
@@ -153,11 +165,14 @@ class Predictor:
         rows, sems = [], []
         for insn in kernel.instructions:
             m = self.match(insn, syntax)
+            source = None if m.form is None else \
+                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
             rows.append(InstructionRow(insn.line, insn.text, str(m.key), m.form,
-                                       self.short(m.form) if m.form else "", m.approx, m.reason))
+                                       self.short(m.form) if m.form else "", m.approx, m.reason,
+                                       source))
             sems.append(self.semantics.instruction(insn, syntax))
         report = Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, None, [],
-                        {p: 0.0 for p in model.ports}, model.r_max)
+                        {p: 0.0 for p in model.ports}, model.r_max, fallback=self.fallback)
         if not rows:
             report.cycles = 0.0
             return report
@@ -211,6 +226,8 @@ class Predictor:
         # when the issue width (R_max) allows fewer instructions than the ports
         front_limited = model.r_max and slots / model.r_max > throughput * (1 + 1e-9)
         report.bottleneck = ["frontend"] if front_limited else model.port_names(neck)
+        if not front_limited and neck:
+            report.bottleneck_kinds = self._kinds_within(sems, annotated, neck)
         report.bounds, report.critical_path, report.chains = bounds, path_, chains
         report.run, report.graph, report.node_rows = run, graph, node_rows
         for i in path_.nodes:
@@ -225,6 +242,13 @@ class Predictor:
             classes = event_classes(chains, neck, model, sim_machine)
             report._analyse = lambda: analyse(body, sim_machine, run, classes)
         return report
+
+    def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
+        """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.kinds)."""
+        if self._port_kinds is None:
+            self._port_kinds = port_kinds(self.model)
+        rows = [(instruction_kinds(self.model.isa, s), a.uops) for s, a in zip(sems, annotated)]
+        return kinds_within(self._port_kinds, rows, neck)
 
     def _ports(self, report: Report, annotated: list[Annotated]):
         """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal
