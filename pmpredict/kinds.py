@@ -21,8 +21,6 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
-
 from . import semantics
 from .semantics.base import (BRANCHES, INT_ALU, LOADS, STORES, UOP_KINDS, VECTOR, VECTOR_ALU)
 
@@ -82,19 +80,19 @@ def instruction_kinds(isa: str, sem) -> tuple[str, ...]:
                     branch=sem.branch is not None, vector=vector)
 
 
-def _spread(mask: int, count: float, n_ports: int) -> np.ndarray:
-    ports = [p for p in range(n_ports) if mask >> p & 1]
-    out = np.zeros(n_ports)
-    out[ports] = count / len(ports)
-    return out
+def _add_spread(acc: list[float], mask: int, count: float) -> None:
+    """Add a uop's count to `acc`, spread evenly over the ports of its mask."""
+    ports = [p for p in range(len(acc)) if mask >> p & 1]
+    for p in ports:
+        acc[p] += count / len(ports)
 
 
 @dataclass(frozen=True)
 class PortKinds:
     """Uop mass per kind and port of a model (kind -> array over the ports)."""
     ports: tuple[str, ...]
-    mass: dict[str, np.ndarray]           # every uop, attributed
-    single: dict[str, np.ndarray]         # the uops of single-kind forms only
+    mass: dict[str, list[float]]          # every uop, attributed (kind -> per port)
+    single: dict[str, list[float]]        # the uops of single-kind forms only
     single_total: dict[str, float]
 
     def attribute(self, kinds, mask: int) -> str | None:
@@ -109,7 +107,7 @@ class PortKinds:
         def share(kind):
             m = self.single.get(kind)
             total = self.single_total.get(kind, 0.0)
-            return float(m[on].sum() / total) if total > 0 else 0.0
+            return sum(m[p] for p in on) / total if total > 0 else 0.0
         return max(kinds, key=lambda k: (share(k), -kinds.index(k)))
 
 
@@ -128,19 +126,18 @@ def port_kinds(model) -> PortKinds:
     """The kinds of uops on each port of `model`, from the forms that use it."""
     n = len(model.ports)
     kinds_of = {f: form_kinds(f, model.isa) for f in model.uops}
-    single: dict[str, np.ndarray] = {}
+    single: dict[str, list[float]] = {}
     for form, kinds in kinds_of.items():
         if len(kinds) == 1:
-            acc = single.setdefault(kinds[0], np.zeros(n))
+            acc = single.setdefault(kinds[0], [0.0] * n)
             for mask, count in model.uops[form]:
-                acc += _spread(mask, count, n)
-    pk = PortKinds(model.ports, {}, single, {k: float(m.sum()) for k, m in single.items()})
+                _add_spread(acc, mask, count)
+    pk = PortKinds(model.ports, {}, single, {k: sum(m) for k, m in single.items()})
     for form, kinds in kinds_of.items():
         for mask, count in model.uops[form]:
             kind = pk.attribute(kinds, mask)
             if kind is not None:
-                acc = pk.mass.setdefault(kind, np.zeros(n))
-                acc += _spread(mask, count, n)
+                _add_spread(pk.mass.setdefault(kind, [0.0] * n), mask, count)
     return pk
 
 

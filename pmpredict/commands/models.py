@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from ..kinds import port_kinds
-from ..model import load_model
-from ..models import builtin_names
 
 
 def register(sub):
@@ -14,6 +11,9 @@ def register(sub):
 
 
 def run(args):
+    from ..kinds import port_kinds
+    from ..model import load_model
+    from ..models import builtin_names
     names = builtin_names()
     if not names:
         print("no built-in models are installed")
