@@ -177,7 +177,8 @@ class Predictor:
             report.cycles = 0.0
             return report
         loop = sems[-1].branch == "conditional"
-        annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop)
+        annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop,
+                                      stack_engine=self.semantics.stack_engine_register)
         report.machine = machine
         for row, a in zip(rows, annotated):
             row.annotated = a

@@ -203,6 +203,8 @@ class IsaSemantics:
         llvm_mc_prologue  lines that put llvm-mc into the syntax of example instances
         memory_operands_by_mode  form keys describe a memory operand by its addressing mode
                           (AArch64: base, imm, reg, pre, post) rather than by its width (x86)
+        stack_engine_register  the stack pointer whose implicit updates (push, pop, call, ret)
+                          the front end makes itself, at no latency ("" if the ISA has none)
         osaca             OsacaVocabulary
     """
 
@@ -221,6 +223,7 @@ class IsaSemantics:
     llvm_mc_args: tuple[str, ...] = ()
     llvm_mc_prologue: tuple[str, ...] = ()
     memory_operands_by_mode = False
+    stack_engine_register = ""
     osaca: OsacaVocabulary
 
     @property

@@ -791,6 +791,9 @@ class X86Semantics(IsaSemantics):
     llvm_mc_args = ("-triple=x86_64", "-x86-asm-syntax=intel", "-show-inst")
     llvm_mc_prologue = (".intel_syntax noprefix",)
     memory_operands_by_mode = False
+    # push / pop / call / ret: the stack engine tracks rsp in the front end (Intel since the
+    # Pentium M, AMD since K10): a chain of pushes or pops does not wait for rsp
+    stack_engine_register = "rsp"
     osaca = OsacaVocabulary(
         register_style="name", memory_base="gpr", any_gpr="gpr", indexed_writeback=False,
         any_immediate=True, att_order=True, load_latency_keys=("gpr", "mm", "xmm", "ymm", "zmm"),
