@@ -281,7 +281,7 @@ def _enqueue_ports(ports, u, from_port, visited, tail, queue, via_uop, via_port)
 
 
 @_kernel
-def _augment(lmask, n, deficit_a, a, x, cap, users, queue, via_uop, via_port, tol):
+def _augment(lmask, n, deficit_a, a, x, cap, carriers, queue, via_uop, via_port, tol):
     """Push deficit_a of local uop a through one augmenting path (BFS over ports).
 
     Returns (amount pushed, 0), or (0, V) when no port with slack is reachable:
@@ -306,22 +306,24 @@ def _augment(lmask, n, deficit_a, a, x, cap, users, queue, via_uop, via_port, to
             while True:
                 u = via_uop[q]
                 x[u * 64 + q] += amount
+                carriers[q] |= 1 << u
                 pp = via_port[q]
                 if pp < 0:
                     break
                 x[u * 64 + pp] -= amount
+                if x[u * 64 + pp] <= tol:
+                    carriers[pp] &= ~(1 << u)
                 q = pp
             return amount, 0
         # a uop running on p may move to another of its ports
-        cand = users[p] & ~expanded
+        cand = carriers[p] & ~expanded
+        expanded |= cand
         while cand:
             ub = cand & -cand
             cand ^= ub
             u = _bit_index(ub)
-            if x[u * 64 + p] > tol:
-                expanded |= ub
-                visited, tail = _enqueue_ports(lmask[u] & ~visited, u, p, visited, tail, queue,
-                                               via_uop, via_port)
+            visited, tail = _enqueue_ports(lmask[u] & ~visited, u, p, visited, tail, queue,
+                                           via_uop, via_port)
     return 0.0, visited
 
 
@@ -342,7 +344,7 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
     lmass = work_f[n * 64 + 64:n * 64 + 64 + n]          # the part not yet scheduled
     lorig = work_f[n * 64 + 64 + n:n * 64 + 64 + 2 * n]   # the uop's whole mass
     lmask = work_i[192:192 + n]
-    users = work_i[256:320]                  # users[p]: local uops that may run on p
+    carriers = work_i[256:320]               # carriers[p]: local uops with load on p (x > tol)
     queue = work_i[:64]
     via_uop = work_i[64:128]
     via_port = work_i[128:192]
@@ -381,7 +383,7 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
         rest ^= b
         p = _bit_index(b)
         cap[p] = lam
-        users[p] = 0
+        carriers[p] = 0
     # greedy start: each uop spreads over its ports in proportion to their slack
     starved = 0
     for a in range(n):
@@ -394,7 +396,6 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             rest ^= b
             p = _bit_index(b)
             room += cap[p]
-            users[p] |= 1 << a
         share = min(1.0, r / room) if room > 0.0 else 0.0
         while m:
             b = m & -m
@@ -402,6 +403,8 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             p = _bit_index(b)
             take = cap[p] * share
             x[a * 64 + p] = take
+            if take > tol:
+                carriers[p] |= 1 << a
             cap[p] -= take
             r -= take
         if r > tol:
@@ -411,7 +414,7 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             lmass[a] = 0.0
     while starved:
         a = _bit_index(starved & -starved)
-        pushed, blocked = _augment(lmask, n, lmass[a], a, x, cap, users, queue, via_uop,
+        pushed, blocked = _augment(lmask, n, lmass[a], a, x, cap, carriers, queue, via_uop,
                                    via_port, tol)
         if blocked == 0:
             lmass[a] -= pushed
