@@ -280,51 +280,68 @@ def _enqueue_ports(ports, u, from_port, visited, tail, queue, via_uop, via_port)
     return visited, tail
 
 
+@_inline_kernel
+def _slack(cap, cmask, tol):
+    """The ports of cmask with cap > tol."""
+    slack = 0
+    rest = cmask
+    while rest:
+        b = rest & -rest
+        rest ^= b
+        if cap[_bit_index(b)] > tol:
+            slack |= b
+    return slack
+
+
 @_kernel
-def _augment(lmask, n, deficit_a, a, x, cap, carriers, queue, via_uop, via_port, tol):
+def _augment(lmask, deficit_a, a, x, cap, carriers, slack, queue, via_uop, via_port, tol):
     """Push deficit_a of local uop a through one augmenting path (BFS over ports).
 
-    Returns (amount pushed, 0), or (0, V) when no port with slack is reachable:
-    then V is a set of saturated ports whose confined uops carry more than its capacity.
+    slack: the ports with cap > tol. Returns (amount pushed, 0, slack after the push), or
+    (0, V, slack) when no port with slack is reachable: then V is a set of saturated ports
+    whose confined uops carry more than its capacity.
     """
-    visited = 0
-    expanded = 1 << a        # uops whose ports are already in the queue
+    visited, tail = _enqueue_ports(lmask[a], a, -1, 0, 0, queue, via_uop, via_port)
+    hit = lmask[a] & slack          # stop at the first port with slack, as soon as it is queued
+    expanded = 1 << a               # uops whose ports are already in the queue
     head = 0
-    tail = 0
-    visited, tail = _enqueue_ports(lmask[a], a, -1, visited, tail, queue, via_uop, via_port)
-    while head < tail:
+    while hit == 0 and head < tail:
         p = queue[head]
         head += 1
-        if cap[p] > tol:
-            amount = min(deficit_a, cap[p])
-            q = p
-            while via_port[q] >= 0:
-                amount = min(amount, x[via_uop[q] * 64 + via_port[q]])
-                q = via_port[q]
-            cap[p] -= amount
-            q = p
-            while True:
-                u = via_uop[q]
-                x[u * 64 + q] += amount
-                carriers[q] |= 1 << u
-                pp = via_port[q]
-                if pp < 0:
-                    break
-                x[u * 64 + pp] -= amount
-                if x[u * 64 + pp] <= tol:
-                    carriers[pp] &= ~(1 << u)
-                q = pp
-            return amount, 0
         # a uop running on p may move to another of its ports
         cand = carriers[p] & ~expanded
         expanded |= cand
-        while cand:
+        while cand and hit == 0:
             ub = cand & -cand
             cand ^= ub
             u = _bit_index(ub)
-            visited, tail = _enqueue_ports(lmask[u] & ~visited, u, p, visited, tail, queue,
-                                           via_uop, via_port)
-    return 0.0, visited
+            new = lmask[u] & ~visited
+            visited, tail = _enqueue_ports(new, u, p, visited, tail, queue, via_uop, via_port)
+            hit = new & slack
+    if hit == 0:
+        return 0.0, visited, slack
+    end = _bit_index(hit & -hit)
+    amount = min(deficit_a, cap[end])
+    q = end
+    while via_port[q] >= 0:
+        amount = min(amount, x[via_uop[q] * 64 + via_port[q]])
+        q = via_port[q]
+    cap[end] -= amount
+    if cap[end] <= tol:
+        slack &= ~(1 << end)
+    q = end
+    while True:
+        u = via_uop[q]
+        x[u * 64 + q] += amount
+        carriers[q] |= 1 << u
+        pp = via_port[q]
+        if pp < 0:
+            break
+        x[u * 64 + pp] -= amount
+        if x[u * 64 + pp] <= tol:
+            carriers[pp] &= ~(1 << u)
+        q = pp
+    return amount, 0, slack
 
 
 @_kernel
@@ -373,9 +390,8 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
         total += umass[j]
     lam = total / _popcount(cmask)
     for a in range(n):
-        r = lmass[a] / _popcount(lmask[a])
-        if r > lam:
-            lam = r
+        if lmass[a] > lam * _popcount(lmask[a]):       # a multiply: 17 divisions cost more
+            lam = lmass[a] / _popcount(lmask[a])
     tol = _REL_TOL * 64.0 * total
     rest = cmask
     while rest:
@@ -412,10 +428,11 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             lmass[a] = r
         else:
             lmass[a] = 0.0
+    slack = _slack(cap, cmask, tol)
     while starved:
         a = _bit_index(starved & -starved)
-        pushed, blocked = _augment(lmask, n, lmass[a], a, x, cap, carriers, queue, via_uop,
-                                   via_port, tol)
+        pushed, blocked, slack = _augment(lmask, lmass[a], a, x, cap, carriers, slack, queue,
+                                          via_uop, via_port, tol)
         if blocked == 0:
             lmass[a] -= pushed
             if lmass[a] <= tol:
@@ -435,14 +452,9 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             rest ^= b
             cap[_bit_index(b)] += denser - lam
         lam = denser
+        slack = _slack(cap, cmask, tol)
     # ports that can shed load to a port with slack are not in the bottleneck
-    reach = 0
-    rest = cmask
-    while rest:
-        b = rest & -rest
-        rest ^= b
-        if cap[_bit_index(b)] > tol:
-            reach |= b
+    reach = slack
     done = 0
     grown = reach != 0
     while grown:
@@ -474,10 +486,10 @@ Workspace = namedtuple("Workspace", [
     "lat", "ratio", "ratio_bits", "inv_size",  # the port lattice (ratio_bits: ratio as int64)
     "umask", "umass",                          # an experiment's merged uops: port masks, masses
     "idx", "comp",                             # the uops of one component; component of each uop
-    "slot_stamp", "slot_uop",                  # merge hash table: live slots (+ call counter), uop
+    "slot", "slot_key",                        # merge hash table: stamp and uop, port mask
 ])
-_MAX_DISTINCT = 256          # distinct uops per experiment
-_HASH_SLOTS = 512            # > 2 x _MAX_DISTINCT keeps probe chains short
+_MAX_DISTINCT = 256          # distinct uops per experiment (a power of two: slot's low bits)
+_HASH_SLOTS = 4096           # 16 x _MAX_DISTINCT keeps probe chains short
 _FLOW_FLOATS = _FLOW_MAX_UOPS * 64 + 64 + 2 * _FLOW_MAX_UOPS
 _INV_SIZES = 1 << 12         # 1/|Q| is tabulated for lattices up to 2^12 entries
 
@@ -513,7 +525,7 @@ def _lattice(umask, umass, idx, n, cmask, ws):
     return _solve_lattice(umask, umass, idx, n, cmask, ws.lat, ws.ratio, ws.ratio_bits, ws.inv_size)
 
 
-@_kernel
+@_inline_kernel
 def solve_uops(umask, umass, d, ws, method=METHOD_AUTO):
     """Bottleneck of d distinct uops (umask[:d], umass[:d]); returns (cycles, port mask).
 
@@ -607,20 +619,23 @@ def _solve_components(umask, umass, d, ws, method):
     return best_num / best_den, best_mask
 
 
-@_kernel
+@_inline_kernel
 def experiment_cycles(masks, counts, ptr, forms, mults, e, r_max, ws, method=METHOD_AUTO):
     """Simulate experiment e of a CSR set under one mapping; returns (cycles, bottleneck mask).
 
     ws comes from new_workspace(). NaN cycles for an unknown form (index -1),
     TOO_LARGE when the numba paths cannot solve it (the caller uses the LP).
     """
-    umask, umass, slot_stamp, slot_uop = ws.umask, ws.umass, ws.slot_stamp, ws.slot_uop
-    # merge uops with equal port masks; an open-addressing table keyed by the mask,
-    # cleared by stamping (slot_stamp[h] == stamp means slot h is live)
+    umask, umass, slot, slot_key = ws.umask, ws.umass, ws.slot, ws.slot_key
+    # merge uops with equal port masks through an open-addressing table keyed by the mask;
+    # slot[h] = stamp * _MAX_DISTINCT + uop, live when its stamp is this call's, so nothing needs
+    # clearing (the extra last entry counts the calls). Masks of ports 0..11 are their own
+    # hash: no collisions on any real machine's ports.
     d = 0
     n_insn = 0.0
-    stamp = slot_stamp[_HASH_SLOTS] + 1       # the extra last entry counts the calls
-    slot_stamp[_HASH_SLOTS] = stamp
+    stamp = slot[_HASH_SLOTS] + 1
+    slot[_HASH_SLOTS] = stamp
+    live = stamp * _MAX_DISTINCT
     for t in range(ptr[e], ptr[e + 1]):
         f = forms[t]
         if f < 0:
@@ -632,16 +647,16 @@ def experiment_cycles(masks, counts, ptr, forms, mults, e, r_max, ws, method=MET
             if c <= 0.0:
                 continue
             m = masks[f, j]
-            h = (m ^ (m >> 7) ^ (m >> 17) ^ (m >> 31)) & (_HASH_SLOTS - 1)
-            while slot_stamp[h] == stamp and umask[slot_uop[h]] != m:
+            h = (m ^ (m >> 12) ^ (m >> 24) ^ (m >> 36) ^ (m >> 48)) & (_HASH_SLOTS - 1)
+            while slot[h] >= live and slot_key[h] != m:
                 h = (h + 1) & (_HASH_SLOTS - 1)
-            if slot_stamp[h] == stamp:
-                umass[slot_uop[h]] += c * mult
+            if slot[h] >= live:
+                umass[slot[h] & (_MAX_DISTINCT - 1)] += c * mult
             else:
                 if d == _MAX_DISTINCT:
                     return TOO_LARGE, 0
-                slot_stamp[h] = stamp
-                slot_uop[h] = d
+                slot[h] = live | d
+                slot_key[h] = m
                 umask[d] = m
                 umass[d] = c * mult
                 d += 1
