@@ -14,19 +14,21 @@ saturated in every optimal schedule).
 
 How the engine keeps this cheap (measured in benchmarks/bench_sim.py):
   * uops with the same port set are merged (mass = count x multiplicity),
-    through a small hash table;
-  * the uops split into connected components (port sets that overlap); the
-    optimum is the max over components, so each is solved alone;
-  * a component of at most 6 uops: enumerate its 2^d uop subsets with
+    through a small hash table that is never cleared (stamped entries);
+  * at most 6 distinct uops: enumerate their 2^d uop subsets with
     incremental mass and port union (no subset tests);
-  * a larger one: Dinkelbach iteration on max-flow feasibility (start at a
-    lower bound, schedule greedily, repair with augmenting paths; a blocked
-    port set is denser and becomes the next bound), on int64 bitsets. On
-    random 10-port mappings this is ~5x faster than a sum-over-subsets
-    transform over the port lattice, which stays as the path for components
-    of more than 62 distinct uops;
-  * beyond both (more than 62 uops on more than 16 ports) the experiment is
-    solved with the LP.
+  * on at most 8 ports: the port lattice, mass(subset of Q) for every Q by a
+    zeta transform over rows of 8 doubles (vector instructions);
+  * otherwise Dinkelbach iteration on max-flow feasibility (start at a lower
+    bound, schedule greedily, repair with augmenting paths; a blocked port set
+    is denser and becomes the next bound), on int64 bitsets, over the whole
+    set of uops: on random 10-port mappings it is faster than the lattice;
+  * beyond 62 distinct uops the uops split into connected components (port
+    sets that overlap), solved alone by the methods above (the lattice up to
+    16 ports); beyond all of them the experiment is solved with the LP.
+Per experiment nothing is allocated and nothing is reference-counted: the
+buffers live in a per-thread workspace, and the engine's functions are
+compiled without numba's reference counting (see _kernel).
 The optional peak rate R_max caps throughput: cycles = max(port bound, n / R_max).
 
 Arrays (the data layer's MachineModel.to_arrays / ExperimentSet.to_arrays):
@@ -52,14 +54,9 @@ TOO_LARGE = -2.0
 # largest uop-subset enumeration (2^n entries) and port lattice (2^k entries) the engine builds
 _MAX_ENUM_UOPS = 16
 _MAX_LATTICE_BITS = 16
-# a workspace holds buffers for 2^12 entries (a few dozen KB, reused across experiments);
-# larger enumerations and lattices, reached only when a method is forced or a component has
-# more than 62 uops, allocate their own
-_WS_BITS = 12
 _REL_TOL = 1e-12
 # automatic choice (measured in benchmarks/bench_sim.py): at most this many distinct uops,
-# enumerate their subsets; else, on at most this many ports, the port lattice; else split into
-# components and use max-flow
+# enumerate their subsets; else, on at most this many ports, the port lattice; else max-flow
 _ENUM_PREFERRED_UOPS = 6
 _LATTICE_PREFERRED_BITS = 8
 METHOD_AUTO, METHOD_ENUM, METHOD_SOS, METHOD_FLOW = 0, 1, 2, 3
@@ -515,12 +512,12 @@ def new_workspace():
                      np.zeros(_HASH_SLOTS + 1, dtype=np.int64), np.empty(_HASH_SLOTS, dtype=np.int64))
 
 
-@_kernel
+@_inline_kernel
 def _enum(umask, umass, idx, n, ws):
     return _solve_enum(umask, umass, idx, n, ws.scratch_f, ws.scratch_i)
 
 
-@_kernel
+@_inline_kernel
 def _lattice(umask, umass, idx, n, cmask, ws):
     return _solve_lattice(umask, umass, idx, n, cmask, ws.lat, ws.ratio, ws.ratio_bits, ws.inv_size)
 
@@ -533,8 +530,8 @@ def solve_uops(umask, umass, d, ws, method=METHOD_AUTO):
     every method (the caller falls back to the LP).
     """
     if method == METHOD_AUTO:
-        # few uops or few ports: solve the whole set at once (splitting it into connected
-        # components costs more than it saves)
+        # solve the whole set at once: splitting it into connected components first costs
+        # more than it saves
         idx = ws.idx
         union = 0
         for j in range(d):
