@@ -10,6 +10,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from pmpredict import semantics
 from pmpredict.data.experiments import Experiment, ExperimentSet
 from pmpredict.errors import InputError
 from pmpredict.forms import parse_form
@@ -76,40 +77,12 @@ class Latency:
     measured: bool           # False: DEFAULT_LATENCY (+ DEFAULT_LOAD_LATENCY), flagged in output
 
 
-def is_memory(operand) -> bool:
-    return operand.kind == "mem"
-
-
-def form_reads_memory(form: str, isa: str) -> bool:
-    """A memory operand that is read (loads, read-modify-write, compare with memory)."""
-    try:
-        t = parse_form(form, isa)
-    except ValueError:
-        return False
-    if t.mnemonic == "lea" or not any(is_memory(o) for o in t.operands):
-        return False
-    return not is_pure_store(form, isa)
-
-
-def is_pure_store(form: str, isa: str) -> bool:
-    """A store that does not read its memory operand (mov [m], r / str r, [m])."""
-    try:
-        t = parse_form(form, isa)
-    except ValueError:
-        return False
-    if not t.operands or not any(is_memory(o) for o in t.operands):
-        return False
-    if isa == "aarch64":
-        return t.mnemonic.startswith(("str", "stp", "stur", "st1"))
-    return t.operands[0].kind == "mem" and (
-        t.mnemonic in ("mov", "movnti") or re.fullmatch(r"v?mov\w*", t.mnemonic) is not None
-        or t.mnemonic.startswith(("vextract", "extract")))
-
-
 def latency_of(model, form: str) -> Latency:
+    """The model's latency of a form, or the default (+ a load's latency if the form's
+    semantics say it reads memory: loads, read-modify-write, compare with memory)."""
     if form in model.latency:
         return Latency(float(model.latency[form]), True)
-    extra = DEFAULT_LOAD_LATENCY if form_reads_memory(form, model.isa) else 0.0
+    extra = DEFAULT_LOAD_LATENCY if semantics.get(model.isa).form(form).reads_memory else 0.0
     return Latency(DEFAULT_LATENCY + extra, False)
 
 

@@ -7,8 +7,14 @@ Decisions made here (the templates only lay them out):
   *include* the cycles of every other resource of the same write that is a
   subset of it (llvm-mca subtracts member uses from enclosing groups):
   1 x {P0} + 2 x {P0,P1} is written [P0, P01] with cycles [1, 3];
-* NumMicroOps = the form's uop count; Latency = the model's latency rounded to
-  the nearest cycle, or the documented default (flagged in a comment);
+* NumMicroOps = the form's uop count; Latency = the model's latency rounded up
+  to a whole cycle (LLVM's Latency is an integer), or the documented default
+  (flagged in a comment). A form that reads memory and has a latency from its
+  memory operand gets that one (the load included, as LLVM's own load-op writes);
+  the shorter latency of its register sources is lost (it would be a ReadAdvance
+  on the right use operand, which needs the opcode's MC operand layout);
+* MicroOpBufferSize = the pipeline's window, LoadLatency = its load latency
+  (rounded up), when the model has them;
 * opcodes: from llvm-mc (see opcodes.py). Forms it cannot resolve are listed
   in a comment, never guessed. When several forms resolve to one opcode
   (`add x0, x1, x2` and `add x0, x1, x2, lsl 2` are both ADDXrs), LLVM allows
@@ -28,8 +34,11 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .common import (ExportError, check_exportable, latency_of, representative, singleton_cycles,
-                     tablegen_identifier, write_text)
+from pmpredict import semantics
+from pmpredict.forms import parse_form
+
+from .common import (ExportError, Latency, check_exportable, latency_of, representative,
+                     singleton_cycles, tablegen_identifier, write_text)
 from .opcodes import Resolution, resolve_opcodes
 from .render import render_template
 
@@ -69,6 +78,9 @@ class LlvmPlan:
     writes: list[Write]
     unresolved: list[tuple[str, str]]
     merged: list[tuple[str, str, list[str]]]     # (opcode, chosen form, other forms)
+    micro_op_buffer: int | None                  # MicroOpBufferSize (pipeline window)
+    load_latency: int | None                     # LoadLatency (pipeline load_latency)
+    latency_sources: list[tuple[str, int]]       # (latency_source, bound forms using it)
 
     @property
     def opcodes(self) -> list[str]:
@@ -127,6 +139,24 @@ def write_cycles(uops) -> list[tuple[int, int]]:
         total = sum(c for m, c in ordered if m & mask == m)     # m subset of mask (incl. itself)
         out.append((mask, total))
     return out
+
+
+def whole_cycles(value: float) -> int:
+    """LLVM's integer Latency: rounded up (a 4.5-cycle latency is 5, never 4); the rounding to
+    1e-9 first keeps 3.0000000000000004 at 3."""
+    return int(math.ceil(round(value, 9)))
+
+
+def write_latency(model, form: str) -> Latency:
+    """The latency of the form's write: from its memory operand (the load included) when the
+    form reads memory and the model has that latency, else the model's latency or default."""
+    per = model.operand_latency.get(form)
+    if per and semantics.get(model.isa).form(form).reads_memory:
+        mem = next((i for i, o in enumerate(parse_form(form, model.isa).operands)
+                    if o.kind == "mem"), None)
+        if mem in per:
+            return Latency(float(per[mem]), True)
+    return latency_of(model, form)
 
 
 def choose_form(forms: list[str], cycles: dict[str, float], order: dict[str, int],
@@ -192,8 +222,8 @@ def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | Non
         form = choose_form(forms, cycles, order, model.isa)
         if len(forms) > 1:
             merged.append((opcode, form, [f for f in forms if f != form]))
-        lat = latency_of(model, form)
-        latency = int(math.floor(lat.value + 0.5))
+        lat = write_latency(model, form)
+        latency = whole_cycles(lat.value)
         pairs = write_cycles(model.uops[form])
         key = (tuple(resource_of[m] for m, _ in pairs), tuple(c for _, c in pairs), latency,
                sum(c for _, c in model.uops[form]), lat.measured)
@@ -215,8 +245,17 @@ def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | Non
     else:
         issue = len(model.ports)
         note = "the model has no R_max: one per port, so the ports bound throughput"
+    window, load = model.pipeline.get("window"), model.pipeline.get("load_latency")
+    sources: dict[str, int] = {}
+    for w in writes.values():
+        for form in w.forms:
+            if form in model.latency_source:
+                text = " ".join(model.latency_source[form].split())      # one comment line
+                sources[text] = sources.get(text, 0) + 1
     return LlvmPlan(prefix, _camel(name or model.name), version, CYCLES_FIELD[version], issue, note,
-                    units, groups, list(writes.values()), unresolved, merged)
+                    units, groups, list(writes.values()), unresolved, merged,
+                    whole_cycles(window) if window is not None else None,
+                    whole_cycles(load) if load is not None else None, sorted(sources.items()))
 
 
 def _context(plan: LlvmPlan, model, source: str, complete: bool) -> dict:
@@ -226,7 +265,26 @@ def _context(plan: LlvmPlan, model, source: str, complete: bool) -> dict:
     return {"plan": plan, "model": model, "model_label": label,
             "source": " ".join(str(source or model.name).split()),
             "processor": f"pmpredict-{processor}", "sched_model": f"{plan.prefix}Model",
-            "complete": 1 if complete else 0, "merged": merged}
+            "complete": 1 if complete else 0, "merged": merged,
+            "fractional": _fractional_latencies(plan, model),
+            "window_source": _pipeline_note(model, "window"),
+            "load_source": _pipeline_note(model, "load_latency")}
+
+
+def _fractional_latencies(plan: LlvmPlan, model) -> dict[str, str]:
+    """Bound forms whose write latency is not a whole number of cycles -> the model's value."""
+    out = {}
+    for w in plan.writes:
+        for form in w.forms:
+            value = write_latency(model, form).value
+            if value != whole_cycles(value):
+                out[form] = f"{value:g}"
+    return out
+
+
+def _pipeline_note(model, key: str) -> str:
+    source = model.pipeline_source.get(key)
+    return f" ({' '.join(str(source).split())})" if source else ""
 
 
 def render_llvm(model, version: int = 19, self_contained: bool = False, source: str = "",

@@ -23,16 +23,14 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from pmpredict import semantics
 from pmpredict.data.osaca import FOREIGN_PREFIX
 from pmpredict.forms import example_instance, parse_form
 
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "opcodes.json")
 _LLVM_MC_CANDIDATES = ("llvm-mc-19", "llvm-mc", "llvm-mc-20", "llvm-mc-18", "llvm-mc-17")
-# arguments per ISA; x86 input is Intel syntax, output AT&T
-LLVM_MC_ARGS = {
-    "x86": ["-triple=x86_64", "-x86-asm-syntax=intel", "-show-inst"],
-    "aarch64": ["-triple=aarch64", "-mattr=+neon,+fullfp16,+crc,+aes,+sha2", "-show-inst"],
-}
+# the PMEvo artifact's form lists the shipped table covers: folder -> ISA
+_ARTIFACT_FOLDERS = {"SKL": "x86", "A72": "aarch64"}
 _LABEL = re.compile(r"^pmpredict_form_(\d+):")
 _MCINST = re.compile(r"<MCInst #\d+ (\w+)")
 _DIAG = re.compile(r"^<stdin>:(\d+):\d+: error: (.*)$")
@@ -126,9 +124,8 @@ def run_llvm_mc(forms: list[str], isa: str, llvm_mc: str | None = None) -> dict[
     """Resolve `forms` with ONE llvm-mc process."""
     llvm_mc = llvm_mc or find_llvm_mc()
     result: dict[str, Resolution] = {}
-    text, lines = [], {}
-    if isa == "x86":
-        text.append(".intel_syntax noprefix")
+    isa_semantics = semantics.get(isa)
+    text, lines = list(isa_semantics.llvm_mc_prologue), {}     # the syntax of example instances
     for i, form in enumerate(forms):
         try:
             inst = instance_of(form, isa)
@@ -142,7 +139,7 @@ def run_llvm_mc(forms: list[str], isa: str, llvm_mc: str | None = None) -> dict[
         for form in forms:
             result.setdefault(form, Resolution(None, None, "llvm-mc not found (install llvm-19)"))
         return result
-    proc = subprocess.run([llvm_mc, *LLVM_MC_ARGS[isa]], input="\n".join(text) + "\n",
+    proc = subprocess.run([llvm_mc, *isa_semantics.llvm_mc_args], input="\n".join(text) + "\n",
                           capture_output=True, text=True, timeout=120)
     parsed = parse_show_inst(proc.stdout, proc.stderr, lines)
     for i, form in enumerate(forms):
@@ -193,18 +190,20 @@ def build_table(forms_by_isa: dict[str, list[str]]) -> dict:
     return table
 
 
-def _host_forms() -> list[str]:
-    """The x86 host form list of `pmpredict infer --measure`, when installed."""
+def _host_forms() -> tuple[str | None, list[str]]:
+    """(ISA, forms) of the host form list of `pmpredict infer --measure`, when installed."""
     try:
         from pmpredict.infer import measure
+        from pmpredict.infer.measure.instantiate import HARNESS_ISA
     except ImportError:
-        return []
+        return None, []
     path = os.path.join(os.path.dirname(measure.__file__), "forms_host.txt")
     try:
         with open(path, encoding="utf8") as f:
-            return [line.split()[0] for line in f if line.strip() and not line.startswith("#")]
+            return HARNESS_ISA, [line.split()[0] for line in f
+                                 if line.strip() and not line.startswith("#")]
     except OSError:
-        return []
+        return None, []
 
 
 def main(argv=None) -> int:
@@ -215,11 +214,12 @@ def main(argv=None) -> int:
         print("usage: python3 -m pmpredict.exporters.opcodes PATH/TO/pmevo-artifact", file=sys.stderr)
         return 2
     forms = {}
-    for folder, isa in (("SKL", "x86"), ("A72", "aarch64")):
+    for folder, isa in _ARTIFACT_FOLDERS.items():
         with open(os.path.join(args[0], folder, "mapping_pmevo.json"), encoding="utf8") as f:
             forms[isa] = json.load(f)["arch"]["insns"]
-    host = _host_forms()
-    forms["x86"] = list(dict.fromkeys(forms["x86"] + host))
+    host_isa, host = _host_forms()
+    if host_isa is not None:
+        forms[host_isa] = list(dict.fromkeys(forms.get(host_isa, []) + host))
     table = build_table(forms)
     _write_table(SHIPPED, table)
     for isa in forms:

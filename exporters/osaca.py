@@ -11,14 +11,20 @@ Decisions made here (the template only lays them out):
 * port_pressure: one `[count, [ports...]]` per uop, always in list form (a
   string of port names would be split into characters).
 * throughput: the exact simulator's singleton cycles (never 0).
-* latency: the model's where known; otherwise DEFAULT_LATENCY (+
+* latency: the model's (from the register sources; OSACA keeps one per form
+  and applies it from every source) where known; otherwise DEFAULT_LATENCY (+
   DEFAULT_LOAD_LATENCY for a memory read), flagged with a comment and
   `pmpredict_latency: default` so that import does not take it as measured.
+* load_latency (one value for every register class), store_to_load_forward_latency
+  and ROB_size: the model's pipeline facts (load_latency falls back to the plain
+  load form's latency, then the default; the others are left out when unknown).
 * load/store defaults: the port pressure of the model's cheapest pure load and
   pure store forms (OSACA adds them to register forms used with memory
   operands that have no explicit memory form).
-* `pmpredict_form` on every entry and a top-level `pmpredict` block (name,
-  R_max, provenance) make export -> import exact. OSACA ignores both.
+* `pmpredict_form` (+ `pmpredict_latency_from`, `_latency_source`,
+  `_move_elimination`, `_idiom_ports` where the form has them) on every entry
+  and a top-level `pmpredict` block (name, R_max, provenance, pipeline facts
+  and their sources) make export -> import exact. OSACA ignores them.
 Several of our forms can share one OSACA key (e.g. `add $imm8` and `add $imm32`
 on a byte / dword / qword memory operand, or AArch64 `add x0, x1, x2` and
 `add x0, x1, x2, lsl 2`: OSACA's parser folds the shift into the register):
@@ -31,14 +37,15 @@ order (order has no effect on any prediction).
 from __future__ import annotations
 
 import json
+import math
 import re
 
-from pmpredict.data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
+from pmpredict import semantics
+from pmpredict.data.osaca import FOREIGN_PREFIX, OSACA_PIPELINE_KEYS, parse_foreign_form_name
 from pmpredict.forms import parse_form, split_operands
 
-from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, form_reads_memory,
-                     is_pure_store, latency_of, representative,
-                     singleton_cycles, write_text)
+from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, latency_of,
+                     representative, singleton_cycles, write_text)
 from .render import render_template
 
 OSACA_VERSION = "0.7.1"
@@ -46,13 +53,6 @@ _X86_VECTOR = {64: "mm", 128: "xmm", 256: "ymm", 512: "zmm"}
 _AARCH64_SCALAR = {8: "b", 16: "h", 32: "s", 64: "d", 128: "q"}
 # shift / extend words OSACA's AArch64 parser folds into the preceding operand
 _AARCH64_FOLDED = {"lsl", "lsr", "asr", "ror", "sxtw", "uxtw", "uxtb"}
-# Intel mnemonic -> AT&T stem keyed by the source width (bits)
-_X86_ATT_STEMS = {"movzx": {8: "movzb", 16: "movzw"}, "movsx": {8: "movsb", 16: "movsw"},
-                  "movsxd": {32: "movsl"}}
-
-
-_X86_FIXED_REGISTER = re.compile(
-    r"[re]?[abcd]x|[abcd][lh]|[re]?(si|di|sp|bp)|(si|di|sp|bp)l|r\d{1,2}[dwb]?|[xyz]mm\d{1,2}|k[0-7]")
 
 
 class UnsupportedForm(ValueError):
@@ -64,7 +64,7 @@ class UnsupportedForm(ValueError):
 _PLACEHOLDER = re.compile(r"\(\(([^()]*)\)\)")
 
 
-def _memory(text: str, isa: str) -> dict:
+def _memory(text: str, vocab) -> dict:
     inner = text[text.index("[") + 1:text.rindex("]")]
     base = offset = index = None
     scale = 1
@@ -74,7 +74,7 @@ def _memory(text: str, isa: str) -> dict:
         if m:
             index, scale = "gpr", int(m.group(1) or m.group(2))
         elif re.fullmatch(r"\(\(MEM:\d+\)\)", term):
-            base = "x" if isa == "aarch64" else "gpr"
+            base = vocab.memory_base
         elif re.fullmatch(r"\(\(DIV:\d+\)\)", term):
             index = "gpr"
         elif re.fullmatch(r"\(\((MIMM|IMM):\d+\)\)|#?-?(0x[0-9a-fA-F]+|\d+)", term):
@@ -82,7 +82,7 @@ def _memory(text: str, isa: str) -> dict:
         else:
             raise UnsupportedForm(f"memory term {term!r}")
     op = {"class": "memory", "base": base, "offset": offset, "index": index, "scale": scale}
-    if isa == "aarch64":
+    if vocab.indexed_writeback:
         op.update(pre_indexed=False, post_indexed=False)
     return op
 
@@ -95,15 +95,20 @@ def _immediate(text: str, mnemonic: str = "") -> dict:
     return {"class": "immediate", "imd": "double" if is_float else "int"}
 
 
-def _register(o, isa: str) -> dict:
+def _register_by_name(o, vocab) -> dict:
+    """x86: `gpr`, or the vector register's name without digits."""
     ph = o.placeholders[0]
-    if isa == "x86":
-        if ph.kind == "DIV" or ph.reg_class == "G":
-            return {"class": "register", "name": "gpr"}
-        name = _X86_VECTOR.get(ph.width)
-        if name is None:
-            raise UnsupportedForm(f"x86 vector register of width {ph.width}")
-        return {"class": "register", "name": name}
+    if ph.kind == "DIV" or ph.reg_class == "G":
+        return {"class": "register", "name": vocab.any_gpr}
+    name = _X86_VECTOR.get(ph.width)
+    if name is None:
+        raise UnsupportedForm(f"x86 vector register of width {ph.width}")
+    return {"class": "register", "name": name}
+
+
+def _register_by_prefix(o, vocab) -> dict:
+    """AArch64: the prefix (w, x, b..q, v) and, for a vector, the element shape."""
+    ph = o.placeholders[0]
     if ph.reg_class == "G" or ph.kind == "DIV":
         return {"class": "register", "prefix": "w" if ph.width == 32 else "x"}
     if ph.width is None:                       # VEC: v register, element type from the arrangement
@@ -129,43 +134,51 @@ def _aarch64_literal(text: str) -> list[dict]:
     return out
 
 
+_REGISTERS = {"name": _register_by_name, "prefix": _register_by_prefix}
+
+
 def osaca_operands(template) -> list[dict]:
     """OSACA operand classes of a parsed form, in OSACA's order (AT&T on x86)."""
-    isa = template.isa
+    isa = semantics.get(template.isa)
+    vocab = isa.osaca
     ops: list[dict] = []
     for o in template.operands:
         if o.kind == "mem":
-            ops.append(_memory(o.text, isa))
+            ops.append(_memory(o.text, vocab))
         elif o.kind == "reg":
-            ops.append(_register(o, isa))
+            ops.append(_REGISTERS[vocab.register_style](o, vocab))
         elif o.kind == "imm":
             ops.append(_immediate(o.text, template.mnemonic))
-        elif isa == "aarch64":
+        elif vocab.words_are_identifiers:
             ops.extend(_aarch64_literal(o.text))
-        elif _X86_FIXED_REGISTER.fullmatch(o.text.strip().lower()):
+        elif isa.register_family(o.text.strip().lower()) is not None:
             # a fixed register (shl r64, cl): OSACA matches it by name
             ops.append({"class": "register", "name": o.text.strip().lower()})
         else:
             raise UnsupportedForm(f"operand {o.text!r}")
-    return list(reversed(ops)) if isa == "x86" else ops
+    return list(reversed(ops)) if vocab.att_order else ops
 
 
 def osaca_mnemonic(template) -> str:
+    """The name OSACA looks the form up by: AT&T stems (movzx r, m8 -> movzb) and the
+    64-bit-immediate spelling (mov r64, imm64 -> movabs) where the ISA has them."""
     name = template.mnemonic.lower()
-    if template.isa == "x86" and name in _X86_ATT_STEMS:
+    vocab = semantics.get(template.isa).osaca
+    if name in vocab.mnemonic_stems:
         src = template.operands[-1]
-        return _X86_ATT_STEMS[name].get(src.width, name)
-    if template.isa == "x86" and name == "mov" and template.operands[-1].kind == "imm" \
+        return vocab.mnemonic_stems[name].get(src.width, name)
+    if name in vocab.wide_immediate_names and template.operands[-1].kind == "imm" \
             and template.operands[-1].width == 64:
-        return "movabs"                       # AT&T spells mov r64, imm64 `movabsq`
+        return vocab.wide_immediate_names[name]
     return name
 
 
 def printed_alias(form: str, isa: str, asm: str | None, n_operands: int) -> str | None:
     """The mnemonic an assembler prints for the form (`mov` for `ins`/`umov`/`dup`, `mvn` for
     `not`...), when it differs from ours and keeps the operand count: an extra OSACA name so
-    that compiler output finds the entry. AArch64 only (x86 printing adds size suffixes)."""
-    if isa != "aarch64" or not asm:
+    that compiler output finds the entry. Only where the ISA's printing has such aliases
+    (AArch64; x86 printing adds size suffixes)."""
+    if not semantics.get(isa).osaca.printed_aliases or not asm:
         return None
     mnemonic, _, rest = asm.strip().partition(" ")
     ours = parse_form(form, isa).mnemonic
@@ -206,26 +219,25 @@ def _plain_move(form: str, isa: str) -> bool:
 
 def pure_load_forms(model) -> list[str]:
     """Forms that only load: a register destination and one memory source."""
+    isa = semantics.get(model.isa)
     out = []
     for form in model.forms:
-        if form.startswith(FOREIGN_PREFIX) or not form_reads_memory(form, model.isa):
+        if form.startswith(FOREIGN_PREFIX) or not isa.form(form).reads_memory:
             continue
         t = parse_form(form, model.isa)
         if len(t.operands) != 2 or t.operands[0].kind != "reg" or t.operands[1].kind != "mem":
             continue
-        if model.isa == "aarch64":
-            ok = t.mnemonic.startswith(("ldr", "ldur"))
-        else:
-            ok = re.fullmatch(r"v?(mov\w*|p?broadcast\w*|vpbroadcast\w*)", t.mnemonic) is not None
-        if ok:
+        if re.fullmatch(isa.osaca.pure_load, t.mnemonic):
             out.append(form)
     return out
 
 
 def pure_store_forms(model) -> list[str]:
+    """Forms that only store (no memory read) a register."""
+    isa = semantics.get(model.isa)
     out = []
     for form in model.forms:
-        if form.startswith(FOREIGN_PREFIX) or not is_pure_store(form, model.isa):
+        if form.startswith(FOREIGN_PREFIX) or not isa.form(form).pure_store:
             continue
         t = parse_form(form, model.isa)
         if any(o.kind == "reg" for o in t.operands):
@@ -253,14 +265,29 @@ def osaca_order(model, cycles) -> list[str]:
     return out
 
 
+def yaml_number(value) -> str:
+    """A number as YAML reads it back exactly: PyYAML (YAML 1.1) takes `1e-05` for a string,
+    so a float's exponent gets a mantissa with a point (`1.0e-05`)."""
+    if isinstance(value, bool) or not isinstance(value, float):
+        return json.dumps(value)
+    if not math.isfinite(value):
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    if e and "." not in mantissa:
+        text = f"{mantissa}.0e{exponent}"
+    return text
+
+
 def _flow(value) -> str:
-    """A value in YAML flow style (JSON is valid YAML); lists stay lists."""
+    """A value in YAML flow style, laid out as JSON (strings JSON-quoted), numbers exact."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return yaml_number(value)
     return json.dumps(value)
-
-
-def _load_latency_keys(isa: str) -> list[str]:
-    return ["w", "x", "b", "h", "s", "d", "q", "v"] if isa == "aarch64" else ["gpr", "mm", "xmm",
-                                                                               "ymm", "zmm"]
 
 
 def osaca_context(model, source: str = "") -> dict:
@@ -270,7 +297,7 @@ def osaca_context(model, source: str = "") -> dict:
     from .opcodes import resolve_opcodes
     # printed spellings from the opcode table (shipped / cached; llvm-mc is not run here)
     printed = resolve_opcodes(model.forms, model.isa, use_llvm_mc=False) \
-        if model.isa == "aarch64" else {}
+        if semantics.get(model.isa).osaca.printed_aliases else {}
     entries, unsupported = [], []
     for form in osaca_order(model, tp):
         try:
@@ -289,8 +316,9 @@ def osaca_context(model, source: str = "") -> dict:
             "form": form,
             "name": name if len(names) == 1 else "[" + ", ".join(names) + "]",
             "operands": [_flow(o) for o in operands],
-            "latency": lat.value,
+            "latency": yaml_number(lat.value),
             "latency_default": not lat.measured,
+            "facts": _entry_facts(model, form),
             "port_pressure": _flow(port_pressure(model, model.uops[form])),
             "throughput": repr(float(tp[form])),
             "uops": sum(c for _, c in model.uops[form]),
@@ -298,13 +326,13 @@ def osaca_context(model, source: str = "") -> dict:
         })
     load = _cheapest(model, pure_load_forms(model))
     store = _cheapest(model, pure_store_forms(model))
-    if load is not None:
-        load_lat = latency_of(model, load)
-        load_latency = load_lat.value if load_lat.measured else DEFAULT_LOAD_LATENCY
-    else:
-        load_latency = DEFAULT_LOAD_LATENCY
+    load_latency, load_latency_from = _load_latency(model, load)
     meta = {"format": "pmpredict-osaca", "version": 1, "name": model.name, "r_max": model.r_max,
             "provenance": model.provenance}
+    if model.pipeline:
+        meta["pipeline"] = model.pipeline
+    if model.pipeline_source:
+        meta["pipeline_source"] = model.pipeline_source
     meta_text = _flow(meta).replace("instruction_forms:", "instruction_forms\\u003a")
     return {
         "source": " ".join(str(source or model.name).split()),       # one comment line
@@ -314,7 +342,13 @@ def osaca_context(model, source: str = "") -> dict:
         "isa": model.isa,
         "ports": _flow(list(model.ports)),
         "r_max": model.r_max,
-        "load_latency": _flow({k: load_latency for k in _load_latency_keys(model.isa)}),
+        "load_latency": _flow({k: load_latency
+                               for k in semantics.get(model.isa).osaca.load_latency_keys}),
+        "load_latency_from": load_latency_from,
+        "pipeline_keys": [(osaca_key, yaml_number(model.pipeline[key]))
+                          for osaca_key, key in OSACA_PIPELINE_KEYS.items() if key in model.pipeline],
+        "missing_pipeline_keys": [osaca_key for osaca_key, key in OSACA_PIPELINE_KEYS.items()
+                                  if key not in model.pipeline],
         "load_form": load,
         "load_pressure": _flow(port_pressure(model, model.uops[load]) if load else []),
         "store_form": store,
@@ -325,6 +359,31 @@ def osaca_context(model, source: str = "") -> dict:
         "entries": entries,
         "unsupported": unsupported,
     }
+
+
+def _load_latency(model, load) -> tuple[float, str]:
+    """OSACA's load_latency (one value for every register class) and where it comes from."""
+    if "load_latency" in model.pipeline:
+        return float(model.pipeline["load_latency"]), "the model's pipeline load_latency"
+    if load is not None:
+        lat = latency_of(model, load)
+        if lat.measured:
+            return lat.value, f"the latency of {load}"
+    return DEFAULT_LOAD_LATENCY, "default, not measured"
+
+
+def _entry_facts(model, form) -> list[tuple[str, str]]:
+    """The form's timing facts OSACA has no key for, as (pmpredict_* key, YAML value)."""
+    out = []
+    if model.operand_latency.get(form):
+        out.append(("pmpredict_latency_from", _flow({str(i): float(v) for i, v in sorted(
+            model.operand_latency[form].items())})))
+    if form in model.latency_source:
+        out.append(("pmpredict_latency_source", _flow(model.latency_source[form])))
+    for key in ("move_elimination", "idiom_ports"):
+        if form in getattr(model, key):
+            out.append(("pmpredict_" + key, _flow(getattr(model, key)[form])))
+    return out
 
 
 def render_osaca(model, source: str = "") -> str:

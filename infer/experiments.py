@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
+from pmpredict import semantics
 from pmpredict.data.experiments import Experiment, ExperimentSet
-from pmpredict.model import guess_isa
 
 
 def singleton_experiments(forms) -> list[Experiment]:
@@ -44,7 +44,8 @@ def generate_experiments(forms, throughput: dict | None = None, isa: str | None 
     exps = singleton_experiments(forms) + pair_experiments(forms)
     if throughput:
         exps += weighted_pair_experiments(forms, throughput)
-    return ExperimentSet(tuple(forms), tuple(exps), isa or guess_isa(forms), "pmpredict infer")
+    return ExperimentSet(tuple(forms), tuple(exps), isa or semantics.isa_of_forms(forms),
+                         "pmpredict infer")
 
 
 def singleton_throughputs(experiments) -> dict:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from . import semantics
+
 _PLACEHOLDER_BODY = re.compile(r"\(\(([^()]*)\)\)")
 
 # Intel memory-size keywords -> width in bits
@@ -103,10 +105,6 @@ class FormTemplate:
         """The asm text with placeholders (``_`` turned back into spaces)."""
         return form_text(self.name)
 
-    @property
-    def reads_memory(self) -> bool:
-        return any(o.kind == "mem" for o in self.operands) and self.mnemonic not in ("lea",)
-
     def render(self, fill) -> str:
         """Instantiate: `fill(placeholder, index)` returns the text for each placeholder."""
         counter = iter(range(10**6))
@@ -159,7 +157,7 @@ def _operand(text: str) -> OperandTemplate:
 def parse_form(name: str, isa: str | None = None) -> FormTemplate:
     """Parse a PMEvo form string. Raises ValueError on malformed placeholders."""
     if isa is None:
-        isa = "aarch64" if name.startswith("_") else "x86"
+        isa = semantics.isa_of_form(name)
     text = form_text(name)
     # the operand list: DIV placeholders inside `[...]` of a memory operand stay there
     head, _, rest = text.partition(" ")
@@ -171,15 +169,12 @@ def example_instance(template: FormTemplate) -> str:
     """One concrete instruction of a form (Intel syntax on x86), registers taken in order.
 
     Enough for a name lookup (llvm-mc) or a smoke test; the measurement harness
-    has its own dependency-free allocation. Memory operands use rsi (x86) or
-    x0 (AArch64) as base; general-purpose operands avoid index 0 of each pool
-    (rax, x0) and the base register's family.
+    has its own dependency-free allocation. Memory operands use the ISA's
+    example_base_register (rsi, x0) as base; general-purpose operands avoid index 0
+    of each pool (rax, x0) and the base register's family.
     """
-    from .registers import registers
-
-    aarch64 = template.isa == "aarch64"
-    base = "x0" if aarch64 else "rsi"
-    skip = {0} if aarch64 else {0, 4}          # pool index 4 is the rsi/esi/si/sil family
+    isa = semantics.get(template.isa)
+    base = isa.example_base_register
     used: dict[tuple, int] = {}
 
     def fill(ph: Placeholder, _i: int) -> str:
@@ -190,9 +185,10 @@ def example_instance(template: FormTemplate) -> str:
         if ph.kind == "IMM":
             return str(2 ** (ph.width - 8) + 42) if ph.width and ph.width > 8 else "42"
         cls = ph.reg_class if ph.kind == "REG" else "G"
-        pool = registers(template.isa, cls, ph.width)
+        pool = isa.register_pool(cls, ph.width)
         if cls == "G":
-            pool = [r for i, r in enumerate(pool) if i not in skip]
+            pool = [r for i, r in enumerate(pool) if i != 0 and
+                    isa.register_family(r) != isa.register_family(base)]
         n = used.get((cls, ph.width), 0)
         used[(cls, ph.width)] = n + 1
         return pool[(n + 1) % len(pool)]

@@ -1,27 +1,45 @@
-"""Kernel -> throughput report: the one report object the renderers (report.py) show.
+"""Kernel -> Report: the one report object every view (pmpredict/views/) renders.
 
-Cycles per iteration and the bottleneck come from the exact engine
-(`sim.simulate_arrays`, which applies the model's R_max); the per-port pressure of
-each instruction comes from the LP's optimal schedule (`sim.lp_schedule`): every
-merged uop's port assignment is split back onto the instructions that contributed
-to it, in proportion to their share of its mass. Instructions the model has no form
-for are listed, never dropped: the prediction then covers the matched instructions
-only and is a lower bound.
+The steps, each an engine of its own:
+  1. match every instruction to a model form (asm.match) and ask the ISA's semantics what it
+     reads and writes (pmpredict.semantics);
+  2. annotate: uops as executed (idioms, eliminated moves, macro-fusion), latency per source,
+     what is assumed (annotate.py);
+  3. bounds: throughput (the exact LP optimum over the uops, bound.py), loop-carried (the
+     maximum cycle ratio of the dependence graph, deps.py), front end (dispatch slots per
+     cycle), and the critical path of one iteration;
+  4. the out-of-order simulation (schedule.py): the predicted cycles per iteration, never
+     below the bounds;
+  5. criticality (criticality.py): what each bottleneck costs and how they interact.
+Per-port pressure per instruction comes from one optimal LP schedule: every merged uop's
+port assignment is split back onto the instructions that contributed to it, in proportion
+to their share of its mass. Instructions the model has no form for are listed, never
+dropped: they take a dispatch slot, join the dependencies with an assumed latency, but have
+no uops, so the prediction is a lower bound.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
-import numpy as np
-
+from . import semantics as semantics_registry
+from .annotate import Annotated, Machine, annotate
 from .asm.kernel import Kernel
 from .asm.match import APPROX_LOAD, FormMatcher, Match, form_pattern
 from .asm.normalize import normalize, render_key
 from .asm.parse import Instruction
+from .bound import optimum
+from .criticality import Criticality, EventClass, analyse, slack
+from .deps import Cycle, Graph, Path, build_graph, critical_path, loop_carried_chains
 from .forms import parse_form
-from .sim import FRONTEND, lp_schedule, simulate_arrays, uop_masses
+from .kinds import instruction_kinds, kinds_within, port_kinds
+from .schedule import Body, Run
+from .schedule import Machine as SimMachine
+from .schedule import simulate as simulate_schedule
+
+# a bound counts as the limit when the prediction is within this of it
+BOUND_TOLERANCE = 0.02
 
 
 @dataclass
@@ -33,8 +51,25 @@ class InstructionRow:
     form_short: str = ""                # the model form in key notation, e.g. "add r64, imm8"
     approx: tuple[str, ...] = ()
     reason: str = ""                    # why unmatched
+    source: str | None = None           # "model" or "fallback" (whose form it is); None: unmatched
     uops: list[tuple[list[str], int]] = field(default_factory=list)
     pressure: dict[str, float] = field(default_factory=dict)
+    latency: float = 0.0                # issue -> result, as the engines use it
+    annotated: Annotated | None = None
+    slack: float | None = None          # cycles the result could come later (0: critical)
+    on_critical_path: bool = False
+    on_loop_carried: bool = False       # on the worst loop-carried chain
+
+
+@dataclass
+class Bounds:
+    throughput: float | None            # ports (exact LP optimum over the uops)
+    loop_carried: float                 # the worst dependency cycle (0: none)
+    front_end: float | None             # dispatch slots / width, taken branch (None: width unknown)
+
+    def as_dict(self) -> dict:
+        return {"throughput": self.throughput, "loop_carried": self.loop_carried,
+                "front_end": self.front_end}
 
 
 @dataclass
@@ -46,10 +81,34 @@ class Report:
     ports: tuple[str, ...]
     kernel: Kernel
     rows: list[InstructionRow]
-    cycles: float | None                # None: nothing in the kernel matched
-    bottleneck: list[str]
+    cycles: float | None                # the simulated prediction; None: nothing in the model
+    bottleneck: list[str]               # the port set of the throughput bound (or ["frontend"])
     port_load: dict[str, float]
     r_max: float | None = None
+    bounds: Bounds | None = None
+    critical_path: Path | None = None
+    chains: list[Cycle] = field(default_factory=list)
+    run: Run | None = None
+    machine: Machine | None = None
+    graph: Graph | None = None
+    node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
+    bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
+    fallback: object = None             # the fallback.Fallback forms came from, if any
+    # the costs take a simulation per bottleneck and pair: computed on first use
+    _analyse: Callable[[], Criticality] | None = field(default=None, repr=False)
+    _criticality: Criticality | None = field(default=None, repr=False)
+
+    @property
+    def computed_criticality(self) -> Criticality | None:
+        """The criticality if it has been computed already, else None (no simulations run)."""
+        return self._criticality
+
+    @property
+    def criticality(self) -> Criticality | None:
+        """What each bottleneck costs and how they interact (criticality.analyse)."""
+        if self._criticality is None and self._analyse is not None:
+            self._criticality, self._analyse = self._analyse(), None
+        return self._criticality
 
     @property
     def matched(self) -> int:
@@ -68,16 +127,28 @@ class Report:
     def complete(self) -> bool:
         return not self.unmatched and not self.uncounted_memory
 
+    @property
+    def assumed_latencies(self) -> list[InstructionRow]:
+        return [r for r in self.rows if r.annotated and r.annotated.assumed]
+
 
 class Predictor:
     """A model prepared for many predictions (arrays, form index, matcher built once)."""
 
-    def __init__(self, model, allow_approx: bool = True):
+    def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
+                 fallback=None):
+        """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
+        lacks are matched in the fallback's."""
+        if fallback is not None:
+            model = fallback.model
         self.model = model
-        self.masks, self.counts = model.to_arrays()
-        self.index = model.form_index()
-        self.matcher = FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+        self.fallback = fallback
+        self.semantics = semantics_registry.get(model.isa)
+        self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+                        if fallback is None else fallback.matcher(allow_approx))
+        self.criticality = criticality
         self._short: dict[str, str] = {}
+        self._port_kinds = None
 
     def short(self, form: str) -> str:
         s = self._short.get(form)
@@ -91,53 +162,142 @@ class Predictor:
 
     def predict(self, kernel: Kernel, syntax: str, path: str = "<input>") -> Report:
         model = self.model
-        rows, matched_forms = [], []
+        rows, sems = [], []
         for insn in kernel.instructions:
             m = self.match(insn, syntax)
-            row = InstructionRow(insn.line, insn.text, str(m.key), m.form,
-                                 self.short(m.form) if m.form else "", m.approx, m.reason)
-            if m.form is not None:
-                row.uops = [(model.port_names(mask), count) for mask, count in model.uops[m.form]]
-                matched_forms.append(m.form)
-            rows.append(row)
-        ports = model.ports
-        if not matched_forms:
-            cycles = None if rows else 0.0
-            return Report(path, model.isa, syntax, model.name, ports, kernel, rows, cycles, [],
-                          {p: 0.0 for p in ports}, model.r_max)
+            source = None if m.form is None else \
+                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
+            rows.append(InstructionRow(insn.line, insn.text, str(m.key), m.form,
+                                       self.short(m.form) if m.form else "", m.approx, m.reason,
+                                       source))
+            sems.append(self.semantics.instruction(insn, syntax))
+        report = Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, None, [],
+                        {p: 0.0 for p in model.ports}, model.r_max, fallback=self.fallback)
+        if not rows:
+            report.cycles = 0.0
+            return report
+        loop = sems[-1].branch == "conditional"
+        annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop)
+        report.machine = machine
+        for row, a in zip(rows, annotated):
+            row.annotated = a
+            row.latency = a.node.latency
+            row.uops = [(model.port_names(mask), count) for mask, count in a.uops]
+        if not any(r.form for r in rows):
+            return report                                  # nothing known: no prediction
 
-        multiset = Counter(matched_forms)
-        distinct = sorted(multiset, key=self.index.__getitem__)
-        forms = np.array([self.index[f] for f in distinct], dtype=np.int64)
-        mults = np.array([multiset[f] for f in distinct], dtype=np.float64)
-        ptr = np.array([0, len(distinct)], dtype=np.int64)
-        cyc, neck = simulate_arrays(self.masks, self.counts, ptr, forms, mults, model.r_max)
-        cycles, neck = float(cyc[0]), int(neck[0])
+        throughput, neck, balance = self._ports(report, annotated)
+        # the dependency graph's nodes: every instruction, and after it its address update
+        # (write-back) where it has one; node_rows maps a node back to its instruction
+        nodes, node_rows, node_uops, node_slots = [], [], [], []
+        for a in annotated:
+            for node, main in ((a.node, True), (a.update, False)):
+                if node is None:
+                    continue
+                nodes.append(node)
+                node_rows.append(a.index)
+                node_uops.append(tuple(mask for mask, count in a.uops for _ in range(count))
+                                 if main else ())
+                node_slots.append(a.slot if main else 0)
+        graph = build_graph(nodes, machine.load_latency, machine.store_forward_latency)
+        chains = [_on_rows(c, node_rows) for c in loop_carried_chains(graph)]
+        path_ = critical_path(graph, [node.latency for node in nodes])
+        path_ = Path(path_.length, tuple(dict.fromkeys(node_rows[i] for i in path_.nodes)))
+        slots = sum(a.slot for a in annotated)
+        front = None
         if model.r_max:
-            # every kernel instruction passes the front end, matched or not
-            front = len(rows) / model.r_max
-            if front > cycles:
-                cycles, neck = front, FRONTEND
-        bottleneck = ["frontend"] if neck == FRONTEND else model.port_names(neck)
+            front = max(slots / model.r_max, machine.taken_branch)
+        elif machine.taken_branch:
+            front = machine.taken_branch
+        bounds = Bounds(throughput, chains[0].ratio if chains else 0.0, front)
 
-        # one optimal schedule, split back onto the instructions
-        umask, umass, n_insn = uop_masses(self.masks, self.counts, forms, mults)
-        _, load, assignment = lp_schedule(umask, umass, len(ports), n_insn, model.r_max)
-        slot = {int(m): i for i, m in enumerate(umask)}
-        for row in rows:
-            if row.form is None:
-                continue
-            pressure = np.zeros(len(ports))
-            for mask, count in model.uops[row.form]:
-                i = slot[int(mask)]
-                share = count / umass[i]
-                for p, x in assignment[i].items():
+        body = Body(tuple(node.latency for node in nodes), tuple(node_uops),
+                    tuple(tuple((e.src, e.distance, e.latency) for e in incoming)
+                          for incoming in graph.in_edges()),
+                    tuple(node_slots), len(model.ports), balance)
+        sim_machine = SimMachine(model.r_max, machine.window, machine.taken_branch)
+        run = simulate_schedule(body, sim_machine)
+        # the run is exact in the limit; a finite run can sit a hair under a bound
+        cycles = max(run.cycles, bounds.throughput or 0.0, bounds.loop_carried,
+                     bounds.front_end or 0.0)
+
+        report.cycles = cycles
+        # the historical "bottleneck": the ports of the throughput bound, or the front end
+        # when the issue width (R_max) allows fewer instructions than the ports
+        front_limited = model.r_max and slots / model.r_max > throughput * (1 + 1e-9)
+        report.bottleneck = ["frontend"] if front_limited else model.port_names(neck)
+        if not front_limited and neck:
+            report.bottleneck_kinds = self._kinds_within(sems, annotated, neck)
+        report.bounds, report.critical_path, report.chains = bounds, path_, chains
+        report.run, report.graph, report.node_rows = run, graph, node_rows
+        for i in path_.nodes:
+            rows[i].on_critical_path = True
+        if chains:
+            for i in chains[0].nodes:
+                rows[i].on_loop_carried = True
+        for k, s in enumerate(slack(body, sim_machine, run)):
+            row = rows[node_rows[k]]
+            row.slack = s if row.slack is None else min(row.slack, s)
+        if self.criticality:
+            classes = event_classes(chains, neck, model, sim_machine)
+            report._analyse = lambda: analyse(body, sim_machine, run, classes)
+        return report
+
+    def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
+        """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.kinds)."""
+        if self._port_kinds is None:
+            self._port_kinds = port_kinds(self.model)
+        rows = [(instruction_kinds(self.model.isa, s), a.uops) for s, a in zip(sems, annotated)]
+        return kinds_within(self._port_kinds, rows, neck)
+
+    def _ports(self, report: Report, annotated: list[Annotated]):
+        """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal
+        schedule; and each port's share of that schedule (the simulation's tie-breaker)."""
+        model = self.model
+        n_ports = len(model.ports)
+        mass: dict[int, int] = {}
+        for a in annotated:
+            for mask, count in a.uops:
+                mass[mask] = mass.get(mask, 0) + count
+        if not mass:
+            return 0.0, 0, tuple([1.0] * n_ports)
+        cycles, neck, schedule = optimum(mass)
+        load = [0.0] * n_ports
+        for row, a in zip(report.rows, annotated):
+            pressure = [0.0] * n_ports
+            for mask, count in a.uops:
+                share = count / mass[mask]
+                for p, x in schedule[mask].items():
                     pressure[p] += x * share
-            row.pressure = {ports[p]: float(pressure[p]) for p in range(len(ports)) if pressure[p] > 1e-9}
-        port_load = {ports[p]: float(load[p]) for p in range(len(ports))}
-        return Report(path, model.isa, syntax, model.name, ports, kernel, rows, cycles, bottleneck,
-                      port_load, model.r_max)
+            row.pressure = {model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9}
+        for row in schedule.values():
+            for p, x in row.items():
+                load[p] += x
+        report.port_load = {model.ports[p]: load[p] for p in range(n_ports)}
+        total = sum(load)
+        return cycles, neck, tuple(x / total for x in load)
 
 
-def predict_kernel(model, kernel: Kernel, syntax: str, path: str = "<input>") -> Report:
-    return Predictor(model).predict(kernel, syntax, path)
+def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:
+    """A dependency cycle of graph nodes, told in instructions (an instruction and its
+    address update are one instruction)."""
+    rows = tuple(dict.fromkeys(node_rows[i] for i in cycle.nodes))
+    return Cycle(cycle.ratio, cycle.latency, cycle.iterations, rows, cycle.edges, cycle.resources)
+
+
+def event_classes(chains, neck: int, model, machine) -> list[EventClass]:
+    """What criticality idealizes: the loop-carried chains, the bottleneck port set, the
+    front end, the window."""
+    classes = []
+    for c in chains[:3]:
+        names = ", ".join(c.resources)
+        classes.append(EventClass("chain", f"chain through {names}",
+                                  frozenset((e.dst, e.src, e.distance) for e in c.edges)))
+    if neck:
+        classes.append(EventClass("ports", "ports " + ", ".join(model.port_names(neck)),
+                                  ports=neck))
+    if machine.width or machine.taken_branch:
+        classes.append(EventClass("front end", "front end"))
+    if machine.window:
+        classes.append(EventClass("window", "window"))
+    return classes

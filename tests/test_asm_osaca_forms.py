@@ -1,6 +1,7 @@
 """`predict --model <OSACA yaml>`: kernels matched against forms imported from foreign
 OSACA machine files (the ones shipped with the osaca package), checked against our
-simulator on the matched multiset and against OSACA's own throughput."""
+simulator on the matched multiset, against OSACA's own throughput and against OSACA's
+loop-carried dependencies."""
 
 import os
 import warnings
@@ -18,7 +19,7 @@ from pmpredict.sim import simulate
 osaca = pytest.importorskip("osaca", reason="OSACA is not installed (pip install osaca): "
                                             "its shipped machine files are the test data")
 from osaca.parser import ParserAArch64, ParserX86ATT  # noqa: E402
-from osaca.semantics import ArchSemantics, reduce_to_section  # noqa: E402
+from osaca.semantics import ArchSemantics, KernelDG, reduce_to_section  # noqa: E402
 from osaca.semantics import MachineModel as OsacaModel  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore")      # OSACA's pyparsing deprecations
@@ -49,17 +50,36 @@ def simulated(model, forms):
     return float(simulate(model, exps)[0][0])
 
 
-def osaca_throughput(code, text, isa):
-    """OSACA's own throughput (max port pressure after its balancing) for a marked kernel."""
+def _osaca_analysis(code, text, isa):
     parser = ParserX86ATT() if isa == "x86" else ParserAArch64()
     kernel = reduce_to_section(parser.parse_file(text), parser)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        semantics = ArchSemantics(parser, OsacaModel(arch=code))
+        machine = OsacaModel(arch=code)
+        semantics = ArchSemantics(parser, machine)
         semantics.normalize_instruction_forms(kernel)
         semantics.add_semantics(kernel)
         semantics.assign_optimal_throughput(kernel)
-    return max(ArchSemantics.get_throughput_sum(kernel))
+    return parser, kernel, machine, semantics
+
+
+def osaca_throughput(code, text, isa):
+    """OSACA's own throughput (max port pressure after its balancing) for a marked kernel."""
+    return max(ArchSemantics.get_throughput_sum(_osaca_analysis(code, text, isa)[1]))
+
+
+def osaca_loop_carried(code, text, isa):
+    """OSACA's loop-carried dependencies: {line number: cycles of the chain through it}."""
+    parser, kernel, machine, semantics = _osaca_analysis(code, text, isa)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = KernelDG(kernel, parser, machine, semantics)
+        return {int(line): v["latency"] for line, v in graph.get_loopcarried_dependencies().items()}
+
+
+def chains_by_line(report):
+    """Our loop-carried chains as OSACA lists them: {line: cycles per iteration of its chain}."""
+    return {report.rows[i].line: c.ratio for c in report.chains for i in c.nodes}
 
 
 def marked(lines, comment):
@@ -85,10 +105,14 @@ def test_att_kernel_skx_matches_every_instruction():
     assert r.complete
     assert [row.form for row in r.rows] == SKX_FORMS
     assert all(not row.approx for row in r.rows)
-    assert r.cycles == pytest.approx(simulated(model, SKX_FORMS))
-    assert r.cycles == pytest.approx(1.5)      # 3 fp uops on {0, 1}, add/cmp off to {5, 6}
+    tp = r.bounds.throughput
+    assert tp == pytest.approx(simulated(model, SKX_FORMS))
+    assert tp == pytest.approx(1.5)           # 3 fp uops on {0, 1}, add/cmp off to {5, 6}
     # OSACA's greedy balancing can only stop at or above the LP optimum
-    assert osaca_throughput("skx", marked(ATT, "#"), "x86") >= r.cycles - OSACA_TOL
+    assert osaca_throughput("skx", marked(ATT, "#"), "x86") >= tp - OSACA_TOL
+    # the chains OSACA finds, with its latencies: the FMA accumulator ymm9 and the counter
+    assert chains_by_line(r) == osaca_loop_carried("skx", marked(ATT, "#"), "x86") == {4: 4.0, 7: 1.0}
+    assert r.cycles == pytest.approx(model.latency["osaca:vfmadd231pd ymm,ymm,ymm"]) == 4.0
 
 
 def test_intel_syntax_gives_the_same_prediction():
@@ -106,8 +130,9 @@ def test_skx_equals_osaca_on_port_disjoint_kernel():
     model = shipped("skx")
     r = predict(marked(lines, "#"), model, "att")
     assert r.complete
-    assert r.cycles == pytest.approx(2.0)
-    assert osaca_throughput("skx", marked(lines, "#"), "x86") == pytest.approx(r.cycles, abs=OSACA_TOL)
+    assert r.bounds.throughput == pytest.approx(2.0)
+    assert osaca_throughput("skx", marked(lines, "#"), "x86") == pytest.approx(r.bounds.throughput,
+                                                                              abs=OSACA_TOL)
 
 
 def test_any_gpr_width_and_any_immediate_width():
@@ -144,9 +169,14 @@ def test_neon_kernel_a72_matches_every_instruction():
     r = predict(text, model, "aarch64")
     assert r.complete
     assert [row.form for row in r.rows] == A72_FORMS
-    assert r.cycles == pytest.approx(simulated(model, A72_FORMS))
-    assert r.cycles == pytest.approx(3.0)      # fmla, fadd, fmul all on port F1
-    assert osaca_throughput("a72", text, "aarch64") == pytest.approx(r.cycles, abs=OSACA_TOL)
+    tp = r.bounds.throughput
+    assert tp == pytest.approx(simulated(model, A72_FORMS))
+    assert tp == pytest.approx(3.0)           # fmla, fadd, fmul all on port F1
+    assert osaca_throughput("a72", text, "aarch64") == pytest.approx(tp, abs=OSACA_TOL)
+    # the chains OSACA finds, with its latencies: the fmla accumulator (v2), the post-index
+    # write-back of x2 (p_index_latency) and the counter x3
+    assert chains_by_line(r) == osaca_loop_carried("a72", text, "aarch64")
+    assert r.cycles == pytest.approx(model.latency["osaca:fmla v.d,v.d,v.d"]) == 7.0
 
 
 def test_neon_kernel_n1_matches_every_instruction():
@@ -157,8 +187,8 @@ def test_neon_kernel_n1_matches_every_instruction():
     assert r.complete, [(row.text, row.reason) for row in r.unmatched]
     forms = [row.form for row in r.rows]
     assert forms[:2] == ["osaca:ldr q,mem(x,*,*,*)"] * 2
-    assert r.cycles == pytest.approx(simulated(model, forms))
-    assert osaca_throughput("n1", text, "aarch64") >= r.cycles - OSACA_TOL
+    assert r.bounds.throughput == pytest.approx(simulated(model, forms))
+    assert osaca_throughput("n1", text, "aarch64") >= r.bounds.throughput - OSACA_TOL
 
 
 def test_pre_and_post_index_select_their_forms():

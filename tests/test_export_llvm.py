@@ -60,6 +60,49 @@ def test_tblgen_accepts_the_self_contained_export(label, version, tmp_path):
     assert summary["unresolved"] == []
 
 
+def _tblgen_latencies(text: str) -> dict[str, int]:
+    """opcode -> the write latency in the subtarget tables llvm-tblgen generated (the tables
+    an LLVM built with the model hands to llvm-mca): the sched class named after the opcodes
+    of an InstRW points at an entry of <Target>WriteLatencyTable."""
+    table = re.search(r"WriteLatencyTable\[\] = \{(.*?)\}; //", text, re.S).group(1)
+    cycles = {int(i): int(c) for c, i in re.findall(r"\{\s*(\d+),\s*\d+\}[, ]*// #(\d+)", table)}
+    out = {}
+    for name, fields in re.findall(r'\{DBGFIELD\("(\w+)"\)\s*([^}]*)\}', text):
+        values = [f.strip() for f in fields.split(",")]
+        index, count = int(values[6]), int(values[7])
+        if count == 1:
+            for op in name.split("_"):
+                out[op] = cycles[index]
+    return out
+
+
+@pytest.mark.parametrize("version", [14, 19])
+def test_model_latencies_reach_llvms_scheduling_tables(version, tmp_path):
+    """A latency change in the model changes what llvm-tblgen compiles the model into."""
+    add = "VADDPD_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
+    add_mem = "VADDPD_((REG:W:V:256)),_((REG:R:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    base = _model("skl")
+    out = tmp_path / "model.td"
+    tables = []
+    for lat in (4.5, 7.0):
+        model = base.with_uops(base.uops, latency={add: lat, add_mem: 1.0},
+                               operand_latency={add_mem: {2: 11.0}},
+                               pipeline={"window": 97, "load_latency": 5.0})
+        export_llvm(model, str(out), version=version, self_contained=True)
+        inc = tmp_path / "model.inc"
+        tblgen = _tool(f"llvm-tblgen-{version}")
+        proc = subprocess.run([tblgen, "-gen-subtarget", "-I", f"/usr/lib/llvm-{version}/include",
+                               str(out), "-o", str(inc)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        tables.append(inc.read_text())
+    first, second = (_tblgen_latencies(t) for t in tables)
+    assert first["VADDPDYrr"] == 5 and second["VADDPDYrr"] == 7        # 4.5 rounded up; changed
+    assert first["VADDPDYrm"] == second["VADDPDYrm"] == 11             # the load included
+    assert first["VADDPSYrr"] == 1                                     # unknown: the default
+    assert re.search(r"\b97, // MicroOpBufferSize", tables[0])
+    assert re.search(r"\b5, // LoadLatency", tables[0])
+
+
 def test_tblgen_catches_what_the_harness_is_for(tmp_path):
     """The harness really runs LLVM's checks: an overlapping InstRW is rejected."""
     model = _model("SKL")

@@ -21,7 +21,7 @@ from export_models import model_for
 
 osaca = pytest.importorskip("osaca", reason="OSACA is not installed (pip install osaca)")
 from osaca.parser import ParserAArch64, ParserX86ATT  # noqa: E402
-from osaca.semantics import ArchSemantics, reduce_to_section  # noqa: E402
+from osaca.semantics import ArchSemantics, KernelDG, reduce_to_section  # noqa: E402
 from osaca.semantics import MachineModel as OsacaModel  # noqa: E402
 
 # OSACA's pyparsing calls emit thousands of deprecation warnings
@@ -43,9 +43,9 @@ MODELS = ["SKL", "A72", "HOSTFORMS"] + builtin_names()
 class Exported:
     """One model exported once per test session, loaded by OSACA."""
 
-    def __init__(self, label, tmpdir):
+    def __init__(self, label, tmpdir, model=None):
         self.label = label
-        self.model = _model(label)
+        self.model = model or _model(label)
         self.path = os.path.join(tmpdir, f"{label.lower()}.yml")
         export_osaca(self.model, self.path)
         with warnings.catch_warnings():
@@ -218,3 +218,28 @@ def test_osaca_uses_the_plain_form_where_it_cannot_see_the_shift(tmp_path):
     exps = ExperimentSet(model.forms, (Experiment.of({plain: 4}),), "aarch64")
     got, _ = exported.analyse(["add x2, x3, x4"] * 4)
     assert got == pytest.approx(simulate(model, exps)[0][0], abs=OSACA_TOL)
+
+
+def test_osaca_uses_the_exported_latencies_on_a_dependent_chain(tmp_path):
+    """OSACA's critical path and loop-carried dependency over vaddpd -> vmulpd -> vaddpd (mem)
+    add up the model's register-source latencies; the pipeline facts land in OSACA's keys."""
+    add = "VADDPD_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
+    mul = "VMULPD_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
+    add_mem = "VADDPD_((REG:W:V:256)),_((REG:R:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    base = _model("skl")
+    model = base.with_uops(base.uops, latency={add: 4.0, mul: 5.0, add_mem: 3.0},
+                           operand_latency={add_mem: {2: 9.0}},
+                           pipeline={"load_latency": 6.0, "store_forward_latency": 4.5,
+                                     "window": 97})
+    exported = Exported("chain", str(tmp_path), model)
+    _, kernel = exported.analyse(["vaddpd %ymm2, %ymm1, %ymm1", "vmulpd %ymm3, %ymm1, %ymm1",
+                                  "vaddpd 64(%rsi), %ymm1, %ymm1"])
+    sem = ArchSemantics(exported.parser, exported.mm)
+    graph = KernelDG(kernel, exported.parser, exported.mm, sem)
+    want = model.latency_for(add, 1) + model.latency_for(mul, 1) + model.latency_for(add_mem, 1)
+    assert want == 12.0
+    assert sum(i.latency_cp for i in graph.get_critical_path()) == want
+    (lcd,) = graph.get_loopcarried_dependencies().values()
+    assert lcd["latency"] == want
+    assert exported.mm.get_load_latency("ymm") == 6.0 == exported.mm.get_load_latency("gpr")
+    assert exported.mm["store_to_load_forward_latency"] == 4.5 and exported.mm["ROB_size"] == 97

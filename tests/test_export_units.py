@@ -4,13 +4,13 @@ import json
 
 import pytest
 
+from pmpredict import semantics
 from pmpredict.data.osaca import foreign_form_name, parse_foreign_form_name
 from pmpredict.errors import InputError
 from pmpredict.exporters.common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportError,
-                                        check_exportable, form_reads_memory, latency_of,
-                                        singleton_cycles)
+                                        check_exportable, latency_of, singleton_cycles)
 from pmpredict.exporters.llvm import (choose_form, covering_group, group_name, plan_llvm,
-                                      render_llvm, write_cycles)
+                                      render_llvm, whole_cycles, write_cycles, write_latency)
 from pmpredict.exporters.opcodes import Resolution, parse_show_inst
 from pmpredict.exporters.osaca import (osaca_identity, osaca_operands, port_pressure,
                                        pure_load_forms, pure_store_forms, render_osaca)
@@ -91,13 +91,41 @@ def test_issue_width_from_r_max_and_latency_rounding():
     assert plan_llvm(toy({VADD: ((1, 1),)}), 19, {VADD: Resolution("X")}).issue_width == 4
 
 
+def test_llvm_latency_is_rounded_up_and_a_load_op_write_includes_the_load():
+    assert [whole_cycles(v) for v in (0.0, 4.0, 4.01, 4.4, 4.5, 3.0000000000000004)] == \
+        [0, 4, 5, 5, 5, 3]
+    base = toy({VADD: ((1, 1),), ADD_RM: ((3, 1),), MOV_LD: ((4, 1),), LEA_SIB: ((2, 1),)})
+    m = base.with_uops(base.uops, latency={VADD: 4.4, ADD_RM: 1.0, MOV_LD: 5.0, LEA_SIB: 1.0},
+                       operand_latency={ADD_RM: {1: 6.0}, LEA_SIB: {1: 3.0}, VADD: {2: 7.0}})
+    # the memory operand's latency for a form that reads memory; lea reads none, vaddpd has
+    # no memory operand: their own latency
+    assert [write_latency(m, f).value for f in (VADD, ADD_RM, MOV_LD, LEA_SIB)] == [4.4, 6.0, 5.0, 1.0]
+    res = {VADD: Resolution("VADDPDYrr"), ADD_RM: Resolution("ADD64rm"),
+           MOV_LD: Resolution("MOV64rm"), LEA_SIB: Resolution("LEA64r")}
+    plan = plan_llvm(m, 19, res)
+    assert {w.opcodes[0]: w.latency for w in plan.writes} == {"VADDPDYrr": 5, "ADD64rm": 6,
+                                                              "MOV64rm": 5, "LEA64r": 1}
+    text, _ = render_llvm(m, 19, resolutions=res)
+    assert f"// {VADD}  (model latency 4.4)" in text
+    timed = m.with_uops(m.uops, pipeline={"window": 96.5, "load_latency": 4.2},
+                        pipeline_source={"window": "osaca:\nskx.yml"},
+                        latency_source={VADD: "llvm-mca 19.1.7 -mcpu=skylake"})
+    text, _ = render_llvm(timed, 19, resolutions=res)
+    assert "let MicroOpBufferSize = 97;  // the model's pipeline window (osaca: skx.yml)" in text
+    assert "let LoadLatency = 5;  // the model's pipeline load_latency\n" in text
+    assert "// Latencies of 1 form(s) from: llvm-mca 19.1.7 -mcpu=skylake" in text
+    assert "MicroOpBufferSize" not in render_llvm(m, 19, resolutions=res)[0]
+
+
 # --- validation -----------------------------------------------------------------------
 
 def test_rejects_what_tblgen_lets_through():
     with pytest.raises(ExportError, match="no uops"):
         check_exportable(toy({ADD_RI: ()}))
+    negative = toy({ADD_RI: ((1, 1),)})
+    object.__setattr__(negative, "latency", {ADD_RI: -5})     # bypass the model's own check
     with pytest.raises(ExportError, match="latency -5"):
-        check_exportable(toy({ADD_RI: ((1, 1),)}, latency={ADD_RI: -5}))
+        check_exportable(negative)
     broken = toy({ADD_RI: ((1, 1),)})
     object.__setattr__(broken, "uops", {ADD_RI: ((1, 0),)})     # bypass the model's own check
     with pytest.raises(ExportError, match="uop count 0"):
@@ -114,10 +142,11 @@ def test_latency_default_depends_on_memory_read():
     assert latency_of(m, ADD_RI).value == DEFAULT_LATENCY and not latency_of(m, ADD_RI).measured
     assert latency_of(m, ADD_RM).value == DEFAULT_LATENCY + DEFAULT_LOAD_LATENCY
     assert latency_of(m, MOV_ST).value == DEFAULT_LATENCY         # a store reads no memory
-    assert not form_reads_memory(LEA_SIB, "x86")
+    assert latency_of(toy({LEA_SIB: ((1, 1),)}), LEA_SIB).value == DEFAULT_LATENCY   # no data
     # an AArch64 vector element is not a memory operand
-    assert not form_reads_memory("_fmla_((REG:W:F:VEC)).2d,_((REG:R:F:VEC)).2d,_((REG:R:F:VEC)).d[0]",
-                                 "aarch64")
+    fmla = "_fmla_((REG:W:F:VEC)).2d,_((REG:R:F:VEC)).2d,_((REG:R:F:VEC)).d[0]"
+    assert latency_of(toy({fmla: ((1, 1),)}, isa="aarch64"), fmla).value == DEFAULT_LATENCY
+    assert not semantics.get("aarch64").form(fmla).reads_memory
 
 
 def test_singleton_cycles_from_the_simulator():

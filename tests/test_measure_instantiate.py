@@ -15,26 +15,29 @@ from collections import Counter
 
 import pytest
 
+from pmpredict import semantics
 from pmpredict.forms import parse_form, split_operands
 from pmpredict.infer.measure import default_forms
 from pmpredict.infer.measure.codegen import experiment_kernel, harness_source
 from pmpredict.infer.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, immediate,
                                                  instantiate, memory_access, sequence_of, windows)
-from pmpredict.registers import X86_GPR8, X86_GPR16, X86_GPR32, X86_GPR64
 
-FAMILY = {}
-for regs in (X86_GPR64, X86_GPR32, X86_GPR16, X86_GPR8):
-    for i, r in enumerate(regs):
-        FAMILY[r] = ("G", X86_GPR64[i])
-FAMILY.update({r: ("G", "rbp") for r in ("rbp", "ebp", "bp", "bpl")})
+X86 = semantics.get("x86")
+GPR_FAMILIES = set(X86.register_pool("G", 64)) | {"rbp"}
 VEC = re.compile(r"\b[xyz]mm(\d+)\b")
 MEM_BYTES = {"byte": 1, "word": 2, "dword": 4, "qword": 8, "xmmword": 16, "ymmword": 32,
              "zmmword": 64}
 
 
+def family(name: str):
+    """("G", rax) for any width of a general-purpose register (rsp excluded), else None."""
+    fam = X86.register_family(name)
+    return ("G", fam) if fam in GPR_FAMILIES else None
+
+
 def registers_in(text: str) -> set:
     text = text.lower()
-    out = {FAMILY[w] for w in re.findall(r"[a-z][a-z0-9]*", text) if w in FAMILY}
+    out = {family(w) for w in re.findall(r"[a-z][a-z0-9]*", text)} - {None}
     out |= {("V", int(m.group(1))) for m in VEC.finditer(text)}
     return out
 
@@ -76,7 +79,7 @@ def check_window(window):
                     size = MEM_BYTES.get(text.split()[0].lower())
                     if size:       # naturally aligned, inside its cache line
                         assert d % min(size, 64) == 0 and d % 64 + size <= 64, text
-    base, counter = FAMILY[BASE_REGISTER], FAMILY[COUNTER_REGISTER]
+    base, counter = family(BASE_REGISTER), family(COUNTER_REGISTER)
     # no read-only operand and no address reads a register the window writes
     assert not (read_only & set(written)), (read_only & set(written), window.lines)
     assert not (address & set(written))
@@ -181,3 +184,19 @@ def test_generated_c_switches_syntax_back():
     src = harness_source([k])
     assert "add %rbx, %rax" in src and "clock_gettime(CLOCK_MONOTONIC" in src
     assert "sched_setaffinity" in src
+
+
+def test_implicit_and_literal_registers_stay_out_of_the_pools():
+    """cqo reads rax and writes rdx, mul r64 writes rdx:rax, `shl r, cl` reads rcx: no operand
+    of the window may be allocated to them (they would chain through the implicit access)."""
+    cases = {"CQO": {"rax", "rdx"}, "MUL_((REG:R:G:64))": {"rax", "rdx"},
+             "DIV_((REG:R:G:64))": {"rax", "rdx"}, "SHL_((REG:RW:G:64)),_cl": {"rcx"}}
+    others = ["MOVZX_((REG:W:G:32)),_((REG:R:G:8))", "ADD_((REG:RW:G:64)),_((REG:R:G:64))"]
+    for form, pinned in cases.items():
+        w = instantiate([(form, 1)] + [(f, 2) for f in others])
+        allocated = set()
+        for inst, line in zip(w.instructions, w.lines):
+            if inst.form != form:
+                allocated |= {fam for _, fam in registers_in(line)}
+        assert allocated and not allocated & pinned, (form, allocated & pinned)
+        assert {("G", X86.register_pool("G", 64).index(r)) for r in pinned} <= w.fixed

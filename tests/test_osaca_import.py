@@ -28,6 +28,9 @@ def _assert_same_model(a, b):
     assert b.name == a.name and b.isa == a.isa and b.ports == a.ports
     assert b.uops == a.uops          # (in file order: OSACA's priority order, see docs/EXPORT.md)
     assert b.latency == a.latency and b.r_max == a.r_max
+    assert b.operand_latency == a.operand_latency and b.latency_source == a.latency_source
+    assert b.move_elimination == a.move_elimination and b.idiom_ports == a.idiom_ports
+    assert b.pipeline == a.pipeline and b.pipeline_source == a.pipeline_source
 
 
 @pytest.mark.parametrize("label", list(SHARED))
@@ -74,6 +77,54 @@ def test_round_trip_keeps_r_max_latency_and_provenance(tmp_path):
     assert simulate(model, exps)[0][0] == simulate(back, exps)[0][0] == 24.0    # 3 x 8 cycles on DIV
 
 
+def test_round_trip_keeps_every_timing_fact(tmp_path):
+    add_mem = "ADD_((REG:RW:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    vadd = "VADDPD_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
+    vadd_mem = "VADDPD_((REG:W:V:256)),_((REG:R:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    mov = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    uops = {add_mem: ((0b011, 1), (0b100, 1)), vadd: ((0b001, 1),), vadd_mem: ((0b001, 1), (0b100, 1)),
+            mov: ((0b100, 1),)}
+    tricky = "instruction_forms: \"llvm-mca\" 19.1.7 -mcpu=skylake # ü"
+    model = MachineModel(
+        "timed", "x86", ("0", "1", "2"), uops, r_max=4.0,
+        latency={add_mem: 1.0, vadd: 4.0, vadd_mem: 1e-05, mov: 1e16},
+        operand_latency={add_mem: {1: 6.0}, vadd_mem: {0: 0.0, 2: 10.5}},
+        latency_source={add_mem: tricky, vadd: "osaca:skx.yml"},
+        move_elimination={mov: False}, idiom_ports={vadd: True},
+        pipeline={"window": 224, "load_latency": 5.0, "store_forward_latency": 4.5,
+                  "macro_fusion": 1, "taken_branch": 2.5e-07},
+        pipeline_source={"window": tricky, "load_latency": "llvm"})
+    path = str(tmp_path / "timed.yml")
+    export_osaca(model, path)
+    back = load_model(path)
+    _assert_same_model(model, back)
+    assert back.provenance == model.provenance
+    # and a model without any of them comes back without them
+    plain = MachineModel("plain", "x86", ("0",), {vadd: ((1, 1),)})
+    export_osaca(plain, path)
+    again = load_model(path)
+    assert (again.pipeline, again.latency, again.latency_source) == ({}, {}, {})
+
+
+def test_osaca_timing_facts_of_our_files_are_checked(tmp_path):
+    path = tmp_path / "bad.yml"
+    head = "isa: x86\nports: ['0']\npmpredict: {name: x}\ninstruction_forms:\n"
+    entry = "- name: add\n  operands: []\n  port_pressure: [[1, ['0']]]\n  pmpredict_form: ADD\n"
+    for extra, message in [("  latency: .nan\n", "latency must be a finite number >= 0"),
+                           ("  latency: 1\n  pmpredict_latency_from: {'x': 2}\n",
+                            "pmpredict_latency_from must map operand indices"),
+                           ("  latency: 1\n  pmpredict_idiom_ports: 1\n",
+                            "pmpredict_idiom_ports has the wrong type")]:
+        path.write_text(head + entry + extra)
+        with pytest.raises(InputError, match=message) as info:
+            load_osaca_model(str(path))
+        assert info.value.line == 5
+    path.write_text(head.replace("{name: x}", "{name: x, pipeline: {rob: 3}}") + entry)
+    with pytest.raises(InputError, match="unknown pipeline key 'rob'") as info:
+        load_osaca_model(str(path))
+    assert info.value.line == 3
+
+
 def _osaca_data_files():
     try:
         import osaca
@@ -96,6 +147,42 @@ def test_every_shipped_osaca_file_loads():
         model = load_osaca_model(path)
         assert model.isa in ("x86", "aarch64") and len(model.uops) > 40, path
         assert all(f.startswith("osaca:") for f in model.forms)
+
+
+@pytest.mark.parametrize("code", ["skx", "zen4", "a72"])
+def test_shipped_files_give_their_latencies_and_pipeline_facts(code):
+    """The numbers are read from the file here too: the test checks the import, not a table."""
+    import yaml
+    path = next((p for p in _osaca_data_files() if os.path.basename(p) == f"{code}.yml"), None)
+    if path is None:
+        pytest.skip(f"OSACA's {code}.yml not found")
+    with open(path) as f:
+        raw = yaml.safe_load(f)
+    model = load_osaca_model(path)
+    source = f"osaca:{code}.yml"
+    general = raw["load_latency"].get("gpr", raw["load_latency"].get("x"))
+    assert model.pipeline["load_latency"] == general
+    assert model.provenance["osaca_load_latency"] == raw["load_latency"]
+    if raw.get("store_to_load_forward_latency") is not None:
+        assert model.pipeline["store_forward_latency"] == raw["store_to_load_forward_latency"]
+    else:
+        assert "store_forward_latency" not in model.pipeline
+    if raw.get("ROB_size") is not None:
+        assert model.pipeline["window"] == raw["ROB_size"]
+    else:
+        assert "window" not in model.pipeline
+    assert model.pipeline_source == {key: source for key in model.pipeline}
+    # every form's latency is the one of the first entry OSACA would use
+    form = "osaca:vaddpd ymm,ymm,ymm" if raw["isa"] == "x86" else "osaca:fmla v.d,v.d,v.d"
+    name, operands = form[len("osaca:"):].split(" ")
+    want = next(e["latency"] for e in raw["instruction_forms"] if str(e["name"]).lower() == name
+                and ",".join(o.get("name") or f"{o['prefix']}.{o['shape']}"
+                             for o in e["operands"]) == operands)
+    assert model.latency[form] == want and model.latency_source[form] == source
+    if code == "skx":
+        assert want == 4                  # vaddpd ymm on Skylake-SP (Intel's manual, uops.info)
+    assert all(s == source for s in model.latency_source.values())
+    assert set(model.latency_source) == set(model.latency)
 
 
 def test_foreign_forms_predict_like_osaca_with_its_own_file():

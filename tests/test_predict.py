@@ -55,8 +55,12 @@ def test_known_value_and_pressure_split():
 
 def test_multi_uop_form_pressure_sums_to_its_uops():
     r = predict("\taddq $1, 8(%rdi)\n\taddq $1, 16(%rdi)\n\tshlq $1, %rax\n")
-    assert r.cycles == pytest.approx(4.0)             # 2 x 2 cycles on P3
+    assert r.bounds.throughput == pytest.approx(4.0)  # 2 x 2 cycles on P3
     assert r.bottleneck == ["P3"]
+    # but rdi never changes: each add reads what it stored an iteration ago, through store
+    # forwarding (5 assumed) plus the add (1 assumed): 6 cycles per iteration
+    assert r.bounds.loop_carried == pytest.approx(6.0) and r.cycles == pytest.approx(6.0)
+    assert r.chains[0].resources == ("mem",)
     for row in r.rows:
         total = sum(c for _, c in row.uops)
         assert sum(row.pressure.values()) == pytest.approx(total)
@@ -108,7 +112,7 @@ def test_cli_text_table(tmp_path, capsys):
     f = write(tmp_path, "k.s", KERNEL)
     assert main(["predict", f, "--model", toy_model_file(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "Throughput: 1.50 cycles per iteration (lower bound)" in out
+    assert "Prediction: 1.50 cycles per iteration (lower bound)" in out
     assert "Bottleneck: ports P1, P2" in out
     assert "between the OSACA-BEGIN/END comments" in out
     assert "    6  cmpq %rax, %rbx" in out
@@ -142,7 +146,10 @@ def test_cli_reports_every_llvm_mca_region(tmp_path, capsys):
     model = toy_model_file(tmp_path)
     assert main(["predict", f, "--model", model, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["cycles"] == pytest.approx(0.5)
-    assert [r["cycles"] for r in out["regions"]] == pytest.approx([0.5, 2.0])
+    # region a: one add, 0.5 cycles of ports but a chain through rax of 1 cycle
+    assert out["cycles"] == pytest.approx(1.0)
+    assert out["bounds"] == pytest.approx({"throughput": 0.5, "loop_carried": 1.0,
+                                           "front_end": None})
+    assert [r["cycles"] for r in out["regions"]] == pytest.approx([1.0, 2.0])
     assert main(["predict", f, "--model", model, "--json", "--region", "b"]) == 0
     assert json.loads(capsys.readouterr().out)["cycles"] == pytest.approx(2.0)

@@ -25,6 +25,14 @@ This follows the scheme of the PMEvo dissertation (Alg. 3.1) for x86-64 forms:
 * The loop counter and the base register are reserved and never allocated; rbp
   is allocated (the kernel saves it), rsp is not.
 
+What a form reads and writes (the access of each operand, whether its memory operand is
+loaded, stored or only addressed, the registers it uses implicitly or names literally)
+comes from the form's semantics (pmpredict.semantics). Registers a form uses implicitly
+or literally (rax and rdx of cqo / mul r64 / div, rcx of `shl r64, cl`) are taken out of
+both pools. Forms that *read flags* (adc, sbb, cmovcc, setcc, shifts by cl) still depend
+on the previous flag writer of the window: a chain the allocator cannot break (none of the
+host forms reads flags; a form list that adds such forms measures that chain too).
+
 The result is a `Window`: the instruction lines plus, for every instruction,
 which registers and memory lines it reads and writes, so tests can check the
 no-read-after-write property structurally on the generated code.
@@ -36,13 +44,18 @@ import functools
 import re
 from dataclasses import dataclass
 
+from ... import semantics
 from ...forms import FormTemplate, Placeholder, form_text, parse_form
-from ...registers import X86_GPR64, registers
+from ...semantics import LOAD, READ_MODIFY_WRITE, STORE
 
+HARNESS_ISA = "x86"          # the harness generates x86-64 code: forms of this ISA only
+_ISA = semantics.get(HARNESS_ISA)
+_GPR64 = _ISA.register_pool("G", 64)
 BASE_REGISTER = "rdi"        # first argument of the kernel: the scratch buffer
 COUNTER_REGISTER = "rsi"     # second argument: the iteration count
-_RESERVED_GPR = {X86_GPR64.index(BASE_REGISTER), X86_GPR64.index(COUNTER_REGISTER)}
+_RESERVED_GPR = {_GPR64.index(BASE_REGISTER), _GPR64.index(COUNTER_REGISTER)}
 RBP_NAMES = {64: "rbp", 32: "ebp", 16: "bp", 8: "bpl"}   # general-purpose register 14
+_RBP = len(_GPR64)
 
 LINE = 64                    # cache line size in bytes
 PAGE = 4096
@@ -52,19 +65,10 @@ SCRATCH_BYTES = PAGES * PAGE + PAGE                 # what the harness must allo
 
 DEFAULT_LENGTHS = (50, 32, 80)   # unrolled window sizes (instructions); the minimum is kept
 
-# Mnemonics whose first (memory) operand is only read; for every other form a
-# memory first operand is a store or read-modify-write.
-_READ_ONLY_FIRST = {"cmp", "test", "bt", "prefetcht0", "prefetcht1", "prefetcht2", "prefetchnta",
-                    "ptest", "vptest", "vtestps", "vtestpd", "ucomiss", "ucomisd", "vucomiss",
-                    "vucomisd", "comiss", "comisd", "vcomiss", "vcomisd"}
-
-_GPR_NAMES = {}
-for _width in (64, 32, 16, 8):
-    for _i, _name in enumerate(registers("x86", "G", _width)):
-        _GPR_NAMES[_name] = _i
-_GPR_NAMES.update({"rbp": 14, "ebp": 14, "bp": 14, "bpl": 14})
-_VEC_NAME = re.compile(r"\b([xyz]mm)([0-9]|[12][0-9]|3[01])\b")
-_WORD = re.compile(r"\b[a-z][a-z0-9]*\b")
+# register family -> (class, pool index)
+_POOL_INDEX = {fam: ("G", i) for i, fam in enumerate(_GPR64)}
+_POOL_INDEX["rbp"] = ("G", _RBP)
+_POOL_INDEX.update({f"v{i}": ("V", i) for i in range(32)})
 
 
 def immediate(width: int | None) -> int:
@@ -75,30 +79,17 @@ def immediate(width: int | None) -> int:
 
 
 def memory_access(template: FormTemplate) -> str:
-    """"" (no memory access), "R" (load) or "W" (store or read-modify-write) of a form."""
-    mems = [o for o in template.operands if o.kind == "mem"]
-    if not mems or template.mnemonic == "lea" or template.mnemonic.startswith("prefetch"):
-        return ""
-    first = template.operands[0]
-    if first.kind == "mem" and template.mnemonic not in _READ_ONLY_FIRST:
-        return "W"
-    return "R"
+    """The scratch region of a form's memory operand: "R" (loaded: the read-only lines),
+    "W" (stored or read-modify-written: the written lines) or "" (no data access: lea,
+    prefetch, no memory operand)."""
+    kind = _ISA.form(template).memory
+    return {LOAD: "R", STORE: "W", READ_MODIFY_WRITE: "W"}.get(kind, "")
 
 
-def fixed_registers(template: FormTemplate) -> set[tuple[str, int]]:
-    """Registers spelled out literally in a form (e.g. `cl` of `shl r64, cl`): never allocated."""
-    out = set()
-    for op in template.operands:
-        if op.placeholders and op.kind != "literal":
-            text = re.sub(r"\(\([^()]*\)\)", " ", op.text)
-        else:
-            text = op.text
-        for word in _WORD.findall(text.lower()):
-            if word in _GPR_NAMES:
-                out.add(("G", _GPR_NAMES[word]))
-        for m in _VEC_NAME.finditer(text.lower()):
-            out.add(("V", int(m.group(2))))
-    return out
+def pinned_registers(template: FormTemplate) -> set[tuple[str, int]]:
+    """(class, pool index) of the registers a form uses without the allocator choosing them:
+    named literally (`cl` of `shl r64, cl`) or implicitly (rax, rdx of `cqo`): never allocated."""
+    return {_POOL_INDEX[f] for f in _ISA.form(template).pinned_registers if f in _POOL_INDEX}
 
 
 @dataclass(frozen=True)
@@ -119,7 +110,7 @@ class Window:
     instructions: tuple[Instance, ...]
     copies: int                                  # copies of the multiset in the window
     vector_width: int                            # widest vector register used (0: none)
-    fixed: frozenset = frozenset()              # literal registers the forms use
+    fixed: frozenset = frozenset()              # registers the forms use implicitly or literally
 
     @property
     def lines(self) -> list[str]:
@@ -174,24 +165,26 @@ class _Lines:
         return page * PAGE + (PAGE // 2 if self.written else 0) + line * LINE + offset
 
 
+@dataclass(frozen=True)
+class _Slot:
+    """A placeholder of the form text and the access of its register (R, W, RW)."""
+    placeholder: Placeholder
+    access: str
+
+
 def _operand_roles(template: FormTemplate):
     """Per register placeholder in text order: (class, access) with access R / W / RW."""
     roles = []
-    for ph in _placeholders(template):
-        if ph.kind == "REG":
-            roles.append((ph.reg_class if ph.reg_class != "F" else "V", ph.access or "R"))
-        elif ph.kind == "DIV":
-            roles.append(("G", "R"))
+    for slot in _compiled(template.name)[1]:
+        if isinstance(slot, _Slot) and slot.placeholder.kind in ("REG", "DIV"):
+            ph = slot.placeholder
+            roles.append(("V" if ph.reg_class == "F" else ph.reg_class, slot.access))
     return roles
-
-
-def _placeholders(template: FormTemplate) -> list[Placeholder]:
-    return [p for p in _compiled(template.name)[1] if isinstance(p, Placeholder)]
 
 
 @functools.lru_cache(maxsize=None)
 def _names(cls: str, width: int | None) -> tuple[str, ...]:
-    names = tuple(registers("x86", cls, width))
+    names = tuple(_ISA.register_pool(cls, width))
     if cls == "G":          # index 14: rbp, which the kernel saves and restores itself
         names += (RBP_NAMES[width],)
     return names
@@ -200,23 +193,36 @@ def _names(cls: str, width: int | None) -> tuple[str, ...]:
 _SLOT = re.compile(r"\(\(([^()]*)\)\)")
 
 
+def _slot_access(template: FormTemplate) -> list[str]:
+    """Access of each placeholder in text order: a register operand's from the form's
+    semantics, R for the address registers and bit offsets (DIV) and the rest."""
+    access = _ISA.form(template).operand_access
+    out = []
+    for op, a in zip(template.operands, access):
+        for ph in op.placeholders:
+            out.append(a if ph.kind == "REG" and a else "R")
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def _compiled(form: str):
-    """(template, text split into literal strings and Placeholders): rendering is then a join."""
-    template = parse_form(form, "x86")
+    """(template, text split into literal strings and _Slots, memory access, pinned registers):
+    rendering is then a join."""
+    template = parse_form(form, HARNESS_ISA)
     text = form_text(form)
+    access = iter(_slot_access(template))
     parts, pos = [], 0
     for m in _SLOT.finditer(text):
         parts.append(text[pos:m.start()])
-        parts.append(Placeholder.parse(m.group(1)))
+        parts.append(_Slot(Placeholder.parse(m.group(1)), next(access, "R")))
         pos = m.end()
     parts.append(text[pos:])
-    return template, tuple(parts), memory_access(template), frozenset(fixed_registers(template))
+    return template, tuple(parts), memory_access(template), frozenset(pinned_registers(template))
 
 
 def _split_pools(templates: list[FormTemplate], fixed: set) -> dict[str, tuple[list, list]]:
     """Read and write pools per register class for the forms of one experiment."""
-    available = {"G": [i for i in range(len(X86_GPR64) + 1) if i not in _RESERVED_GPR],
+    available = {"G": [i for i in range(_RBP + 1) if i not in _RESERVED_GPR],
                  "V": list(range(16))}
     pools = {}
     for cls, regs in available.items():
@@ -251,8 +257,8 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
     compiled = {f: _compiled(f) for f in dict.fromkeys(seq)}
     templates = {f: c[0] for f, c in compiled.items()}
     for f in templates:
-        if f.startswith("_"):
-            raise ValueError(f"only x86-64 forms can be measured on this host: {f}")
+        if semantics.isa_of_form(f) != HARNESS_ISA:
+            raise ValueError(f"only {HARNESS_ISA} forms can be measured on this host: {f}")
     fixed = set()
     for c in compiled.values():
         fixed |= c[3]
@@ -269,7 +275,7 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
             mem_width = next((o.mem_width for o in t.operands if o.kind == "mem"), None)
             reads, writes, rws, mreads, mwrites = set(), set(), set(), [], []
 
-            def fill(ph: Placeholder, _i: int) -> str:
+            def fill(ph: Placeholder, acc: str) -> str:
                 nonlocal vector_width
                 if ph.kind == "MEM":
                     return BASE_REGISTER
@@ -282,7 +288,6 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
                 if ph.kind == "IMM":
                     return str(immediate(ph.width))
                 cls = "V" if ph.reg_class in ("V", "F") else "G"
-                acc = ph.access if ph.kind == "REG" else "R"
                 pool = (read_pools if acc == "R" else write_pools)[cls]
                 if not pool.indices:
                     raise ValueError(f"no free {cls} register for {f}")
@@ -297,7 +302,8 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
                     vector_width = max(vector_width, ph.width or 128)
                 return _names(cls, ph.width)[idx]
 
-            text = "".join(p if isinstance(p, str) else fill(p, 0) for p in parts)
+            text = "".join(p if isinstance(p, str) else fill(p.placeholder, p.access)
+                           for p in parts)
             if access == "W" and not mwrites:
                 # a memory operand with a fixed displacement still counts as a store
                 mwrites.append(None)

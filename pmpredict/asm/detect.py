@@ -3,33 +3,34 @@
 Explicit directives decide (`.intel_syntax`, `.att_syntax`, `.arch armv8...`);
 otherwise the first few thousand lines are scored by tell-tale spellings:
 `%rax` (AT&T), `DWORD PTR` / bare x86 register names (Intel), `x0`/`w1`/`v0.4s`/
-`[x0, #8]` (AArch64). `--isa` / `--syntax` override the guess.
+`[x0, #8]` (AArch64). `--isa` / `--syntax` override the guess. What a directive
+selects and which spellings tell are facts of each ISA (pmpredict.semantics).
 """
 
 from __future__ import annotations
 
 import re
 
+from .. import semantics
 from ..errors import InputError
 
-_ATT = re.compile(r"%(?:[re]?[abcd]x|[re]?[sd]i|[re]?[sb]p|r\d+[dwb]?|[xyz]mm\d+|[abcd]l|k[0-7]|rip)\b")
-_INTEL = re.compile(r"\b(?:(?:byte|word|dword|qword|xmmword|ymmword|zmmword)\s+ptr|[re](?:ax|bx|cx|dx|si|di|sp|bp)"
-                    r"|r(?:8|9|1[0-5])[dwb]?|[xyz]mm\d+)\b", re.IGNORECASE)
-_A64 = re.compile(r"(?:\b[xw](?:[12]?\d|30)\b|\bv\d+\.\d*[bhsd]\b|\[\s*(?:x\d+|sp)\b|#-?\d|\b(?:ldr|str|ldp|stp|adrp|cbn?z|tbn?z|b\.\w+)\b)")
 _DIRECTIVE = re.compile(r"^\s*\.(intel_syntax|att_syntax|arch|cpu)\b\s*(\S*)", re.MULTILINE)
 
-SYNTAX_NAMES = {"att": "x86 AT&T", "intel": "x86 Intel", "aarch64": "AArch64"}
+SYNTAX_NAMES = {s: title for isa in semantics.all_isas() for s, title in isa.syntax_titles.items()}
+
+
+def _fallback_syntax() -> str:
+    """The syntax of text that shows no clue at all."""
+    return semantics.get(semantics.DEFAULT_ISA).default_syntax
 
 
 def guess_syntax(text: str, max_lines: int = 3000) -> str:
     for m in _DIRECTIVE.finditer(text):
         kind, arg = m.group(1), m.group(2).lower()
-        if kind == "intel_syntax":
-            return "intel"
-        if kind == "att_syntax":
-            return "att"
-        if kind == "arch" and (arg.startswith("armv8") or arg.startswith("armv9")):
-            return "aarch64"
+        for isa in semantics.all_isas():
+            chosen = isa.syntax_of_directive(kind, arg)
+            if chosen:
+                return chosen
     body = []
     for line in text.splitlines()[:max_lines]:
         s = line.strip()
@@ -39,28 +40,33 @@ def guess_syntax(text: str, max_lines: int = 3000) -> str:
             continue
         body.append(s.split("//", 1)[0].split(" #", 1)[0] if "%" not in s else s.split("#", 1)[0])
     sample = "\n".join(body)
-    att = len(_ATT.findall(sample))
-    intel = len(_INTEL.findall(sample)) if att == 0 else 0
-    a64 = len(_A64.findall(sample))
-    scores = {"att": att, "intel": intel, "aarch64": a64}
-    best = max(scores, key=lambda k: (scores[k], k == "att"))
-    return best if scores[best] > 0 else "att"
+    scores = {}
+    for isa in semantics.all_isas():
+        scores.update(isa.syntax_scores(sample))
+    fallback = _fallback_syntax()
+    best = max(scores, key=lambda k: (scores[k], k == fallback))
+    return best if scores[best] > 0 else fallback
 
 
 def detect_syntax(text: str, syntax: str | None = None, isa: str | None = None,
                   path: str = "<input>") -> str:
     """The dialect to parse with: the options if given (checked for consistency), else a guess."""
-    if isa not in (None, "x86", "aarch64"):
-        raise InputError(path, f"unknown ISA {isa!r} (use x86 or aarch64)")
-    if syntax not in (None, "att", "intel"):
-        raise InputError(path, f"unknown syntax {syntax!r} (use att or intel; AArch64 has one syntax)")
+    if isa is not None and isa not in semantics.ISAS:
+        raise InputError(path, f"unknown ISA {isa!r} (use {' or '.join(semantics.ISAS)})")
+    # --syntax chooses among the syntaxes of an ISA that has several
+    choosable = [s for obj in semantics.all_isas() if len(obj.syntaxes) > 1 for s in obj.syntaxes]
+    if syntax is not None and syntax not in choosable:
+        single = ", ".join(f"{obj.syntax_titles[obj.default_syntax]} has one syntax"
+                           for obj in semantics.all_isas() if len(obj.syntaxes) == 1)
+        raise InputError(path, f"unknown syntax {syntax!r} (use {' or '.join(choosable)}; {single})")
     if syntax is not None:
-        if isa == "aarch64":
-            raise InputError(path, f"--syntax {syntax} is an x86 syntax, but --isa aarch64 was given")
+        owner = semantics.for_syntax(syntax)
+        if isa is not None and isa != owner.name:
+            raise InputError(path, f"--syntax {syntax} is an {owner.name} syntax, but --isa {isa} "
+                                   "was given")
         return syntax
-    if isa == "aarch64":
-        return "aarch64"
+    if isa is None:
+        return guess_syntax(text)
+    chosen = semantics.get(isa)
     guess = guess_syntax(text)
-    if isa == "x86":
-        return guess if guess != "aarch64" else "att"
-    return guess
+    return guess if guess in chosen.syntaxes else chosen.default_syntax

@@ -22,12 +22,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .. import semantics
 from ..errors import InputError
-from .normalize import A64_COND_BRANCHES, x86_register
-from .parse import Comment, Directive, Immediate, Instruction, Label, Program, Register, Symbol
+from .normalize import x86_register
+from .parse import Comment, Directive, Instruction, Label, Program, Symbol
 
-_X86_BYTES = [100, 103, 144]
-_A64_BYTES = [213, 3, 32, 31]
 _MCA = re.compile(r"LLVM-MCA-(BEGIN|END)\b\s*(\S*)")
 
 
@@ -81,21 +80,13 @@ def _byte_values(args: str) -> list[int] | None:
         return None
 
 
-def _is_marker_mov(st, isa: str, value: int) -> bool:
-    if not isinstance(st, Instruction) or not st.mnemonic.startswith("mov"):
-        return False
-    regs = [o.name for o in st.operands if isinstance(o, Register)]
-    imms = [o.value for o in st.operands if isinstance(o, Immediate)]
-    if imms != [value] or len(regs) != 1:
-        return False
-    if isa == "aarch64":
-        return regs[0] in ("x1", "w1")
-    return regs[0] in ("ebx", "rbx")
+def _is_marker_mov(st, isa, value: int) -> bool:
+    return isinstance(st, Instruction) and isa.is_marker_instruction(st, value)
 
 
-def _byte_markers(statements, isa: str):
+def _byte_markers(statements, isa):
     """Indices (start, end) of the statements strictly inside the byte markers, or None."""
-    expected = _A64_BYTES if isa == "aarch64" else _X86_BYTES
+    expected = list(isa.marker_bytes)
     code = [(i, s) for i, s in enumerate(statements) if isinstance(s, (Instruction, Directive))]
     start = end = None
     for k in range(len(code) - 1):
@@ -147,12 +138,7 @@ def _mca_regions(statements) -> list[tuple[str, int, int]]:
 # --- loops --------------------------------------------------------------------------------
 
 def is_conditional_branch(insn: Instruction, isa: str) -> bool:
-    m = insn.mnemonic
-    if isa == "aarch64":
-        return m in A64_COND_BRANCHES
-    if m.startswith("j") and not m.startswith("jmp"):
-        return True
-    return m in ("loop", "loope", "loopne", "loopz", "loopnz")
+    return semantics.get(isa).is_conditional_branch(insn)
 
 
 def find_loops(statements, isa: str) -> list[tuple[int, int, str]]:
@@ -215,11 +201,11 @@ def select_kernel(program: Program, lines: str | None = None, region: str | None
     found = _comment_markers(st, "OSACA-BEGIN", "OSACA-END")
     if found:
         return _kernel(_insns(st, *found), "osaca-markers", "between the OSACA-BEGIN/END comments")
-    found = _byte_markers(st, isa)
+    isa_semantics = semantics.get(isa)
+    found = _byte_markers(st, isa_semantics)
     if found:
-        kind = "byte-markers" if isa == "aarch64" else "iaca-markers"
-        what = "AArch64 byte markers" if isa == "aarch64" else "IACA byte markers"
-        return _kernel(_insns(st, *found), kind, f"between the {what}")
+        return _kernel(_insns(st, *found), isa_semantics.marker_how,
+                       f"between the {isa_semantics.marker_description}")
     if regions:
         n, lo, hi = regions[0]
         label = f"LLVM-MCA region {n!r}" if n else "the LLVM-MCA region"

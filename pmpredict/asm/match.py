@@ -31,9 +31,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .. import semantics
 from ..data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
 from ..forms import parse_form
-from .normalize import FormKey, render_key, x86_register
+from .normalize import FormKey, render_key
 
 APPROX_GPR = "general-purpose register width differs"
 APPROX_ADDR = "addressing mode differs (model has [base, #imm])"
@@ -80,12 +81,12 @@ def form_pattern(template) -> tuple:
         mnemonic, _, rest = template.name.partition(" ")
         return mnemonic, tuple(("osaca", t) for t in _OSACA_TOKEN.findall(rest))
     pats = []
-    aarch64 = template.isa == "aarch64"
+    isa = semantics.get(template.isa)
     for op in template.operands:
         phs = op.placeholders
         if op.kind == "reg":
             ph = phs[0]
-            if aarch64 and ph.width is None:
+            if ph.width is None:                   # AArch64 VEC: the arrangement says it
                 arr = (op.arrangement or "").lstrip(".")
                 if op.text.lstrip().startswith("{"):
                     pats.append(("vlist", arr, 1))
@@ -97,7 +98,7 @@ def form_pattern(template) -> tuple:
             else:
                 pats.append(("reg", ph.reg_class if ph.kind == "REG" else "G", ph.width))
         elif op.kind == "mem":
-            if aarch64:
+            if isa.memory_operands_by_mode:        # forms address [base, #imm]
                 pats.append(("amem", "imm"))
             elif op.mem_width is not None:
                 pats.append(("mem", op.mem_width))
@@ -112,7 +113,7 @@ def form_pattern(template) -> tuple:
                 pats.append(("imm_lit", _number(op.text)))
         else:
             m = _SHIFT_LIT.match(op.text.strip())
-            if not aarch64 and x86_register(op.text.strip().lower())[1] == "G":
+            if isa.register_family(op.text.strip().lower()) is not None:
                 pats.append(("fixreg", op.text.strip().lower()))       # `SHL_..,_cl`
             elif m:
                 pats.append(("shift", m.group(1).lower(), int(m.group(2)) if m.group(2) else None))
@@ -200,11 +201,11 @@ WILD = "*"
 _X86_CLASSES = {"mm", "xmm", "ymm", "zmm", "k"}
 
 
-def osaca_pattern(op: dict, isa: str) -> tuple:
+def osaca_pattern(op: dict, vocab) -> tuple:
     """One OSACA operand dict (parse_foreign_form_name) -> a pattern for _osaca_fits."""
     cls = op.get("class")
     if cls == "register":
-        if isa == "aarch64":
+        if vocab.register_style == "prefix":
             return ("R", op.get("prefix"), op.get("shape"))
         return ("R", op.get("name"))
     if cls == "immediate":
@@ -230,20 +231,24 @@ def _exact(pattern_value, user_value) -> int | None:
     return 1 if pattern_value == user_value else None
 
 
-def _fits_register(u: tuple, f: tuple, isa: str) -> int | None:
-    if isa == "aarch64":
-        prefix = _exact(f[1], u[1])
-        if prefix is None:
-            return None
-        if u[2] is None:                # OSACA: a register without shape fits any entry shape
-            return prefix
-        if f[2] is None:
-            return None
-        shape = _exact(f[2], u[2])
-        return None if shape is None else prefix + shape
+def _fits_register_prefix(u: tuple, f: tuple, vocab) -> int | None:
+    """AArch64 spelling: prefix and element shape."""
+    prefix = _exact(f[1], u[1])
+    if prefix is None:
+        return None
+    if u[2] is None:                    # OSACA: a register without shape fits any entry shape
+        return prefix
+    if f[2] is None:
+        return None
+    shape = _exact(f[2], u[2])
+    return None if shape is None else prefix + shape
+
+
+def _fits_register_name(u: tuple, f: tuple, vocab) -> int | None:
+    """x86 spelling: the register's name without digits, or a class."""
     if f[1] == WILD:
         return 0
-    if f[1] == "gpr":                   # any general-purpose register, any width
+    if f[1] == vocab.any_gpr:           # any general-purpose register, any width
         return 1 if u[2] == "G" else None
     if u[1] == f[1]:                    # xmm / ymm / zmm / k / mm, or a fixed name (cl)
         return 2
@@ -263,7 +268,10 @@ def _fits_offset(f, u) -> int | None:
     return 1 if f == u else None
 
 
-def _fits_memory(u: tuple, f: tuple, isa: str) -> int | None:
+_REGISTER_FITS = {"prefix": _fits_register_prefix, "name": _fits_register_name}
+
+
+def _fits_memory(u: tuple, f: tuple, vocab) -> int | None:
     _, base, offset, index, scale, pre, post = u
     total = 0
     for fv, uv in ((f[1], base), (f[3], index)):
@@ -272,7 +280,7 @@ def _fits_memory(u: tuple, f: tuple, isa: str) -> int | None:
         if fv is None or uv is None:
             if fv is not uv:
                 return None
-        elif fv != uv and not (isa == "x86" and fv == "gpr"):
+        elif fv != uv and fv != vocab.any_gpr:
             return None
         total += 1
     part = _fits_offset(f[2], offset)
@@ -284,7 +292,7 @@ def _fits_memory(u: tuple, f: tuple, isa: str) -> int | None:
         if not (f[4] == scale or (f[4] != 1 and scale != 1)):
             return None
         total += 1
-    if isa == "aarch64":
+    if vocab.indexed_writeback:
         for fv, uv in ((f[5], pre), (f[6], post)):
             if fv == WILD:
                 continue
@@ -294,8 +302,8 @@ def _fits_memory(u: tuple, f: tuple, isa: str) -> int | None:
     return total
 
 
-def _fits_immediate(u: tuple, f: tuple, isa: str) -> int | None:
-    if isa == "x86":                    # OSACA: any x86 immediate fits `imd: int`
+def _fits_immediate(u: tuple, f: tuple, vocab) -> int | None:
+    if vocab.any_immediate:             # OSACA: any x86 immediate fits `imd: int`
         return 1
     if f[1] == WILD:
         return 0
@@ -304,17 +312,18 @@ def _fits_immediate(u: tuple, f: tuple, isa: str) -> int | None:
     return 1 if u[1] == "double" else None        # imd: double / float: a floating-point literal
 
 
-def _osaca_fits(u: tuple, f: tuple, isa: str) -> int | None:
-    """Specificity (>= 0) with which user operand u (OSACA view) fits pattern f, else None."""
+def _osaca_fits(u: tuple, f: tuple, vocab) -> int | None:
+    """Specificity (>= 0) with which user operand u (OSACA view) fits pattern f, else None.
+    `vocab`: the OsacaVocabulary of the ISA."""
     fk, uk = f[0], u[0]
     if uk == "any-reg":                 # a memory operand substituted as OSACA does (hidden load)
         return 0 if fk == "R" else None
     if fk == "R":
-        return _fits_register(u, f, isa) if uk == "r" else None
+        return _REGISTER_FITS[vocab.register_style](u, f, vocab) if uk == "r" else None
     if fk == "M":
-        return _fits_memory(u, f, isa) if uk == "m" else None
+        return _fits_memory(u, f, vocab) if uk == "m" else None
     if fk == "I":
-        return _fits_immediate(u, f, isa) if uk == "i" else None
+        return _fits_immediate(u, f, vocab) if uk == "i" else None
     if fk == "ID":
         return 1 if uk == "id" else None
     if fk == "C":
@@ -329,6 +338,7 @@ class FormMatcher:
 
     def __init__(self, forms, isa: str, allow_approx: bool = True):
         self.isa = isa
+        self.osaca = semantics.get(isa).osaca
         self.allow_approx = allow_approx
         self.index: dict[tuple[str, int], list[tuple[str, tuple]]] = {}
         self.by_mnemonic: dict[str, list[str]] = {}
@@ -355,7 +365,7 @@ class FormMatcher:
             mnemonic, ops = parse_foreign_form_name(name, self.isa)
         except (ValueError, IndexError):
             return                            # a name we cannot read is simply never matched
-        pats = tuple(osaca_pattern(op, self.isa) for op in ops)
+        pats = tuple(osaca_pattern(op, self.osaca) for op in ops)
         self.osaca_index.setdefault((mnemonic, len(pats)), []).append((order, name, pats))
         self.osaca_by_mnemonic.setdefault(mnemonic, []).append(name[len(FOREIGN_PREFIX):])
 
@@ -399,7 +409,7 @@ class FormMatcher:
             for order, name, pats in self.osaca_index.get((mnemonic, len(ops)), []):
                 total = 0
                 for u, f in zip(ops, pats):
-                    r = _osaca_fits(u, f, self.isa)
+                    r = _osaca_fits(u, f, self.osaca)
                     if r is None:
                         break
                     total += r

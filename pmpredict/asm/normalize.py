@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .. import semantics
 from .parse import (Immediate, Indirect, Instruction, Memory, Register, RegisterList, Rounding,
                     Shift, Symbol)
 
@@ -107,12 +108,16 @@ _ATT_ALIASES = {"cltq": "cdqe", "cwtl": "cwde", "cbtw": "cbw", "cqto": "cqo", "c
 # both syntaxes: one spelling per opcode
 _X86_ALIASES = {"sal": "shl", "movabs": "mov"}
 _ATT_EXTEND = re.compile(r"mov([sz])([bwl])([wlq])$")
+_ATT_NARROWING = re.compile(r"(v?cvtt?(?:pd2(?:ps|dq|udq)|u?qq2ps))([xy])$")
 
 
 def att_mnemonic(m: str, operands) -> tuple[str, int | None, int | None]:
     """AT&T mnemonic -> (Intel mnemonic, operand size from the suffix, source size for movzx/movsx)."""
     if m in _ATT_ALIASES:
         return _ATT_ALIASES[m], None, (32 if m == "movslq" else None)
+    narrowing = _ATT_NARROWING.match(m)
+    if narrowing:                           # vcvtpd2psy: the memory source is 256 bits wide
+        return narrowing.group(1), {"x": 128, "y": 256}[narrowing.group(2)], None
     if m == "movq" and any(isinstance(o, Register) and x86_register(o.name)[1] in ("V", "M")
                            for o in operands):
         return "movq", None, None
@@ -247,7 +252,10 @@ def _x86_operand(op, mnemonic: str, mem_width: int | None):
 
 
 _PMOV = re.compile(r"v?pmov[sz]x([bwd])([wdq])$")
+_DOWN_CONVERT = re.compile(r"vpmov(?:s|us)?([qdw])([dwb])$")
+_GATHER = re.compile(r"vp?gather[dq](ps|pd|d|q)$")
 _ELEM = {"b": 8, "w": 16, "d": 32, "q": 64}
+_PACKED_ELEM = {"ps": 32, "pd": 64, "dq": 32, "udq": 32, "qq": 64, "uqq": 64, "ph": 16}
 _BROADCAST = {"vbroadcastss": 32, "vbroadcastsd": 64, "vpbroadcastb": 8, "vpbroadcastw": 16,
               "vpbroadcastd": 32, "vpbroadcastq": 64, "vbroadcastf128": 128, "vbroadcasti128": 128,
               "vinsertf128": 128, "vinserti128": 128, "vextractf128": 128, "vextracti128": 128,
@@ -256,31 +264,39 @@ _BROADCAST = {"vbroadcastss": 32, "vbroadcastsd": 64, "vpbroadcastb": 8, "vpbroa
               "vmovddup": None, "movddup": 64}
 
 
-def vector_memory_width(m: str, reg_width: int) -> int | None:
+def vector_memory_width(m: str, reg_width: int, has_immediate: bool = False) -> int | None:
     """Memory width of an AT&T vector instruction (Intel states it with `XMMWORD PTR` etc.).
 
     The register width for the ordinary full-width operation; the exceptions that
-    compilers emit (scalar, broadcast, widening, shift-count, 128-bit lane moves);
-    None where unsure (the matcher then accepts any width).
+    compilers emit (scalar, broadcast, widening and narrowing conversions, down-converting
+    stores, gathers, shift-count, 128-bit lane moves); None where unsure (the matcher then
+    accepts any width).
     """
     if m in _BROADCAST:
         return _BROADCAST[m] if _BROADCAST[m] is not None else (64 if reg_width == 128 else reg_width)
     if "cvt" in m:
-        src = m.split("cvt", 1)[1].lstrip("t").split("2", 1)[0]
+        src, _, dst = m.split("cvt", 1)[1].lstrip("t").partition("2")
         if src == "ss":
             return 32
         if src == "sd":
             return 64
-        if src in ("dq", "ps") and m.endswith("pd"):
+        if m.endswith("ps2ph"):                        # the register is the source
             return reg_width // 2
-        if src in ("dq", "ps") and m.endswith(("ps", "dq")):
-            return reg_width
-        return None
+        if src in _PACKED_ELEM and dst in _PACKED_ELEM and _PACKED_ELEM[dst] >= _PACKED_ELEM[src]:
+            # the register is the destination: as many source elements as it has lanes
+            return reg_width // _PACKED_ELEM[dst] * _PACKED_ELEM[src]
+        return None                                    # narrowing: AT&T says it with an x/y suffix
     pm = _PMOV.match(m)
     if pm:
         return reg_width * _ELEM[pm.group(1)] // _ELEM[pm.group(2)]
+    down = _DOWN_CONVERT.match(m)
+    if down:                                           # vpmovwb m128, ymm: the register is the source
+        return reg_width * _ELEM[down.group(2)] // _ELEM[down.group(1)]
+    gather = _GATHER.match(m)
+    if gather:                                         # one element per index (Intel: QWORD PTR)
+        return 32 if gather.group(1) in ("ps", "d") else 64
     if re.fullmatch(r"v?ps(?:ll|rl|ra)[wdq]", m):
-        return 128                                     # shift count from memory
+        return reg_width if has_immediate else 128     # data, or a shift count from memory
     if re.fullmatch(r"v?p(?:insr|extr)([bwdq])", m):
         return _ELEM[m[-1]]
     if not m.startswith(("p", "vp")):                  # scalar fp (vaddsd); not vpminsd
@@ -320,7 +336,8 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
     elif syntax == "att":
         vec = [x86_register(o.name)[2] for o in ops if isinstance(o, Register)
                and x86_register(o.name)[1] == "V"]
-        mem_width = vector_memory_width(mnemonic, max(vec)) if vec else None
+        mem_width = vector_memory_width(mnemonic, max(vec), any(isinstance(o, Immediate)
+                                                                for o in ops)) if vec else None
     else:
         mem_width = None
     keys = tuple(_x86_operand(o, mnemonic, mem_width) for o in ops)
@@ -332,8 +349,6 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
 # --- AArch64 -----------------------------------------------------------------------------
 
 _A64_COND = set("eq ne cs hs cc lo mi pl vs vc hi ls ge lt gt le al nv".split())
-A64_COND_BRANCHES = {"b" + c for c in _A64_COND} | {"b." + c for c in _A64_COND} | {
-    "cbz", "cbnz", "tbz", "tbnz"}
 
 
 def aarch64_mnemonic(m: str) -> str:
@@ -500,6 +515,5 @@ def osaca_view_aarch64(raw: str, mnemonic: str, ops) -> tuple:
 
 
 def normalize(insn: Instruction, syntax: str) -> FormKey:
-    if syntax == "aarch64":
-        return normalize_aarch64(insn)
-    return normalize_x86(insn, syntax)
+    """The FormKey of a parsed instruction (the ISA of the syntax chooses the rules)."""
+    return semantics.for_syntax(syntax).form_key(insn, syntax)

@@ -17,12 +17,11 @@ from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
+from .. import semantics
 from ..errors import InputError
 
-SYNTAXES = ("att", "intel", "aarch64")
-_GRAMMAR_FILE = {"att": "x86_att.lark", "intel": "x86_intel.lark", "aarch64": "aarch64.lark"}
 
 
 # --- operands ---------------------------------------------------------------------
@@ -133,7 +132,7 @@ class Program:
 
     @property
     def isa(self) -> str:
-        return "aarch64" if self.syntax == "aarch64" else "x86"
+        return semantics.for_syntax(self.syntax).name
 
     @property
     def instructions(self) -> list[Instruction]:
@@ -208,7 +207,8 @@ def _reg(tok) -> str:
 
 
 class AsmTransformer(Transformer):
-    """Parse tree -> dataclasses; shared by the three grammars (rule names agree)."""
+    """Parse tree -> dataclasses; shared by the three grammars (rule names agree; the
+    AArch64 memory offset is `aoffset`, as `offset` is Intel's OFFSET keyword)."""
 
     # statements
     def label(self, c):
@@ -448,6 +448,18 @@ class AsmTransformer(Transformer):
         count = (hi - lo) % 32 + 1
         return RegisterList(tuple(f"{m1.group(1)}{(lo + k) % 32}{m1.group(3)}" for k in range(count)), lane)
 
+    def aoffset(self, c):
+        """AArch64 memory offset: an immediate, a relocation, or a register (+ shift / extend)."""
+        items = [x for x in c if not (isinstance(x, Token) and x.type == "HASH")]
+        first = items[0]
+        if isinstance(first, Token) and first.type == "REG":
+            shift = items[1] if len(items) > 1 else None
+            return ("aoffset", "reg", (_reg(first), shift))
+        if isinstance(first, Immediate):
+            return ("aoffset", "imm", first)
+        return ("aoffset", "imm", Immediate(first.value if not first.symbols else None, first.text(),
+                                            first.symbols))
+
     def amemory(self, c):
         base = _reg(c[0])
         index = None
@@ -469,28 +481,11 @@ class AsmTransformer(Transformer):
                       symbols=symbols, writeback=writeback, index_shift=shift, has_disp=has_disp)
 
 
-def _aoffset(self, c):
-    items = [x for x in c if not (isinstance(x, Token) and x.type == "HASH")]
-    first = items[0]
-    if isinstance(first, Token) and first.type == "REG":
-        shift = items[1] if len(items) > 1 else None
-        return ("aoffset", "reg", (_reg(first), shift))
-    if isinstance(first, Immediate):
-        return ("aoffset", "imm", first)
-    return ("aoffset", "imm", Immediate(first.value if not first.symbols else None, first.text(),
-                                        first.symbols))
-
-
-# `offset` is both an Intel rule (OFFSET keyword) and an AArch64 rule (memory offset):
-# the AArch64 grammar is built with its own transformer subclass.
-class _AArch64Transformer(AsmTransformer):
-    offset = _aoffset
-
 
 # --- the parser ------------------------------------------------------------------------
 
 def _grammar_text(syntax: str) -> str:
-    name = _GRAMMAR_FILE[syntax]
+    name = semantics.for_syntax(syntax).grammar_files[syntax]
     try:
         return resources.files("pmpredict.grammars").joinpath(name).read_text()
     except (ModuleNotFoundError, FileNotFoundError):       # running from a source tree
@@ -501,9 +496,29 @@ def _grammar_text(syntax: str) -> str:
 
 @lru_cache(maxsize=None)
 def get_parser(syntax: str) -> Lark:
-    transformer = _AArch64Transformer() if syntax == "aarch64" else AsmTransformer()
-    return Lark(_grammar_text(syntax), parser="lalr", lexer="contextual", transformer=transformer,
-                maybe_placeholders=True, cache=False)
+    grammar = _grammar_text(syntax)
+    return Lark(grammar, parser="lalr", lexer="contextual", transformer=AsmTransformer(),
+                maybe_placeholders=True, cache=_parser_cache(syntax, grammar))
+
+
+def _parser_cache(syntax: str, grammar: str) -> str | bool:
+    """Where Lark keeps the built parser tables between runs (building them costs ~0.25 s
+    per call of the CLI): a file in pmpredict's cache directory named by the grammar's
+    hash and Lark's version, or False (no cache) when that directory cannot be written."""
+    import hashlib
+
+    import lark
+
+    from ..userdirs import cache_dir
+    base = cache_dir()
+    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
+    try:
+        os.makedirs(base, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(base, os.W_OK):
+        return False
+    return os.path.join(base, f"lark-{syntax}-{digest}.pickle")
 
 
 def _describe(exc: UnexpectedInput, lines: list[str]) -> str:
@@ -523,7 +538,7 @@ def _describe(exc: UnexpectedInput, lines: list[str]) -> str:
 
 def parse(text: str, syntax: str, path: str = "<input>") -> Program:
     """Parse a whole assembly file. Raises InputError on a line the grammar rejects."""
-    if syntax not in SYNTAXES:
+    if syntax not in semantics.syntaxes():
         raise ValueError(f"unknown syntax {syntax!r}")
     if not text.endswith("\n"):
         text += "\n"

@@ -8,9 +8,9 @@ import sys
 import time
 
 from .. import __version__
-from ..data.experiments import load_many
 from ..errors import InputError
 from ..jsonio import read_json
+from .measure_progress import STOPPED, MeasureProgress, deadline_check, sigterm_as_interrupt
 
 
 def register(sub):
@@ -57,7 +57,9 @@ def register(sub):
     p.add_argument("--epsilon", type=float, default=0.05,
                    help="congruence tolerance (symmetric relative difference, default 0.05)")
     p.add_argument("--time-limit", type=float, metavar="SEC",
-                   help="stop after SEC seconds and write the best mapping found so far")
+                   help="stop after SEC seconds and write the best mapping found so far (with "
+                        "--measure the limit covers measuring too: if it runs out while "
+                        "measuring, exit with status 3; the same command resumes)")
     p.add_argument("--checkpoint", metavar="CKPT",
                    help="checkpoint file (default OUT.json.ckpt), written after every step and on Ctrl-C")
     p.add_argument("--resume", metavar="CKPT",
@@ -72,20 +74,30 @@ def register(sub):
 HOST_PORTS = 10
 
 
-def _measure_here(args):
-    """--measure: the host training set, measured now (or read back from the cache)."""
+def _measure_here(args, should_stop):
+    """--measure: the host training set, measured now (or read back from the cache);
+    None if should_stop() ended the measurement first."""
     from pmpredict.infer.host import measure_training_set
     from pmpredict.infer.measure import HostError, default_cache_dir, default_forms, load_form_list
-    from pmpredict.infer.measure.measure_set import stderr_progress
+    from pmpredict.infer.measure.measure_set import MeasurementStopped
 
     forms = load_form_list(args.forms) if args.forms else default_forms()
     out_dir = args.output + ".measurements"
+    display = None if args.quiet else MeasureProgress()
     try:
-        training = measure_training_set(forms, cache_dir=default_cache_dir(),
-                                        progress=None if args.quiet else stderr_progress,
-                                        out_dir=out_dir)
+        training = measure_training_set(forms, cache_dir=default_cache_dir(), progress=display,
+                                        out_dir=out_dir, should_stop=should_stop)
     except HostError as exc:
         raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
+    except MeasurementStopped as exc:
+        if display:
+            display.done()
+        print(f"pmpredict: time limit reached while measuring ({exc.phase}); run the same "
+              "command again to measure the rest (finished results are cached) and infer",
+              file=sys.stderr)
+        return None
+    if display:
+        display.done()
     for form, why in training.left_out.items():
         print(f"pmpredict: left out {form}: {why}", file=sys.stderr)
     inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
@@ -106,10 +118,11 @@ def _ports_of(paths) -> int | None:
 class _Progress:
     """One status line on stderr: phase, step, training error, volume, elapsed."""
 
-    def __init__(self, quiet: bool, restarts: int):
+    def __init__(self, quiet: bool, restarts: int, prefix: str = ""):
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
         self.restarts = restarts
+        self.prefix = prefix            # "inference: " after a measurement phase
 
     def __call__(self, info):
         if self.quiet:
@@ -118,7 +131,7 @@ class _Progress:
         what = "generation" if info["phase"] == "ea" else "sweep"
         start = ("ensemble" if info["phase"] == "distill"
                  else f"start {info['restart'] + 1}/{self.restarts}")
-        line = (f"{start}  {info['phase']:8s} {what} "
+        line = (f"{self.prefix}{start}  {info['phase']:8s} {what} "
                 f"{info['step']:3d}  error {info['error'] * 100:6.2f}%  volume "
                 f"{int(info['volume']):5d}  {el // 60:02d}:{el % 60:02d}")
         if self.tty:
@@ -133,13 +146,26 @@ class _Progress:
 
 
 def run(args):
+    """SIGTERM behaves like Ctrl-C throughout: measuring stops cleanly (the cache keeps what
+    is done), inference writes its checkpoint and best mapping."""
+    with sigterm_as_interrupt():
+        return _run(args)
+
+
+def _run(args):
+    from ..data.experiments import load_many
     from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
     from pmpredict.infer.pipeline import Inference, InferConfig, config_dict
     from pmpredict.infer.prepare import measured_forms, prepare
     from pmpredict.infer.result import mapping_to_model
 
+    started = time.monotonic()
+    should_stop = deadline_check(args.time_limit, started)
     if args.measure:
-        exps, inputs = _measure_here(args)
+        measured = _measure_here(args, should_stop)
+        if measured is None:
+            return STOPPED
+        exps, inputs = measured
     else:
         if args.forms:
             raise InputError(args.forms, "--forms goes with --measure")
@@ -177,9 +203,7 @@ def run(args):
 
     saved = {"infer": config_dict(config), "ports": n_ports, "epsilon": epsilon, "r_max": r_max}
     inference = Inference(problem, config, resumed["snapshot"] if resumed else None)
-    progress = _Progress(args.quiet, config.restarts)
-    deadline = time.monotonic() + args.time_limit if args.time_limit else None
-    should_stop = (lambda: time.monotonic() >= deadline) if deadline else None
+    progress = _Progress(args.quiet, config.restarts, "inference: " if args.measure else "")
 
     def checkpoint(snap):
         save_checkpoint(ckpt_path, snap, saved, reps, inputs)

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import semantics
 from ..errors import InputError
 from ..jsonio import JsonDocument, read_json, write_json
-from ..model import guess_isa
 
 FORMAT_NAME = "pmpredict-experiments"
 FORMAT_VERSION = 1
@@ -122,7 +122,8 @@ def _from_pmevo(doc: JsonDocument) -> ExperimentSet:
             if isinstance(o, dict) and "id" in o:
                 other[f"cycles_{o['id'].lower()}"] = o.get("cycles")
         exps.append(Experiment.of(iseq, cycles, other))
-    return ExperimentSet(tuple(arch["insns"]), tuple(exps), guess_isa(arch["insns"]),
+    return ExperimentSet(tuple(arch["insns"]), tuple(exps),
+                         semantics.isa_of_forms(arch["insns"]),
                          os.path.basename(doc.path))
 
 
@@ -147,7 +148,7 @@ def _from_native(doc: JsonDocument) -> ExperimentSet:
         other = {k: v for k, v in e.items() if k not in ("forms", "cycles")}
         exps.append(Experiment.of(e["forms"], _positive_cycles(doc, e.get("cycles"), f"experiment {i}"),
                                   other))
-    return ExperimentSet(tuple(forms), tuple(exps), data.get("isa") or guess_isa(forms),
+    return ExperimentSet(tuple(forms), tuple(exps), data.get("isa") or semantics.isa_of_forms(forms),
                          os.path.basename(doc.path))
 
 

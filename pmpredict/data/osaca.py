@@ -3,8 +3,9 @@
 Two kinds of files load:
 
 * files written by ``pmpredict export --format osaca``: every instruction form
-  carries ``pmpredict_form`` (our form string), the top-level ``pmpredict``
-  block carries the model name and R_max, and defaulted latencies are marked
+  carries ``pmpredict_form`` (our form string) and its other timing facts as
+  ``pmpredict_*`` keys, the top-level ``pmpredict`` block carries the model
+  name, R_max and the pipeline facts, and defaulted latencies are marked
   ``pmpredict_latency: default``. Import restores the model exactly.
 * foreign files (e.g. those shipped in ``site-packages/osaca/data``): each
   instruction form becomes a form named by :func:`foreign_form_name`::
@@ -24,7 +25,8 @@ Port pressure ``[[n, ports]]`` becomes one uop of count n on the listed ports
 pressure cannot be a uop list (fractional or alternative pressures) are left
 out and listed in ``provenance["skipped"]``; the first of several entries with
 the same name and operands wins, single-name entries before alias lists, as
-in OSACA.
+in OSACA. Latencies and pipeline facts of a foreign file carry the source
+``osaca:<file name>``; see docs/EXPORT.md for the mapping of OSACA's keys.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ import math
 import os
 import re
 
+from .. import semantics
 from ..errors import InputError
-from ..model import MachineModel, normalize_uops
+from ..model import PER_FORM_FIELDS, MachineModel, latency_problem, normalize_uops, pipeline_problem
 
 FOREIGN_PREFIX = "osaca:"
 
@@ -138,6 +141,7 @@ def parse_foreign_form_name(form: str, isa: str) -> tuple[str, list[dict]]:
     """Inverse of foreign_form_name: (mnemonic, OSACA operand dicts)."""
     if not form.startswith(FOREIGN_PREFIX):
         raise ValueError(f"not a foreign OSACA form name: {form!r}")
+    vocab = semantics.get(isa).osaca
     body = form[len(FOREIGN_PREFIX):]
     mnemonic, _, rest = body.partition(" ")
     ops = []
@@ -146,7 +150,7 @@ def parse_foreign_form_name(form: str, isa: str) -> tuple[str, list[dict]]:
             parts = token[4:-1].split(",")
             op = {"class": "memory", "base": _token_value(parts[0]), "offset": _token_value(parts[1]),
                   "index": _token_value(parts[2]), "scale": _token_value(parts[3])}
-            if isa == "aarch64":
+            if vocab.indexed_writeback:
                 op["pre_indexed"] = "pre" in parts[4:]
                 op["post_indexed"] = "post" in parts[4:]
             ops.append(op)
@@ -160,7 +164,7 @@ def parse_foreign_form_name(form: str, isa: str) -> tuple[str, list[dict]]:
             ops.append({"class": "flag", "name": token[5:]})
         elif token == "prfop":
             ops.append({"class": "prfop"})
-        elif isa == "aarch64":
+        elif vocab.register_style == "prefix":
             prefix, _, shape = token.partition(".")
             op = {"class": "register", "prefix": prefix}
             if shape:
@@ -218,6 +222,90 @@ def _uops(path, entry, pressure, index):
     return normalize_uops(pairs)
 
 
+# --- latencies and pipeline facts -----------------------------------------------------
+
+# OSACA's load_latency classes that mean a general-purpose register (x86, AArch64)
+GENERAL_PURPOSE_CLASSES = ("gpr", "x")
+# OSACA top-level key -> pipeline key (see pmpredict.model.PIPELINE_KEYS)
+OSACA_PIPELINE_KEYS = {"ROB_size": "window", "store_to_load_forward_latency": "store_forward_latency",
+                       "p_index_latency": "address_update_latency"}
+
+
+def _is_latency(value) -> bool:
+    return latency_problem(value) is None
+
+
+def _entry_timing(path, entry, source: str) -> dict:
+    """Timing facts of one entry: {field: value} for the PER_FORM_FIELDS it has.
+
+    Our own export: `latency` unless flagged `pmpredict_latency: default`, and the
+    pmpredict_* keys, all checked (an error names the line). A foreign file: its
+    `latency` when it is a number >= 0 (OSACA applies it from every source, so it is the
+    form's `latency`; an explicit memory form's number includes the load), with
+    latency_source "osaca:<file>".
+    """
+    lat = entry.get("latency")
+    if "pmpredict_form" not in entry:
+        return {"latency": float(lat), "latency_source": source} if _is_latency(lat) else {}
+    line = _line(entry)
+    facts = {}
+    if lat is not None and entry.get("pmpredict_latency", "measured") != "default":
+        why = latency_problem(lat)
+        if why:
+            raise InputError(path, f"latency {why}", line)
+        facts["latency"] = float(lat)
+    per = _strip_lines(entry.get("pmpredict_latency_from"))
+    if per is not None:
+        if not isinstance(per, dict) or not all(re.fullmatch(r"[0-9]+", str(k)) for k in per) \
+                or not all(_is_latency(v) for v in per.values()):
+            raise InputError(path, "pmpredict_latency_from must map operand indices to "
+                                   f"latencies >= 0, not {per!r}", line)
+        facts["operand_latency"] = {int(k): float(v) for k, v in per.items()}
+    for key in ("latency_source", "move_elimination", "idiom_ports"):
+        value = entry.get("pmpredict_" + key)
+        if value is None:
+            continue
+        if not isinstance(value, str if key == "latency_source" else bool):
+            raise InputError(path, f"pmpredict_{key} has the wrong type: {value!r}", line)
+        facts[key] = value
+    return facts
+
+
+def _own_pipeline(path, meta) -> tuple[dict, dict]:
+    """The pipeline facts of our own export: the `pmpredict` block, exactly."""
+    pipeline = _strip_lines(meta.get("pipeline") or {})
+    sources = _strip_lines(meta.get("pipeline_source") or {})
+    if not isinstance(pipeline, dict) or not isinstance(sources, dict):
+        raise InputError(path, "pmpredict.pipeline and pmpredict.pipeline_source must be "
+                               "mappings", _line(meta))
+    for key, value in pipeline.items():
+        why = pipeline_problem(key, value)
+        if why:
+            raise InputError(path, f"pmpredict.{why}", _line(meta))
+    return pipeline, sources
+
+
+def _foreign_pipeline(data: dict, source: str) -> tuple[dict, dict, dict]:
+    """(pipeline, pipeline_source, load latency per register class) of a foreign file.
+
+    `load_latency` is per register class in OSACA; the general-purpose class's value is
+    the model's load latency, the whole map is returned for the provenance (OSACA adds it
+    to a register form's latency when it builds a memory form the file does not list).
+    Values that are not numbers >= 0 (`ROB_size: ~`) are left out.
+    """
+    pipeline = {}
+    for osaca_key, key in OSACA_PIPELINE_KEYS.items():
+        if _is_latency(data.get(osaca_key)):
+            pipeline[key] = data[osaca_key]
+    by_class = data.get("load_latency")
+    by_class = {str(k): v for k, v in by_class.items() if k != "__line__" and _is_latency(v)} \
+        if isinstance(by_class, dict) else {}
+    general = next((by_class[c] for c in GENERAL_PURPOSE_CLASSES if c in by_class), None)
+    if general is not None:
+        pipeline["load_latency"] = general
+    return pipeline, {key: source for key in pipeline}, by_class
+
+
 # --- the loader ------------------------------------------------------------------------
 
 def load_osaca_model(path) -> MachineModel:
@@ -226,8 +314,9 @@ def load_osaca_model(path) -> MachineModel:
     if not isinstance(data, dict):
         raise InputError(path, "not an OSACA machine file: expected a YAML mapping", 1, 1)
     isa = str(data.get("isa", "")).lower()
-    if isa not in ("x86", "aarch64"):
-        raise InputError(path, f"'isa' must be x86 or aarch64, not {data.get('isa')!r}", 1, 1)
+    if isa not in semantics.ISAS:
+        raise InputError(path, f"'isa' must be {' or '.join(semantics.ISAS)}, not {data.get('isa')!r}",
+                         1, 1)
     ports = data.get("ports")
     if not isinstance(ports, list) or not ports:
         raise InputError(path, "'ports' must be a non-empty list of port names", 1, 1)
@@ -242,7 +331,9 @@ def load_osaca_model(path) -> MachineModel:
         raise InputError(path, "'instruction_forms' must be a list", 1, 1)
 
     meta = data.get("pmpredict") if isinstance(data.get("pmpredict"), dict) else {}
-    uops, latency, skipped = {}, {}, []
+    source = FOREIGN_PREFIX + os.path.basename(path)
+    uops, skipped = {}, []
+    timing = {name: {} for name in PER_FORM_FIELDS}
     for entry in forms:
         if not isinstance(entry, dict) or "name" not in entry:
             raise InputError(path, "an instruction form needs a 'name'", _line(entry))
@@ -265,15 +356,13 @@ def load_osaca_model(path) -> MachineModel:
         except _Skip as why:
             skipped.extend(f"{n}: {why}" for n in names)
             continue
-        lat = entry.get("latency")
-        measured = entry.get("pmpredict_latency", "measured") != "default"
+        facts = _entry_timing(path, entry, source)
         for name in names:
             if name in uops:
                 continue                 # OSACA uses the first matching entry
             uops[name] = form_uops
-            if measured and isinstance(lat, (int, float)) and not isinstance(lat, bool) \
-                    and not math.isnan(lat) and lat >= 0:
-                latency[name] = float(lat)
+            for key, value in facts.items():
+                timing[key][name] = value
     r_max = meta.get("r_max")
     if r_max is not None and (not isinstance(r_max, (int, float)) or isinstance(r_max, bool)
                               or not r_max > 0):
@@ -285,9 +374,15 @@ def load_osaca_model(path) -> MachineModel:
         provenance = _strip_lines(meta["provenance"])
     if skipped:
         provenance["skipped"] = skipped
+    if "pmpredict" in data:
+        pipeline, pipeline_source = _own_pipeline(path, meta)
+    else:
+        pipeline, pipeline_source, by_class = _foreign_pipeline(data, source)
+        if by_class:
+            provenance["osaca_load_latency"] = by_class
     try:
         return MachineModel(name=str(name), isa=isa, ports=ports, uops=uops,
-                            r_max=float(r_max) if r_max else None, latency=latency,
-                            provenance=provenance)
+                            r_max=float(r_max) if r_max else None, provenance=provenance,
+                            pipeline=pipeline, pipeline_source=pipeline_source, **timing)
     except ValueError as exc:
         raise InputError(path, str(exc)) from None

@@ -6,7 +6,9 @@
     f = isa.form("ADD_((REG:RW:G:64)),_((REG:R:G:64))")   # FormSemantics of a form string
 
 This package is the only place that knows what an instruction reads and writes, and the
-only place that branches on the ISA: code elsewhere asks the object `get(isa)` returns.
+only place that branches on the ISA: code elsewhere asks the object `get(isa)` returns
+(its attributes are listed in base.IsaSemantics: syntaxes and grammars, register pools,
+byte markers, the OSACA vocabulary...).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from .base import (ADDRESS, ADDRESS_ONLY, DATA, FLAG, GPR, LOAD, MASK, MERGE, NO
                    MemAccess, RegAccess)
 
 ISAS = ("x86", "aarch64")
+DEFAULT_ISA = "x86"        # of a form list no ISA claims entirely, and of text with no clue
 _MODULES = {"x86": ".x86", "aarch64": ".aarch64"}
 _loaded: dict = {}
 
@@ -32,11 +35,37 @@ def get(isa: str):
     return obj
 
 
+def all_isas() -> list:
+    """The semantics objects of every ISA, in ISAS order."""
+    return [get(isa) for isa in ISAS]
+
+
+def syntaxes() -> tuple[str, ...]:
+    """Every assembly syntax pmpredict parses ("att", "intel", "aarch64")."""
+    return tuple(s for obj in all_isas() for s in obj.syntaxes)
+
+
 def for_syntax(syntax: str):
     """The ISA of an assembly syntax: "att" / "intel" -> x86, "aarch64" -> AArch64."""
-    return get("aarch64" if syntax == "aarch64" else "x86")
+    for obj in all_isas():
+        if syntax in obj.syntaxes:
+            return obj
+    raise ValueError(f"unknown syntax {syntax!r} (known: {', '.join(syntaxes())})")
 
 
-__all__ = ["get", "for_syntax", "ISAS", "FormSemantics", "InstructionSemantics", "MemAccess",
+def isa_of_form(name: str) -> str:
+    """The ISA a PMEvo form string belongs to, by its spelling (AArch64 forms start with `_`)."""
+    return next((obj.name for obj in all_isas() if obj.owns_form(name)), DEFAULT_ISA)
+
+
+def isa_of_forms(forms) -> str:
+    """The ISA every form of a list belongs to; DEFAULT_ISA for an empty or mixed list."""
+    forms = list(forms)
+    return next((obj.name for obj in all_isas() if forms and all(obj.owns_form(f) for f in forms)),
+                DEFAULT_ISA)
+
+
+__all__ = ["get", "for_syntax", "all_isas", "syntaxes", "isa_of_form", "isa_of_forms", "ISAS",
+           "DEFAULT_ISA", "FormSemantics", "InstructionSemantics", "MemAccess",
            "RegAccess", "GPR", "VECTOR", "MASK", "FLAG", "OTHER", "DATA", "ADDRESS", "MERGE",
            "NO_MEMORY", "LOAD", "STORE", "READ_MODIFY_WRITE", "ADDRESS_ONLY"]

@@ -40,6 +40,16 @@ MERGE = "merge"          # the old value of a partially written register (al, mo
 # FormSemantics.memory / the memory behaviour of an instruction
 NO_MEMORY, LOAD, STORE, READ_MODIFY_WRITE, ADDRESS_ONLY = "", "load", "store", "rmw", "address"
 
+# kinds of uops (pmpredict.kinds): what the uops on a port do. Loads, stores and branches come
+# from the semantics; the operation of the rest from IsaSemantics.operation_kinds, else from
+# the operand classes (vector or integer ALU)
+LOADS, STORES, BRANCHES = "loads", "stores", "branches"
+INT_ALU, VECTOR_ALU = "integer ALU", "vector ALU"
+INT_MULTIPLY, FP_ADD, FP_MULTIPLY, DIVIDER, SHUFFLES = (
+    "integer multiply", "FP add", "FP multiply/FMA", "divider", "shuffles")
+UOP_KINDS = (LOADS, STORES, BRANCHES, INT_ALU, INT_MULTIPLY, VECTOR_ALU, FP_ADD, FP_MULTIPLY,
+             DIVIDER, SHUFFLES)
+
 
 @dataclass(frozen=True)
 class RegAccess:
@@ -109,7 +119,9 @@ class FormSemantics:
 
     Concrete registers are not known at form level; `implicit_*` are the registers the
     instruction uses without naming them (cqo: rax -> rdx), `fixed` those the form string
-    spells out literally (the `cl` of `shl r64, cl`)."""
+    spells out literally (the `cl` of `shl r64, cl`). Access of a memory operand is the
+    access of its data ("R" load, "W" store, "RW" read-modify-write, "" lea / prefetch);
+    its address registers are always read."""
     mnemonic: str
     operand_access: tuple[str, ...] = ()            # per operand: "R", "W", "RW", "" (imm/literal)
     memory: str = NO_MEMORY                         # NO_MEMORY, LOAD, STORE, READ_MODIFY_WRITE,
@@ -118,9 +130,16 @@ class FormSemantics:
     implicit_writes: frozenset[str] = field(default_factory=frozenset)
     flags_read: frozenset[str] = field(default_factory=frozenset)
     flags_written: frozenset[str] = field(default_factory=frozenset)
+    fixed: frozenset[str] = field(default_factory=frozenset)   # families named literally (`cl`)
     branch: str | None = None
     trap: str | None = None
     known: bool = True
+
+    @property
+    def pinned_registers(self) -> frozenset[str]:
+        """Every register family the form uses that operand allocation cannot choose: the
+        implicit ones and the literal ones (a harness keeps them out of its pools)."""
+        return self.implicit_reads | self.implicit_writes | self.fixed
 
     @property
     def reads_memory(self) -> bool:
@@ -133,3 +152,141 @@ class FormSemantics:
     @property
     def pure_store(self) -> bool:
         return self.memory == STORE
+
+
+@dataclass(frozen=True)
+class OsacaVocabulary:
+    """How OSACA's parser and machine files spell the operands of one ISA.
+
+    Read by the import of OSACA files (pmpredict.data.osaca), the matcher of foreign OSACA
+    forms (pmpredict.asm.match) and the OSACA exporter."""
+    register_style: str               # "name": a register is its name without digits
+                                      # (x86 `gpr`, `xmm`, `cl`); "prefix": prefix and element
+                                      # shape (AArch64 `x`, `w`, `v` + `s`)
+    memory_base: str                  # the class of a form's base register: "gpr" / "x"
+    any_gpr: str | None               # a register class name that fits every general-purpose
+                                      # register ("gpr" on x86), None if there is none
+    indexed_writeback: bool           # memory operands carry pre-/post-index flags (AArch64)
+    any_immediate: bool               # every immediate fits `imd: int` (x86); otherwise int and
+                                      # double are told apart
+    att_order: bool                   # operands in AT&T order, the reverse of our form order
+    load_latency_keys: tuple[str, ...]  # register classes of the file's `load_latency` table
+    mnemonic_stems: dict = field(default_factory=dict)   # Intel mnemonic -> {source width:
+                                      # OSACA name} (movzx r, m8 -> movzb)
+    wide_immediate_names: dict = field(default_factory=dict)  # mnemonic whose 64-bit
+                                      # immediate form OSACA knows by another name (mov -> movabs)
+    pure_load: str = ""               # regex: mnemonics whose `register <- memory` form only loads
+    printed_aliases: bool = False     # the assembler prints aliases (`mov` for `ins`) that keep
+                                      # the operand count: entries list them as extra names
+    words_are_identifiers: bool = False  # a literal word of a form (shift, extend) is an
+                                      # identifier (AArch64), not a register named (x86 `cl`)
+
+
+class IsaSemantics:
+    """What every ISA object offers besides `instruction` and `form` (see the subclasses).
+
+    Attributes a subclass sets:
+        name              "x86" / "aarch64"
+        syntaxes          assembly syntaxes of the ISA, the default first
+        syntax_titles     syntax -> human name ("x86 AT&T")
+        grammar_files     syntax -> Lark grammar file in pmpredict/grammars
+        default_model     built-in model `pmpredict predict` uses when none is given
+        marker_bytes      the `.byte` values of the IACA / OSACA byte markers
+        marker_registers  registers the marker `mov` writes its 111 / 222 to
+        marker_how, marker_description   how a kernel found between byte markers is reported
+        example_base_register   base register of the memory operands of example instances
+        example_syntax    the syntax example instances (pmpredict.forms.example_instance) are in
+        operation_kinds   ((kind, mnemonic regex), ...): the operation's uop kind, first match
+                          wins; kind None: a data movement whose only uops with a memory
+                          operand are the load or store (pmpredict.kinds)
+        llvm_mc_args      llvm-mc arguments for example instances (`-show-inst`)
+        llvm_mc_prologue  lines that put llvm-mc into the syntax of example instances
+        memory_operands_by_mode  form keys describe a memory operand by its addressing mode
+                          (AArch64: base, imm, reg, pre, post) rather than by its width (x86)
+        osaca             OsacaVocabulary
+    """
+
+    name = ""
+    syntaxes: tuple[str, ...] = ()
+    syntax_titles: dict = {}
+    grammar_files: dict = {}
+    default_model = ""
+    marker_bytes: tuple[int, ...] = ()
+    marker_registers: tuple[str, ...] = ()
+    marker_how = ""
+    marker_description = ""
+    example_base_register = ""
+    example_syntax = ""
+    operation_kinds: tuple[tuple[str | None, str], ...] = ()
+    llvm_mc_args: tuple[str, ...] = ()
+    llvm_mc_prologue: tuple[str, ...] = ()
+    memory_operands_by_mode = False
+    osaca: OsacaVocabulary
+
+    @property
+    def default_syntax(self) -> str:
+        return self.syntaxes[0]
+
+    def instruction(self, insn, syntax: str) -> InstructionSemantics:
+        """InstructionSemantics of a parsed instruction (pmpredict.asm.parse.Instruction)
+        written in `syntax`; an instruction the tables do not know is guessed (known=False),
+        never an exception."""
+        raise NotImplementedError
+
+    def form(self, form) -> FormSemantics:
+        """FormSemantics of a form string or FormTemplate; a form string that cannot be
+        parsed is unknown (known=False), never an exception."""
+        from ..forms import FormTemplate, parse_form
+        if not isinstance(form, FormTemplate):
+            try:
+                form = parse_form(form, self.name)
+            except ValueError:
+                return FormSemantics(str(form), known=False)
+        return self._form(form)
+
+    def _form(self, template) -> FormSemantics:
+        raise NotImplementedError
+
+    def is_conditional_branch(self, insn) -> bool:
+        """A branch taken or not depending on a condition (what closes a loop)."""
+        return self.branch_of(insn.mnemonic) == "conditional"
+
+    def branch_of(self, mnemonic: str) -> str | None:
+        raise NotImplementedError
+
+    def is_marker_instruction(self, insn, value: int) -> bool:
+        """The `mov` of a byte marker: one of marker_registers <- the immediate `value`."""
+        from ..asm.parse import Immediate, Register
+        if not insn.mnemonic.startswith("mov"):
+            return False
+        regs = [o.name for o in insn.operands if isinstance(o, Register)]
+        imms = [o.value for o in insn.operands if isinstance(o, Immediate)]
+        return imms == [value] and len(regs) == 1 and regs[0] in self.marker_registers
+
+    def syntax_of_directive(self, directive: str, argument: str) -> str | None:
+        """The syntax a directive (`intel_syntax`, `arch armv8-a`) selects, if it is ours."""
+        return None
+
+    def syntax_scores(self, sample: str) -> dict[str, int]:
+        """Tell-tale spellings of each of our syntaxes found in `sample` (comments removed)."""
+        return {}
+
+    def owns_form(self, name: str) -> bool:
+        """Whether a PMEvo form string belongs to this ISA (by its spelling)."""
+        raise NotImplementedError
+
+    def register_family(self, name: str) -> str | None:
+        raise NotImplementedError
+
+    def register_pool(self, reg_class: str, width: int | None) -> list[str]:
+        raise NotImplementedError
+
+    def form_key(self, insn, syntax: str):
+        """The normalised FormKey of a parsed instruction (pmpredict.asm.normalize)."""
+        raise NotImplementedError
+
+
+def placeholder_access(template, guess: tuple[str, ...]) -> tuple[str, ...]:
+    """The access a form string writes into its register placeholders, `guess` elsewhere."""
+    return tuple(op.access if op.kind == "reg" and op.access else a
+                 for op, a in zip(template.operands, guess))

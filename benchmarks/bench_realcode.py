@@ -1,0 +1,387 @@
+"""Real basic blocks (BHive): measured here vs pmpredict, llvm-mca-19 and OSACA, side by side.
+
+    python3 benchmarks/bench_realcode.py [--n 300] [--seed 1] [--model M ...] [--mcpu native]
+                                         [--results FILE] [--retry-failed] [--repeat K]
+                                         [--json OUT.json]
+
+1. Draws a fixed-seed sample of ../shared/data/bhive/blocks.csv, stratified by `source`
+   (each application gets its share of --n, largest remainder; a block is drawn at most once).
+2. Measures every block on this host with `pmpredict measure BLOCK.s --json` (the block as a
+   .s file, run in the harness's loop; a trailing branch is dropped by the harness), one
+   block at a time and nothing else running from this script. Results go to a results file
+   keyed by block hex + CPU as soon as they exist, so a rerun (or a resumed run) measures only
+   what is missing (the key also holds a hash of the harness's sources: a changed harness
+   measures afresh). Failed measurements are cached too (--retry-failed measures them again);
+   a "measurement" above 1000 cycles per instruction counts as a failure (a harness fault).
+   --repeat K measures K blocks once more (not cached) and prints how far apart the runs are.
+3. Then, measurement over, predicts every block with pmpredict (`--model` as given, repeatable;
+   default the built-in for the ISA), llvm-mca-19 -mcpu=native (Total Cycles / Iterations of
+   1000 iterations) and OSACA 0.7.1 with the closest machine file (max(TP, LCD); no number
+   when an instruction is missing from its file, as `osaca` prints none). Subprocess peers run
+   two at a time; OSACA runs in this process meanwhile.
+4. Prints n, coverage, MAPE, median APE and Kendall tau-b per tool over the blocks it gives a
+   number for, the same over the blocks every tool gives a number for, and split by kind:
+   scalar (general-purpose registers only) / vector (any xmm/ymm/zmm register, scalar SSE
+   included), with / without memory operands (lea and nop are not accesses), with / without a
+   loop-carried chain (pmpredict's "bounds"."loop_carried" > 0 when it reports bounds, else
+   OSACA's LCD > 0), and chain-bound (that chain >= the throughput bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import csv
+import json
+import os
+import random
+import re
+import shlex
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import peers  # noqa: E402
+import pmcli  # noqa: E402
+
+BLOCKS = os.path.join(ROOT, "..", "shared", "data", "bhive", "blocks.csv")
+# more cycles per instruction than any real instruction costs (a microcoded division or an FP
+# assist is ~100): a measurement past this is a harness fault (seen: a block storing through
+# an %rsp-derived pointer overwrote the harness's stack and "measured" 1.6e11 cycles)
+IMPLAUSIBLE_PER_INSTRUCTION = 1000
+
+
+# --- the sample ---------------------------------------------------------------------------
+
+def load_blocks(path: str) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def stratified_sample(rows: list[dict], n: int, seed: int) -> list[dict]:
+    """n blocks, each source getting its proportional share (largest remainder), seeded."""
+    by_source = defaultdict(list)
+    for r in rows:
+        by_source[r["source"]].append(r)
+    sources = sorted(by_source)
+    n = min(n, len(rows))
+    quotas = {s: n * len(by_source[s]) / len(rows) for s in sources}
+    take = {s: int(q) for s, q in quotas.items()}
+    rest = n - sum(take.values())
+    for s in sorted(sources, key=lambda s: (-(quotas[s] - take[s]), s))[:rest]:
+        take[s] += 1
+    rng = random.Random(seed)
+    sample = []
+    for s in sources:
+        sample += rng.sample(by_source[s], take[s])
+    return sample
+
+
+def block_lines(row: dict) -> list[str]:
+    return [ins.strip() for ins in row["asm_att"].split(" ; ") if ins.strip()]
+
+
+# --- kinds --------------------------------------------------------------------------------
+
+_VECTOR = re.compile(r"%[xyz]mm\d+")
+_NOT_ACCESS = re.compile(r"^(lea|nop)", re.I)
+
+
+def is_vector(lines: list[str]) -> bool:
+    return any(_VECTOR.search(ln) for ln in lines)
+
+
+def has_memory(lines: list[str]) -> bool:
+    return any("(" in ln and not _NOT_ACCESS.match(ln) for ln in lines)
+
+
+def chain_of(result: dict) -> tuple[float | None, float | None, str]:
+    """(loop-carried bound, throughput bound, who said so): pmpredict's bounds, else OSACA."""
+    for pm in result["pmpredict"]:
+        if pm.get("loop_carried") is not None:
+            return pm["loop_carried"], pm.get("throughput"), "pmpredict"
+    osa = result["osaca"]
+    if osa.get("lcd") is not None:
+        return osa["lcd"], osa.get("tp"), "osaca"
+    return None, None, "none"
+
+
+# --- the results file ---------------------------------------------------------------------
+
+def cpu_key(ident: dict) -> str:
+    return "{vendor}/{family}/{model}/{stepping}/{name}".format(**ident)
+
+
+def harness_fingerprint() -> str:
+    """Hash of the installed measurement harness's sources: a changed harness measures afresh."""
+    import hashlib
+    import importlib.util
+    spec = importlib.util.find_spec("pmpredict.infer.measure")
+    digest = hashlib.sha256()
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        for name in sorted(os.listdir(folder)):
+            if name.endswith((".py", ".c", ".h", ".txt")):
+                with open(os.path.join(folder, name), "rb") as fh:
+                    digest.update(name.encode() + b"\0" + fh.read())
+    return digest.hexdigest()[:16]
+
+
+def default_results() -> str:
+    base = os.environ.get("PMPREDICT_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pmpredict")
+    return os.path.join(base, "bench_realcode.jsonl")
+
+
+def load_results(path: str, cpu: str) -> dict:
+    out = {}
+    if os.path.exists(path):
+        with open(path) as fh:
+            for line in fh:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue                    # a line cut short by an interrupted run
+                if rec.get("cpu") == cpu:
+                    out[rec["hex"]] = rec["measured"]
+    return out
+
+
+def append_result(path: str, cpu: str, hexcode: str, measured: dict):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    keep = {k: measured.get(k) for k in ("cycles", "error", "instructions", "variants",
+                                         "dropped", "spread", "kernel")}
+    with open(path, "a") as fh:
+        fh.write(json.dumps({"hex": hexcode, "cpu": cpu, "measured": keep,
+                             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}) + "\n")
+
+
+# --- the runs -----------------------------------------------------------------------------
+
+def write_block(tmp: str, row: dict) -> str:
+    path = os.path.join(tmp, row["hex"][:40] + ".s")
+    with open(path, "w") as fh:
+        fh.write("\n".join(block_lines(row)) + "\n")
+    return path
+
+
+def measure_all(sample, tmp, results_path, cpu, cached, retry_failed):
+    todo = [r for r in sample if r["hex"] not in cached
+            or (retry_failed and cached[r["hex"]].get("cycles") is None)]
+    print(f"measuring {len(todo)} blocks ({len(sample) - len(todo)} from {results_path})",
+          file=sys.stderr)
+    t0 = time.time()
+    for i, row in enumerate(todo, 1):
+        m = pmcli.measure(write_block(tmp, row))
+        cached[row["hex"]] = m
+        append_result(results_path, cpu, row["hex"], m)
+        if i % 10 == 0 or i == len(todo):
+            eta = (time.time() - t0) / i * (len(todo) - i)
+            print(f"  measured {i}/{len(todo)} ({time.time() - t0:.0f} s, ~{eta:.0f} s left)",
+                  file=sys.stderr)
+    return cached
+
+
+def repeatability(sample, tmp, measured, k) -> dict | None:
+    """Measure the first k measured blocks once more (not cached): how far apart two runs are."""
+    pairs = []
+    for row in [r for r in sample if measured[r["hex"]].get("cycles")][:k]:
+        again = pmcli.measure(write_block(tmp, row)).get("cycles")
+        if again:
+            pairs.append((measured[row["hex"]]["cycles"], again))
+    if not pairs:
+        return None
+    d = np.array([abs(a - b) / min(a, b) for a, b in pairs])
+    return {"n": len(pairs), "median": float(np.median(d)), "p90": float(np.percentile(d, 90)),
+            "max": float(d.max())}
+
+
+def predict_all(sample, tmp, models, mcpu, osaca_code):
+    """pmpredict (each model) and llvm-mca in two worker threads; OSACA here meanwhile."""
+    out = {r["hex"]: {"pmpredict": [None] * len(models), "llvm_mca": None, "osaca": None}
+           for r in sample}
+    paths = {r["hex"]: write_block(tmp, r) for r in sample}
+    t0 = time.time()
+    with futures.ThreadPoolExecutor(max_workers=2) as pool:
+        jobs = {}
+        for r in sample:
+            h = r["hex"]
+            for k, model in enumerate(models):
+                jobs[pool.submit(pmcli.predict, paths[h], model)] = (h, "pmpredict", k)
+            jobs[pool.submit(peers.llvm_mca, block_lines(r), mcpu)] = (h, "llvm_mca", None)
+        for r in sample:
+            out[r["hex"]]["osaca"] = peers.osaca(block_lines(r), osaca_code)
+        done = 0
+        for job in futures.as_completed(jobs):
+            h, tool, k = jobs[job]
+            value = job.result()
+            if tool == "pmpredict":
+                out[h]["pmpredict"][k] = pmcli.prediction_summary(value)
+            else:
+                out[h][tool] = value
+            done += 1
+            if done % 50 == 0 or done == len(jobs):
+                print(f"  predicted {done}/{len(jobs)} ({time.time() - t0:.0f} s)", file=sys.stderr)
+    return out
+
+
+# --- figures ------------------------------------------------------------------------------
+
+def stats(pairs) -> dict:
+    """n, MAPE, median APE, Kendall tau-b over (predicted, measured) pairs."""
+    from scipy.stats import kendalltau
+    if not pairs:
+        return {"n": 0, "mape": None, "median_ape": None, "kendall": None}
+    p = np.array([a for a, _ in pairs], float)
+    m = np.array([b for _, b in pairs], float)
+    ape = np.abs(p - m) / m * 100
+    tau = float(kendalltau(p, m).statistic) if len(pairs) > 2 else None
+    return {"n": len(pairs), "mape": float(ape.mean()), "median_ape": float(np.median(ape)),
+            "kendall": None if tau is None or np.isnan(tau) else tau}
+
+
+def fmt(x, spec=".1f", suffix=""):
+    return "-" if x is None else f"{x:{spec}}{suffix}"
+
+
+def tools_of(models_names):
+    tools = [(f"pmpredict {name}", lambda r, k=k: r["pmpredict"][k].get("cycles"))
+             for k, name in enumerate(models_names)]
+    tools.append((f"pmpredict {models_names[0]}, blocks fully in the model",
+                  lambda r: r["pmpredict"][0].get("cycles") if r["pmpredict"][0].get("complete")
+                  else None))
+    tools += [("llvm-mca-19", lambda r: r["llvm_mca"].get("cycles")),
+              ("OSACA max(TP,LCD)", lambda r: r["osaca"].get("cycles"))]
+    return tools
+
+
+def report(rows, models_names, n_sample, failures):
+    measured = [r for r in rows if r["measured"].get("cycles")]
+    tools = tools_of(models_names)
+    print(f"\n{n_sample} blocks sampled, {len(measured)} measured, "
+          f"{n_sample - len(measured)} failed to measure")
+    for reason, count in failures.most_common():
+        print(f"  {count:4d}  {reason}")
+
+    every = [r for r in measured if all(get(r) is not None for name, get in tools
+                                         if "fully" not in name)]
+    table = {}
+    print(f"\n| tool | coverage | MAPE | median APE | Kendall tau | common n={len(every)}: MAPE "
+          "| median APE | tau |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, get in tools:
+        own = stats([(get(r), r["measured"]["cycles"]) for r in measured if get(r) is not None])
+        common = stats([(get(r), r["measured"]["cycles"]) for r in every if get(r) is not None])
+        table[name] = {"own": own, "common": common}
+        print(f"| {name} | {own['n']}/{len(measured)} | {fmt(own['mape'], suffix='%')} | "
+              f"{fmt(own['median_ape'], suffix='%')} | {fmt(own['kendall'], '.2f')} | "
+              f"{fmt(common['mape'], suffix='%')} | {fmt(common['median_ape'], suffix='%')} | "
+              f"{fmt(common['kendall'], '.2f')} |")
+
+    kinds = [
+        ("scalar", lambda r: not r["vector"]), ("vector", lambda r: r["vector"]),
+        ("with memory", lambda r: r["memory"]), ("without memory", lambda r: not r["memory"]),
+        ("with a loop-carried chain", lambda r: (r["chain"] or 0) > 0),
+        ("without a loop-carried chain", lambda r: r["chain"] is not None and r["chain"] <= 0),
+        ("chain-bound (chain >= throughput bound)",
+         lambda r: (r["chain"] or 0) > 0 and r["chain"] >= (r["tp_bound"] or 0)),
+    ]
+    split = {}
+    shown = [(n, g) for n, g in tools if "fully" not in n]
+    print("\n| kind | measured | " + " | ".join(f"{n}: n, MAPE, tau" for n, _ in shown) + " |")
+    print("|---|---:|" + "---|" * len(shown))
+    for kind, test in kinds:
+        sub = [r for r in measured if test(r)]
+        cells = [kind, str(len(sub))]
+        split[kind] = {}
+        for name, get in shown:
+            s = stats([(get(r), r["measured"]["cycles"]) for r in sub if get(r) is not None])
+            split[kind][name] = s
+            cells.append(f"{s['n']}, {fmt(s['mape'], suffix='%')}, {fmt(s['kendall'], '.2f')}")
+        print("| " + " | ".join(cells) + " |")
+    sources = Counter(r["chain_source"] for r in measured)
+    print(f"\n(chain decided by: {', '.join(f'{k} {v}' for k, v in sources.items())})")
+    return {"overall": table, "by_kind": split, "common_n": len(every)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=300, help="blocks in the sample (default 300)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--model", action="append",
+                    help="pmpredict model (built-in name or file; repeat for more columns; "
+                         "default: the built-in for the ISA)")
+    ap.add_argument("--mcpu", default="native", help="llvm-mca -mcpu (default native)")
+    ap.add_argument("--osaca", help="OSACA arch code or machine file (default: closest to this CPU)")
+    ap.add_argument("--blocks", default=BLOCKS, help="the BHive blocks.csv")
+    ap.add_argument("--results", default=default_results(),
+                    help="measurement results file (JSON lines, keyed by block hex + CPU)")
+    ap.add_argument("--retry-failed", action="store_true", help="measure failed blocks again")
+    ap.add_argument("--repeat", type=int, default=0, metavar="K",
+                    help="measure K blocks a second time (not cached) and report the difference")
+    ap.add_argument("--json", metavar="FILE", help="write the raw figures here")
+    args = ap.parse_args(argv)
+
+    ident = peers.host_identity()
+    cpu = cpu_key(ident) + "/harness-" + harness_fingerprint()
+    machine = peers.osaca_machine(ident)
+    osaca_code = args.osaca or machine["code"]
+    models = args.model or [None]
+    print(f"# bench_realcode: {peers.host_label(ident)}, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "
+          f"{os.getloadavg()[0]:.1f}")
+    print(f"# command: {' '.join(shlex.quote(a) for a in [sys.executable, *sys.argv])}")
+    print(f"# sample: n={args.n} seed={args.seed} stratified by source from {args.blocks}")
+    print(f"# OSACA: {osaca_code}" + ("" if args.osaca else f" ({machine['why']})")
+          + f"; llvm-mca-19 -mcpu={args.mcpu}"
+          + (f" (= {peers.llvm_mca_host_cpu()})" if args.mcpu == "native" else ""))
+
+    sample = stratified_sample(load_blocks(args.blocks), args.n, args.seed)
+    cached = load_results(args.results, cpu)
+    with tempfile.TemporaryDirectory(prefix="bench-realcode-") as tmp:
+        measured = measure_all(sample, tmp, args.results, cpu, cached, args.retry_failed)
+        repeat = repeatability(sample, tmp, measured, args.repeat) if args.repeat else None
+        preds = predict_all(sample, tmp, models, args.mcpu, osaca_code)
+
+    names = []
+    for k, model in enumerate(models):
+        reported = next((p["pmpredict"][k].get("model") for p in preds.values()
+                         if p["pmpredict"][k].get("model")), None)
+        names.append(os.path.basename(model) if model and os.sep in model
+                     else (model or f"default ({reported or 'built-in'})"))
+    rows, failures = [], Counter()
+    for r in sample:
+        m = measured[r["hex"]]
+        lines = block_lines(r)
+        if (m.get("cycles") or 0) > IMPLAUSIBLE_PER_INSTRUCTION * len(lines):
+            m = {**m, "cycles": None, "raw_cycles": m["cycles"],
+                 "error": f"implausible measurement (> {IMPLAUSIBLE_PER_INSTRUCTION} cycles per "
+                          "instruction): a harness fault"}
+        if m.get("cycles") is None:
+            failures[str(m.get("error"))[:120]] += 1
+        row = {"hex": r["hex"], "source": r["source"], "asm": lines, "measured": m,
+               "vector": is_vector(lines), "memory": has_memory(lines), **preds[r["hex"]]}
+        row["chain"], row["tp_bound"], row["chain_source"] = chain_of(row)
+        rows.append(row)
+    summary = report(rows, names, len(sample), failures)
+    if repeat:
+        print(f"\nrepeatability: {repeat['n']} blocks measured twice, |a - b| / min(a, b): median "
+              f"{repeat['median'] * 100:.1f}%, 90th percentile {repeat['p90'] * 100:.1f}%, "
+              f"max {repeat['max'] * 100:.0f}%")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"cpu": peers.host_label(ident), "host": ident, "osaca": osaca_code,
+                       "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                       "command": sys.argv, "n": args.n, "seed": args.seed, "models": names,
+                       "summary": summary, "repeatability": repeat, "blocks": rows}, fh, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""pmpredict's command line (`predict --json`, `measure --json`) run on a file, for the benchmarks.
+
+The benchmarks go through the CLI's JSON (the stable contract) rather than the library, so
+they pick up a new prediction engine or measurement harness unchanged; every key is read
+with .get. The interpreter is the one running the benchmark (a worktree's .venv measures
+and predicts with that tree). Failures give {"cycles": None, "error": why}.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PREDICT_TIMEOUT = 300       # seconds (a first run compiles numba code)
+MEASURE_TIMEOUT = 600
+
+
+def _run(args: list[str], timeout: int) -> dict:
+    cmd = [sys.executable, "-m", "pmpredict", *args, "--json"]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"cycles": None, "error": f"timeout after {timeout} s"}
+    try:
+        data = json.loads(out.stdout) if out.stdout.strip() else {}
+    except json.JSONDecodeError:
+        data = {}
+    if not isinstance(data, dict):
+        data = {}
+    if out.returncode != 0 or data.get("cycles") is None:
+        lines = [ln for ln in out.stderr.strip().splitlines() if ln.strip()]
+        why = data.get("error") or (lines[-1] if lines else f"exit status {out.returncode}")
+        return {**data, "cycles": None, "error": str(why)[:300]}
+    return data
+
+
+def predict(path: str, model: str | None = None, lines: str | None = None,
+            extra: tuple[str, ...] = ()) -> dict:
+    args = ["predict", path]
+    if model:
+        args += ["--model", model]
+    if lines:
+        args += ["--lines", lines]
+    return _run(args + list(extra), PREDICT_TIMEOUT)
+
+
+def measure(path: str, lines: str | None = None) -> dict:
+    args = ["measure", path]
+    if lines:
+        args += ["--lines", lines]
+    return _run(args, MEASURE_TIMEOUT)
+
+
+def prediction_summary(report: dict) -> dict:
+    """The figures a benchmark keeps from a `predict --json` report (missing keys -> None)."""
+    bounds = report.get("bounds") if isinstance(report.get("bounds"), dict) else {}
+    coverage = report.get("coverage") if isinstance(report.get("coverage"), dict) else {}
+    unmatched = report.get("unmatched") or []
+    complete = coverage.get("complete")
+    if complete is None and report.get("cycles") is not None:
+        complete = not unmatched
+    return {"cycles": report.get("cycles"), "error": report.get("error"),
+            "model": report.get("model"),
+            "throughput": bounds.get("throughput"), "loop_carried": bounds.get("loop_carried"),
+            "front_end": bounds.get("front_end"), "complete": complete,
+            "unmatched": [u.get("text") for u in unmatched if isinstance(u, dict)],
+            "coverage_note": coverage.get("note")}

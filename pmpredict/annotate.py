@@ -1,0 +1,183 @@
+"""A matched kernel + its instructions' semantics + the model's numbers -> what the dependency
+engine and the simulation need, with every assumption written down.
+
+Engine layer (no I/O). For each instruction:
+  * its uops as the core executes them: none for an eliminated move or a zero idiom that
+    takes no port, none for the first half of a macro-fused pair (the pair runs as the jump's
+    uop and takes one dispatch slot);
+  * the latency from each source to its result (deps.Source), from the model per operand
+    where it has them; a memory operand's latency is the load's (address -> value) for a pure
+    load, else the operation's plus the load-to-use latency; store data and store addresses
+    cost 0 (the store-forwarding latency counts from the store's data to the load's value);
+  * what it writes (register families and flags) and its memory accesses (deps.MemRef).
+What the model does not know (a latency, the load latency, the window...) is assumed from
+DEFAULTS and listed, per instruction and per machine fact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .deps import MemRef, Node, Source
+from .semantics import ADDRESS, DATA, FLAG, InstructionSemantics
+
+# what is assumed when the model does not say (each use is reported)
+DEFAULTS = {
+    "latency": 1.0,              # an instruction whose latency the model lacks
+    "load_latency": 5.0,         # L1 load-to-use (4-5 on recent x86 and Arm cores)
+    "store_forward_latency": 5.0,
+    "window": 192,               # reorder-buffer entries
+    "taken_branch": 1.0,         # one taken branch per cycle: a loop iteration takes >= 1 cycle
+    "address_update_latency": 1.0,   # base register -> its write-back update
+}
+
+
+@dataclass
+class Annotated:
+    """One kernel instruction as the engines see it."""
+    index: int
+    form: str | None
+    semantics: InstructionSemantics
+    uops: tuple[tuple[int, int], ...]          # (port mask, count) as executed
+    node: Node
+    # the write-back of address registers (ldr x0, [x1], #8; push; movs), a result of its own:
+    # due `address_update_latency` after the base, not after the load
+    update: Node | None = None
+    slot: int = 1                              # front-end slots (0: fused into the previous one)
+    eliminated: bool = False                   # move eliminated at rename
+    idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
+    fused: bool = False                        # the jump of a macro-fused pair
+    assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
+
+
+@dataclass
+class Machine:
+    """The machine facts the simulation uses, and which of them were assumed."""
+    width: float | None
+    window: int
+    load_latency: float
+    store_forward_latency: float
+    taken_branch: float
+    macro_fusion: bool
+    address_update_latency: float
+    assumed: dict[str, float] = field(default_factory=dict)
+
+
+def machine_facts(model, loop: bool) -> Machine:
+    """Issue width (r_max), window, load and forwarding latencies, taken-branch cost; a value
+    the model does not give is taken from DEFAULTS and listed in `assumed`."""
+    pipe, assumed = model.pipeline or {}, {}
+
+    def fact(key):
+        if pipe.get(key) is not None:
+            return pipe[key]
+        assumed[key] = DEFAULTS[key]
+        return DEFAULTS[key]
+
+    taken = fact("taken_branch") if loop else 0.0
+    fusion = pipe.get("macro_fusion")
+    return Machine(model.r_max, int(fact("window")), float(fact("load_latency")),
+                   float(fact("store_forward_latency")), float(taken),
+                   bool(fusion) if fusion is not None else True,
+                   float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
+                   assumed)
+
+
+def _pure_load(sem: InstructionSemantics) -> bool:
+    """A load whose only data is the loaded value (mov r, m), not a load-op (add r, m)."""
+    return sem.loads and not sem.stores and not any(
+        r.role == DATA and r.kind != FLAG for r in sem.reads)
+
+
+def annotate(forms, semantics, model, loop: bool = True) -> tuple[list[Annotated], Machine]:
+    """forms[i]: the model form of instruction i (None: not in the model); semantics[i]: its
+    InstructionSemantics."""
+    machine = machine_facts(model, loop)
+    out = []
+    for i, (form, sem) in enumerate(zip(forms, semantics)):
+        out.append(_one(i, form, sem, model, machine))
+    if machine.macro_fusion:
+        for a, b in zip(out, out[1:]):
+            if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
+                    and b.uops:
+                a.uops = ()
+                b.slot, b.fused = 0, True
+    return out, machine
+
+
+def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine) -> Annotated:
+    assumed = []
+    uops = tuple(model.uops.get(form, ())) if form else ()
+    base = model.latency.get(form) if form else None
+    if base is None:
+        base = DEFAULTS["latency"]
+        assumed.append(f"latency {base:g} assumed" if form else
+                       f"not in the model: no uops, latency {base:g} assumed")
+    eliminated = False
+    idiom = sem.idiom
+    if sem.move and form and model.move_elimination.get(form):
+        eliminated, uops, base = True, (), 0.0
+    if idiom:
+        takes_port = model.idiom_ports.get(form) if form else None
+        if takes_port is None:
+            takes_port = idiom != "zero"
+            if form:
+                assumed.append(f"{idiom} idiom: {'a' if takes_port else 'no'} port assumed")
+        if not takes_port:
+            uops = ()
+        base = 0.0 if idiom == "zero" else base
+
+    load = machine.load_latency
+    pure_load = _pure_load(sem)
+
+    def operand_latency(operand):
+        if form is None or eliminated:
+            return None
+        return model.operand_latency.get(form, {}).get(operand) if operand is not None else None
+
+    sources = []
+    mem_latency = {}
+    for m in sem.memory:
+        if not m.load:
+            continue
+        lat = operand_latency(m.operand)
+        if lat is None:
+            lat = base if pure_load else base + load
+        mem_latency[m.operand] = lat
+    for r in sem.reads:
+        if r.role == ADDRESS:
+            owners = [m for m in sem.memory if r.name in (m.base, m.index)
+                      and (r.operand is None or m.operand == r.operand)]
+            lats = [mem_latency[m.operand] for m in owners if m.load]
+            lat = max(lats) if lats else 0.0       # a store's address: no register result
+        elif sem.stores and not sem.loads and r.kind != FLAG:
+            lat = 0.0                               # store data: see store_forward_latency
+        else:
+            lat = operand_latency(r.operand)
+            if lat is None:
+                lat = base
+        sources.append(Source(r.name, float(lat), r.operand))
+    refs = tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
+                        m.store, mem_latency.get(m.operand, 0.0)) for m in sem.memory)
+    latency = max([s.latency for s in sources] + [0.0 if (eliminated or idiom == "zero") or
+                                                  (sem.stores and not sem.loads) else base])
+    updated = _address_updates(sem)
+    writes = tuple(dict.fromkeys(w.name for w in sem.writes if w.name not in updated))
+    node = Node(tuple(sources), writes, refs, latency)
+    update = None
+    if updated:
+        lat = machine.address_update_latency
+        update = Node(tuple(Source(r, lat) for r in updated), tuple(updated), (), lat)
+    if not sem.known:
+        assumed.append("reads/writes guessed (instruction not in the semantics tables)")
+    return Annotated(i, form, sem, uops, node, update, eliminated=eliminated, idiom=idiom,
+                     assumed=assumed)
+
+
+def _address_updates(sem: InstructionSemantics) -> tuple[str, ...]:
+    """Registers the instruction writes as a side effect of addressing: the base of a
+    write-back access, or the implicit pointer of push / pop / string instructions."""
+    bases = {m.base for m in sem.memory if m.base and (m.writeback or m.operand is None)}
+    return tuple(w.name for w in sem.writes
+                 if w.name in bases and (w.operand is None or any(
+                     m.writeback and m.base == w.name for m in sem.memory)))

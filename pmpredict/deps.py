@@ -1,0 +1,329 @@
+"""Dependence graph of a loop body: register, flag and memory edges, critical path, and the
+exact loop-carried bound.
+
+Engine layer: plain data in, plain data out, no I/O.
+
+The body is a loop: instruction i of iteration k may read what instruction j wrote in the
+same iteration (j < i, distance 0) or in the previous one (j >= i, distance 1). An edge
+p -> c carries the *consumer's* latency from the source it reads to its result (the model
+keeps latencies per source operand): the result of c is ready at
+
+    R(c) = max over in-edges (p, w, d) of R(p, iteration - d) + w
+
+so the latencies along a path add up to the time the path takes.
+
+Memory: a load depends on the latest earlier store (this iteration or the previous one)
+whose address expression is the same and covers the loaded bytes, provided no register of
+that expression is written in between (otherwise the two name different locations): the
+edge weight is the store-forwarding latency plus what the load's own latency adds after the
+load (consumer latency of the memory operand minus the L1 load latency).
+
+Loop-carried bound: the maximum over dependency cycles of (sum of weights) / (iterations the
+cycle spans), computed exactly: every cycle passes through at least one distance-1 edge
+(distance-0 edges go forward in program order), so with T the heads of the carried edges,
+H[s][t] = the longest path from s through one iteration to t (ending in one carried edge),
+and the bound is the maximum cycle mean of H (Karp's algorithm), the cycle itself found
+among the edges that are tight under the optimal potentials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+NEG = float("-inf")
+# relative tolerance for "tight" comparisons of sums of latencies
+_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Source:
+    """One value an instruction reads: a register or flag, or memory."""
+    resource: str                 # register family or flag name; "mem" for memory
+    latency: float                # consumer latency from this source to the result
+    operand: int | None = None
+
+
+@dataclass(frozen=True)
+class MemRef:
+    """A memory access of an instruction, as the dependency engine needs it."""
+    address: tuple                # (base, index, scale, disp, symbols)
+    registers: tuple[str, ...]    # registers of the address expression
+    width: int | None
+    load: bool
+    store: bool
+    latency: float = 0.0          # load: consumer latency of the memory operand (address -> result)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One instruction of the body, reduced to what dependencies need."""
+    reads: tuple[Source, ...]
+    writes: tuple[str, ...]
+    memory: tuple[MemRef, ...] = ()
+    latency: float = 1.0          # issue -> result (the largest source latency, or the form's)
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: int
+    dst: int
+    latency: float
+    distance: int                 # 0: same iteration, 1: from the previous iteration
+    resource: str                 # register family, flag, or "mem" (store forwarding)
+
+
+@dataclass
+class Graph:
+    n: int
+    edges: list[Edge] = field(default_factory=list)
+
+    def in_edges(self) -> list[list[Edge]]:
+        out = [[] for _ in range(self.n)]
+        for e in self.edges:
+            out[e.dst].append(e)
+        return out
+
+
+# --- building ------------------------------------------------------------------------------
+
+def _covers(store: MemRef, load: MemRef) -> bool:
+    """The store wrote every byte the load reads (same address expression, wide enough)."""
+    if store.address != load.address:
+        return False
+    return store.width is None or load.width is None or load.width <= store.width
+
+
+def _written_between(nodes: list[Node], a: int, b: int, regs) -> bool:
+    """Some instruction strictly after a and strictly before b (cyclically) writes regs."""
+    if not regs:
+        return False
+    n = len(nodes)
+    i = (a + 1) % n
+    while i != b:
+        if any(r in nodes[i].writes for r in regs):
+            return True
+        i = (i + 1) % n
+    return False
+
+
+def build_graph(nodes: list[Node], load_latency: float, store_forward_latency: float) -> Graph:
+    n = len(nodes)
+    graph = Graph(n)
+    last_writer: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for r in node.writes:
+            last_writer[r] = i
+    current: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        for s in node.reads:
+            if s.resource in current:
+                graph.edges.append(Edge(current[s.resource], i, s.latency, 0, s.resource))
+            elif s.resource in last_writer:
+                graph.edges.append(Edge(last_writer[s.resource], i, s.latency, 1, s.resource))
+        for ref in node.memory:
+            if not ref.load:
+                continue
+            # the latest store before i (cyclically: this iteration, then the previous one)
+            for back in range(1, n + 1):
+                j = (i - back) % n
+                stores = [m for m in nodes[j].memory if m.store]
+                hit = next((m for m in stores if _covers(m, ref)), None)
+                if hit is None:
+                    continue
+                if j == i and not ref.store:
+                    continue
+                if not _written_between(nodes, j, i, ref.registers) and \
+                        not any(r in nodes[j].writes for r in ref.registers if j != i):
+                    weight = store_forward_latency + max(0.0, ref.latency - load_latency)
+                    graph.edges.append(Edge(j, i, weight, 0 if j < i else 1, "mem"))
+                break
+        for r in node.writes:
+            current[r] = i
+    return graph
+
+
+# --- critical path of one iteration ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Path:
+    length: float
+    nodes: tuple[int, ...]
+
+
+def critical_path(graph: Graph, latency: list[float]) -> Path:
+    """Longest path through one iteration (distance-0 edges only); a node without a producer in
+    the iteration finishes `latency[i]` after the start."""
+    n = graph.n
+    if n == 0:
+        return Path(0.0, ())
+    finish = list(latency)
+    via: list[int | None] = [None] * n
+    incoming = graph.in_edges()
+    for i in range(n):
+        for e in incoming[i]:
+            if e.distance == 0 and finish[e.src] + e.latency > finish[i] + _TOL * (1 + finish[i]):
+                finish[i] = finish[e.src] + e.latency
+                via[i] = e.src
+    end = max(range(n), key=lambda i: (finish[i], -i))
+    chain = [end]
+    while via[chain[-1]] is not None:
+        chain.append(via[chain[-1]])
+    return Path(finish[end], tuple(reversed(chain)))
+
+
+# --- the loop-carried bound: maximum cycle ratio -----------------------------------------------
+
+@dataclass(frozen=True)
+class Cycle:
+    """A dependency cycle through the loop: its ratio is cycles per iteration it forces."""
+    ratio: float                  # sum of latencies / iterations spanned
+    latency: float                # sum of latencies along the cycle
+    iterations: int               # carried edges on the cycle
+    nodes: tuple[int, ...]        # instructions in cycle order (starting at a carried-edge head)
+    edges: tuple[Edge, ...]
+    resources: tuple[str, ...]    # what its edges carry, in cycle order (e.g. "v0", "mem")
+
+
+def _forward_longest(n: int, zero_in: list[list[Edge]], start: int):
+    """Longest distance-0 paths from `start` (program order is a topological order)."""
+    dist = [NEG] * n
+    pred: list[Edge | None] = [None] * n
+    dist[start] = 0.0
+    for i in range(start + 1, n):
+        for e in zero_in[i]:
+            if dist[e.src] != NEG and dist[e.src] + e.latency > dist[i]:
+                dist[i] = dist[e.src] + e.latency
+                pred[i] = e
+    return dist, pred
+
+
+def loop_carried_cycles(graph: Graph, exclude: frozenset[int] = frozenset()) -> Cycle | None:
+    """The dependency cycle of largest ratio (None: no cycle), ignoring nodes in `exclude`."""
+    n = graph.n
+    edges = [e for e in graph.edges if e.src not in exclude and e.dst not in exclude]
+    carried = [e for e in edges if e.distance > 0]
+    if not carried:
+        return None
+    zero_in = [[] for _ in range(n)]
+    for e in edges:
+        if e.distance == 0:
+            zero_in[e.dst].append(e)
+    heads = sorted({e.dst for e in carried})
+    pos = {t: k for k, t in enumerate(heads)}
+    m = len(heads)
+    # H[s][t]: longest path s -> (distance-0 path) -> a -> (carried edge a->t)
+    weight = [[NEG] * m for _ in range(m)]
+    choice: list[list[tuple | None]] = [[None] * m for _ in range(m)]
+    paths = {}
+    for s in heads:
+        dist, pred = _forward_longest(n, zero_in, s)
+        paths[s] = pred
+        for e in carried:
+            if dist[e.src] == NEG:
+                continue
+            w = dist[e.src] + e.latency
+            a, b = pos[s], pos[e.dst]
+            if w > weight[a][b]:
+                weight[a][b] = w
+                choice[a][b] = (e,)
+    ratio, cycle = _max_cycle_mean(weight)
+    if cycle is None:
+        return None
+    nodes, cyc_edges, total = [], [], 0.0
+    for k in range(len(cycle)):
+        s, t = heads[cycle[k]], heads[cycle[(k + 1) % len(cycle)]]
+        carried_edge = choice[cycle[k]][cycle[(k + 1) % len(cycle)]][0]
+        # the distance-0 path s -> carried_edge.src
+        segment, j = [], carried_edge.src
+        pred = paths[s]
+        while j != s:
+            e = pred[j]
+            segment.append(e)
+            j = e.src
+        segment.reverse()
+        nodes.append(s)
+        nodes.extend(e.dst for e in segment)
+        cyc_edges.extend(segment)
+        cyc_edges.append(carried_edge)
+        total += sum(e.latency for e in segment) + carried_edge.latency
+        del t
+    iterations = sum(e.distance for e in cyc_edges)
+    return Cycle(total / iterations, total, iterations, tuple(nodes), tuple(cyc_edges),
+                 tuple(dict.fromkeys(e.resource for e in cyc_edges)))
+
+
+def _max_cycle_mean(weight: list[list[float]]) -> tuple[float, list[int] | None]:
+    """Karp's maximum cycle mean of a dense weight matrix (NEG = no edge), with one cycle that
+    attains it (node indices in order), or (-inf, None) if there is no cycle."""
+    m = len(weight)
+    # D[k][v]: heaviest walk of exactly k edges ending at v (from any start)
+    D = [[0.0] * m]
+    for k in range(1, m + 1):
+        prev, row = D[-1], [NEG] * m
+        for u in range(m):
+            if prev[u] == NEG:
+                continue
+            wu = weight[u]
+            for v in range(m):
+                if wu[v] != NEG and prev[u] + wu[v] > row[v]:
+                    row[v] = prev[u] + wu[v]
+        D.append(row)
+    best = NEG
+    for v in range(m):
+        if D[m][v] == NEG:
+            continue
+        worst = min((D[m][v] - D[k][v]) / (m - k) for k in range(m) if D[k][v] != NEG)
+        best = max(best, worst)
+    if best == NEG:
+        return NEG, None
+    return best, _tight_cycle(weight, best)
+
+
+def _tight_cycle(weight: list[list[float]], mean: float) -> list[int]:
+    """A cycle of mean `mean` (the maximum): with potentials from longest paths under
+    weights w - mean (no positive cycle exists), a cycle of tight edges attains it."""
+    m = len(weight)
+    pot = [0.0] * m
+    scale = 1.0 + abs(mean) + max((abs(w) for row in weight for w in row if w != NEG), default=0)
+    for _ in range(m):
+        changed = False
+        for u in range(m):
+            for v in range(m):
+                w = weight[u][v]
+                if w != NEG and pot[u] + w - mean > pot[v] + _TOL * scale:
+                    pot[v] = pot[u] + w - mean
+                    changed = True
+        if not changed:
+            break
+    tight = [[v for v in range(m) if weight[u][v] != NEG
+              and abs(pot[u] + weight[u][v] - mean - pot[v]) <= 1e-7 * scale] for u in range(m)]
+    # a cycle in the tight subgraph (it exists): walk until a node repeats, among nodes that
+    # can keep walking
+    alive = set(range(m))
+    changed = True
+    while changed:
+        changed = False
+        for u in list(alive):
+            if not any(v in alive for v in tight[u]):
+                alive.discard(u)
+                changed = True
+    start = min(alive)
+    seen, walk, u = {}, [], start
+    while u not in seen:
+        seen[u] = len(walk)
+        walk.append(u)
+        u = next(v for v in tight[u] if v in alive)
+    return walk[seen[u]:]
+
+
+def loop_carried_chains(graph: Graph, limit: int = 8) -> list[Cycle]:
+    """Disjoint dependency cycles, worst first: the worst cycle, then the worst among the
+    instructions not on it, and so on (at most `limit`)."""
+    chains, used = [], frozenset()
+    while len(chains) < limit:
+        c = loop_carried_cycles(graph, used)
+        if c is None:
+            break
+        chains.append(c)
+        used = used | frozenset(c.nodes)
+    return chains

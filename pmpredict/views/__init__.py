@@ -1,0 +1,30 @@
+"""Views of a predict.Report, each rendering text and JSON (as llvm-mca's views do).
+
+    summary       cycles, the three bounds, the verdict, coverage, what was assumed
+    instructions  per instruction: port pressure (one optimal schedule), latency, critical
+                  path (CP) and loop-carried chain (LCD) marks, slack   (OSACA-style table)
+    timeline      dispatch / execute / retire of the first iterations   (llvm-mca -timeline)
+    bottlenecks   what each bottleneck costs and how they interact      (Fields' criticality)
+"""
+
+from __future__ import annotations
+
+from . import bottlenecks, instructions, summary, timeline
+
+VIEWS = {"summary": summary, "instructions": instructions, "timeline": timeline,
+         "bottlenecks": bottlenecks}
+DEFAULT_VIEWS = ("summary", "instructions")
+
+
+def render_text(report, views=DEFAULT_VIEWS) -> str:
+    parts = [VIEWS[name].text(report) for name in views]
+    return "\n".join(p.rstrip("\n") + "\n" for p in parts if p)
+
+
+def to_json(report, views=()) -> dict:
+    """The report as JSON: summary and instructions always (the stable keys), the others on
+    request."""
+    out = {}
+    for name in dict.fromkeys(("summary", "instructions") + tuple(views)):
+        out.update(VIEWS[name].json(report))
+    return out

@@ -1,0 +1,191 @@
+"""The summary view: prediction, bounds, verdict, coverage, assumptions."""
+
+from __future__ import annotations
+
+from ..asm.detect import SYNTAX_NAMES
+from .common import chain_text, number
+
+TOLERANCE = 0.02          # a bound within 2% of the prediction is what limits it
+
+
+def coverage_note(report) -> str:
+    n_un, total = len(report.unmatched), len(report.rows)
+    n_mem = len(report.uncounted_memory)
+    if report.cycles is None and n_un:
+        return f"none of the {total} instructions is in the model: no prediction"
+    parts = []
+    if n_un:
+        parts.append(f"{n_un} of {total} instructions are not in the model (no uops counted)")
+    if n_mem:
+        parts.append(f"the memory access of {n_mem} instruction{'s' if n_mem > 1 else ''} "
+                     "is not counted (register form used)")
+    if not parts:
+        return "all instructions are in the model"
+    return "lower bound: " + "; ".join(parts)
+
+
+def assumptions(report) -> list[str]:
+    """What the prediction assumed because the model does not say."""
+    out = []
+    m = report.machine
+    if m and m.assumed:
+        facts = {"window": "window {:g} instructions", "load_latency": "load latency {:g}",
+                 "store_forward_latency": "store forwarding {:g}",
+                 "taken_branch": "a taken loop branch {:g} cycle"}
+        out.append(", ".join(facts[k].format(v) for k, v in m.assumed.items())
+                   + " (not in the model)")
+    rows = report.assumed_latencies
+    known = [r for r in rows if r.form is not None]
+    if known:
+        lines = ", ".join(str(r.line) for r in known[:8]) + (", ..." if len(known) > 8 else "")
+        out.append(f"latency of {len(known)} instruction{'s' if len(known) > 1 else ''} "
+                   f"not in the model: 1 assumed (line{'s' if len(known) > 1 else ''} {lines})")
+    unknown = [r for r in report.rows if r.annotated and not r.annotated.semantics.known]
+    if unknown:
+        out.append("reads/writes guessed for " + ", ".join(sorted({r.key.split()[0]
+                                                                    for r in unknown})))
+    return out
+
+
+def _bound_parts(report) -> list[tuple[float, str, str]]:
+    """(value, kind, description) of each known bound."""
+    b, parts = report.bounds, []
+    if b is None:
+        return parts
+    if b.throughput is not None:
+        where = ("front end (R_max)" if report.bottleneck == ["frontend"]
+                 else "ports " + ", ".join(report.bottleneck))
+        parts.append((b.throughput, "ports", where))
+    if report.chains:
+        c = report.chains[0]
+        parts.append((b.loop_carried, "loop-carried",
+                      f"chain through {', '.join(c.resources)}: {chain_text(report, c)}"))
+    else:
+        parts.append((0.0, "loop-carried", "no loop-carried dependency"))
+    if b.front_end is not None:
+        slots = sum(r.annotated.slot for r in report.rows if r.annotated)
+        what = f"{slots} instructions at {report.r_max:g} per cycle" if report.r_max else \
+            "one taken branch per iteration"
+        parts.append((b.front_end, "front end", what))
+    return parts
+
+
+def verdict(report) -> str:
+    """One line: what limits the loop, and what the other limits would allow."""
+    if report.cycles is None:
+        return "no prediction"
+    parts = sorted(_bound_parts(report), key=lambda p: -p[0])
+    if not parts:
+        return ""
+    value, kind, what = parts[0]
+    rest = [p for p in parts[1:] if p[0] > 0]
+    others = "; " + ", ".join(f"{k} would allow {v:.2f}" for v, k, _ in rest) if rest else ""
+    if value >= report.cycles * (1 - TOLERANCE):
+        return f"bound by the {kind} ({what}): {value:.2f} cycles per iteration{others}"
+    # the costs take more simulations: they are named here only once computed (--bottlenecks,
+    # --json); otherwise the line says where to look
+    crit = report.computed_criticality
+    if crit and crit.cost:
+        top = max(crit.cost, key=crit.cost.get)
+        if crit.cost[top] > 0:
+            return (f"no single bound explains {report.cycles:.2f} cycles (the largest is the "
+                    f"{kind}, {value:.2f}): the {top} costs most ({crit.cost[top]:.2f} cycles "
+                    "per iteration)")
+    return (f"no single bound explains {report.cycles:.2f} cycles (the largest is the {kind}, "
+            f"{value:.2f}): bottlenecks interact (see --bottlenecks)")
+
+
+def text(report) -> str:
+    ports = report.ports
+    k = report.kernel
+    span = f"lines {k.first_line}-{k.last_line}" if k.first_line is not None else "no instructions"
+    out = [f"File:       {report.path} ({SYNTAX_NAMES.get(report.syntax, report.syntax)})",
+           f"Model:      {report.model} ({len(ports)} ports"
+           + (f", R_max {report.r_max:g}/cycle" if report.r_max else "") + ")",
+           f"Kernel:     {k.description}, {span}, {len(report.rows)} instructions, "
+           f"{report.matched} in the model", ""]
+    if report.cycles is None:
+        out.append("Prediction: none (no instruction of the kernel is in the model)")
+    else:
+        lb = "" if report.complete else " (lower bound)"
+        out.append(f"Prediction: {report.cycles:.2f} cycles per iteration{lb}")
+        b = report.bounds
+        if b is not None:
+            fe = f"{b.front_end:.2f}" if b.front_end is not None else "unknown (no issue width)"
+            cp = report.critical_path.length if report.critical_path else 0.0
+            out.append(f"Bounds:     ports {b.throughput:.2f}, loop-carried {b.loop_carried:.2f}, "
+                       f"front end {fe}; one iteration's critical path {cp:.2f} cycles")
+            out.append(f"Verdict:    {verdict(report)}")
+            # the historical lines, kept for scripts that grep them
+            neck = ", ".join(report.bottleneck) if report.bottleneck else "-"
+            if report.bottleneck_kinds:
+                neck += f" ({', '.join(report.bottleneck_kinds)})"
+            out.append("Bottleneck: " + ("front end (R_max)" if report.bottleneck == ["frontend"]
+                                         else "ports " + neck))
+    out.append(f"Coverage:   {coverage_note(report)}")
+    if report.fallback is not None:
+        out.append(f"Fallback:   {fallback_note(report)}")
+    for note in assumptions(report):
+        out.append(f"Assumed:    {note}")
+    return "\n".join(out) + "\n"
+
+
+def fallback_note(report) -> str:
+    """Which instructions came from the fallback model, how its ports were mapped."""
+    fb = report.fallback
+    n = sum(1 for r in report.rows if r.source == "fallback")
+    a = fb.alignment
+    parts = [f"{fb.name} for {n} of {len(report.rows)} instructions (+); its ports mapped onto "
+             f"those of {report.model} by alignment over {len(a.pairs)} common forms"
+             + (f" ({a.equal * 100:.0f}% of the uop mass equal)" if a.equal is not None else "")]
+    if fb.own_ports:
+        parts.append(f"its ports {', '.join(fb.own_ports)} have no counterpart: kept as ports "
+                     "of their own")
+    if fb.pipeline:
+        parts.append(f"{', '.join(fb.pipeline)} from {fb.name}")
+    return "; ".join(parts)
+
+
+def _chain_json(report, c) -> dict:
+    return {"cycles": number(c.ratio), "latency": number(c.latency), "iterations": c.iterations,
+            "resources": list(c.resources),
+            "instructions": [{"line": report.rows[i].line, "text": report.rows[i].text}
+                             for i in c.nodes]}
+
+
+def json(report) -> dict:
+    report.criticality                  # the costs are part of the JSON: compute them first
+    out = {
+        "cycles": number(report.cycles),
+        "bottleneck": list(report.bottleneck),
+        "bottleneck_kinds": list(report.bottleneck_kinds),
+        "bounds": ({k: number(v) for k, v in report.bounds.as_dict().items()}
+                   if report.bounds else {"throughput": None, "loop_carried": None,
+                                          "front_end": None}),
+        "verdict": verdict(report),
+        "coverage": {"matched": report.matched, "total": len(report.rows),
+                     "complete": report.complete, "note": coverage_note(report)},
+        "assumptions": assumptions(report),
+        "kernel": report.kernel.to_json(),
+        "model": report.model,
+        "isa": report.isa,
+        "syntax": report.syntax,
+        "ports": list(report.ports),
+        "port_load": {p: number(x) for p, x in report.port_load.items()},
+        "file": report.path,
+    }
+    fb = report.fallback
+    out["fallback"] = None if fb is None else dict(
+        fb.summary(), instructions=sum(1 for r in report.rows if r.source == "fallback"))
+    cp = report.critical_path
+    out["critical_path"] = None if cp is None else {
+        "cycles": number(cp.length),
+        "instructions": [{"line": report.rows[i].line, "text": report.rows[i].text}
+                         for i in cp.nodes]}
+    out["loop_carried"] = _chain_json(report, report.chains[0]) if report.chains else None
+    out["loop_carried_chains"] = [_chain_json(report, c) for c in report.chains]
+    crit = report.criticality
+    out["bottlenecks"] = [] if crit is None else [
+        {"name": c.name, "kind": c.kind, "cost": number(crit.cost.get(c.name, 0.0))}
+        for c in sorted(crit.classes, key=lambda c: -crit.cost.get(c.name, 0.0))]
+    return out

@@ -1,0 +1,133 @@
+"""Dependency-aware prediction on hand-computed loops: reductions, scans, chains through
+memory and flags, idioms, write-backs, the Gauss-Seidel shape of the OSACA paper, and the
+properties the simulation must keep (never below a bound)."""
+
+import pytest
+
+from pmpredict.asm.kernel import select_kernel
+from pmpredict.asm.parse import parse
+from pmpredict.model import MachineModel
+from pmpredict.predict import Predictor
+
+MEM = "qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+F = {
+    "addsd": "ADDSD_((REG:RW:V:128)),_((REG:R:V:128))",
+    "addsd_m": f"ADDSD_((REG:RW:V:128)),_{MEM}",
+    "mulsd": "MULSD_((REG:RW:V:128)),_((REG:R:V:128))",
+    "mulsd_m": f"MULSD_((REG:RW:V:128)),_{MEM}",
+    "load": f"MOVSD_((REG:W:V:128)),_{MEM}",
+    "store": f"MOVSD_{MEM},_((REG:R:V:128))",
+    "add_ri": "ADD_((REG:RW:G:64)),_((IMM:8))",
+    "add_rr": "ADD_((REG:RW:G:64)),_((REG:R:G:64))",
+    "cmp": "CMP_((REG:R:G:64)),_((REG:R:G:64))",
+    "cmov": "CMOVL_((REG:RW:G:64)),_((REG:R:G:64))",
+    "xor32": "XOR_((REG:RW:G:32)),_((REG:R:G:32))",
+    "imul": "IMUL_((REG:RW:G:64)),_((REG:R:G:64))",
+}
+# ports: 0, 1 (FP and ALU), 2, 3 (loads), 4 (store), 5 (ALU)
+FP, LD, ST, ALU = 0b000011, 0b001100, 0b010000, 0b100011
+TOY = MachineModel(
+    name="toy", isa="x86", ports=("0", "1", "2", "3", "4", "5"),
+    uops={F["addsd"]: ((FP, 1),), F["addsd_m"]: ((FP, 1), (LD, 1)), F["mulsd"]: ((FP, 1),),
+          F["mulsd_m"]: ((FP, 1), (LD, 1)), F["load"]: ((LD, 1),), F["store"]: ((ST, 1),),
+          F["add_ri"]: ((ALU, 1),), F["add_rr"]: ((ALU, 1),), F["cmp"]: ((ALU, 1),),
+          F["cmov"]: ((ALU, 1),), F["xor32"]: ((ALU, 1),), F["imul"]: ((0b000010, 1),)},
+    latency={F["addsd"]: 4, F["addsd_m"]: 4, F["mulsd"]: 4, F["mulsd_m"]: 4, F["load"]: 5,
+             F["store"]: 0, F["add_ri"]: 1, F["add_rr"]: 1, F["cmp"]: 1, F["cmov"]: 1,
+             F["xor32"]: 1, F["imul"]: 3},
+    operand_latency={F["addsd_m"]: {1: 9}, F["mulsd_m"]: {1: 9}},
+    pipeline={"load_latency": 5, "store_forward_latency": 4, "window": 224, "taken_branch": 1})
+
+
+def predict(body, model=TOY):
+    text = "# OSACA-BEGIN\n" + "".join(f"\t{line}\n" for line in body) + "# OSACA-END\n"
+    return Predictor(model).predict(select_kernel(parse(text, "att", "k.s")), "att", "k.s")
+
+
+def test_sum_reduction_is_bound_by_the_accumulator():
+    r = predict(["addsd (%rdi,%rax,8), %xmm0", "addq $1, %rax"])
+    # the addsd and the add share ports 0, 1 (the add may also use 5): 2 uops on 3 ports
+    assert r.bounds.throughput == pytest.approx(2 / 3) and r.bounds.loop_carried == 4.0
+    assert r.cycles == 4.0
+    assert r.chains[0].resources == ("v0",) and r.chains[0].nodes == (0,)
+    assert r.bottleneck == ["0", "1", "5"]
+
+
+def test_two_accumulators_halve_nothing_two_additions_in_series_double():
+    # independent accumulators: still one addsd latency per iteration
+    assert predict(["addsd (%rdi,%rax,8), %xmm0", "addsd 8(%rdi,%rax,8), %xmm1",
+                    "addq $2, %rax"]).cycles == 4.0
+    # the SSE2 dot product shape: two additions into xmm0 per iteration
+    r = predict(["movsd (%rdi,%rax,8), %xmm1", "mulsd (%rsi,%rax,8), %xmm1", "addsd %xmm1, %xmm0",
+                 "movsd 8(%rdi,%rax,8), %xmm2", "mulsd 8(%rsi,%rax,8), %xmm2", "addsd %xmm2, %xmm0",
+                 "addq $2, %rax"])
+    assert r.bounds.loop_carried == 8.0 and r.cycles == 8.0
+    assert [r.rows[i].line for i in r.chains[0].nodes] == [4, 7]
+
+
+def test_prefix_sum_scan():
+    # s += a[i]; b[i] = s: one addsd latency per element
+    r = predict(["addsd (%rdi,%rax,8), %xmm0", "movsd %xmm0, (%rsi,%rax,8)", "addq $1, %rax"])
+    assert r.cycles == 4.0
+
+
+def test_chain_through_memory_costs_store_forwarding():
+    # x = *p; x += y; *p = x with p fixed: load <- store forwarding (4) + addsd (4) + store (0)
+    r = predict(["movsd (%rsp), %xmm0", "addsd %xmm1, %xmm0", "movsd %xmm0, (%rsp)"])
+    assert set(r.chains[0].resources) == {"v0", "mem"}
+    assert r.bounds.loop_carried == 8.0 and r.cycles == 8.0
+
+
+def test_no_chain_through_memory_when_the_pointer_moves():
+    r = predict(["movsd (%rdi), %xmm0", "addsd %xmm1, %xmm0", "movsd %xmm0, (%rdi)",
+                 "addq $8, %rdi"])
+    assert "mem" not in {x for c in r.chains for x in c.resources}
+    assert r.cycles == pytest.approx(max(r.bounds.throughput, 1.0))
+
+
+def test_flags_carry_a_dependency():
+    # rax -> cmp -> flags -> cmovl -> rax: 2 cycles per iteration
+    r = predict(["cmpq %rdx, %rax", "cmovlq %rdx, %rax"])
+    assert r.bounds.loop_carried == 2.0 and r.cycles == 2.0
+    assert "rax" in r.chains[0].resources and {"SF", "OF"} & set(r.chains[0].resources)
+
+
+def test_zero_idiom_breaks_the_chain():
+    # without the xor, imul rax, rbx would carry 3 cycles through rax
+    assert predict(["imulq %rbx, %rax"]).cycles == 3.0
+    r = predict(["xorl %eax, %eax", "imulq %rbx, %rax"])
+    assert r.bounds.loop_carried == 0.0
+    assert r.rows[0].annotated.idiom == "zero" and r.rows[0].latency == 0.0
+    assert r.cycles == 1.0                    # imul alone on port 1
+
+
+def test_gauss_seidel_shape_of_the_osaca_paper():
+    # a[j] = (a[j-1] + a[j+1] + up[j] + down[j]) * 0.25 with a[j-1] kept in xmm0:
+    # the chain is three additions and a multiplication per element (4 + 4 + 4 + 4)
+    r = predict(["addsd 8(%rdi,%rax,8), %xmm0",      # a[j-1] + a[j+1]
+                 "addsd (%rsi,%rax,8), %xmm0",       # + up[j]
+                 "addsd (%rdx,%rax,8), %xmm0",       # + down[j]
+                 "mulsd %xmm1, %xmm0",               # * 0.25
+                 "movsd %xmm0, (%rdi,%rax,8)",       # a[j] = ..., and it is a[j-1] next time
+                 "addq $1, %rax"])
+    assert r.bounds.loop_carried == 16.0 and r.cycles == 16.0
+    assert sorted(r.chains[0].nodes) == [0, 1, 2, 3]
+
+
+def test_load_op_register_chain_uses_the_register_latency():
+    # addsd (mem), xmm0: 9 cycles from the address, 4 from xmm0: the chain costs 4
+    r = predict(["addsd (%rdi), %xmm0"])
+    assert r.rows[0].latency == 9.0 and r.cycles == 4.0
+
+
+def test_window_and_width_appear_when_the_model_has_them():
+    wide = MachineModel(**{**TOY.__dict__, "r_max": 1.0})
+    r = predict(["addq $1, %rax", "addq $1, %rbx", "addq $1, %rcx"], wide)
+    assert r.bounds.front_end == 3.0 and r.cycles == 3.0 and r.bottleneck == ["frontend"]
+
+
+def test_unknown_instruction_is_reported_with_its_assumption():
+    r = predict(["addsd %xmm1, %xmm0", "frobq %rax"])
+    assert not r.complete and r.rows[1].form is None
+    assert any("not in the model" in a for a in r.rows[1].annotated.assumed)
+    assert r.cycles == 4.0

@@ -1,0 +1,157 @@
+"""The out-of-order simulation and criticality: properties against the exact bounds, and
+hand-computed runs."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from pmpredict.criticality import EventClass, analyse
+from pmpredict.deps import Edge, Graph, loop_carried_cycles
+from pmpredict.schedule import Body, Machine, simulate, steady_cycles
+from pmpredict.sim import lp_schedule
+
+
+def throughput_bound(body):
+    masses = {}
+    for masks in body.uops:
+        for m in masks:
+            masses[m] = masses.get(m, 0) + 1
+    if not masses:
+        return 0.0, ()
+    um = np.array(list(masses), dtype=np.int64)
+    ms = np.array(list(masses.values()), dtype=float)
+    t, load, _ = lp_schedule(um, ms, body.n_ports, 0, None)
+    return t, tuple(float(x) for x in load)
+
+
+def make_body(uops, edges, n_ports, latency=None, slots=None):
+    n = len(uops)
+    body = Body(tuple(latency or [1.0] * n), tuple(tuple(u) for u in uops),
+                tuple(tuple(e) for e in edges), tuple(slots or [1] * n), n_ports)
+    _, balance = throughput_bound(body)
+    return Body(body.latency, body.uops, body.edges, body.slots, n_ports, balance)
+
+
+def carried_bound(body):
+    g = Graph(body.n, [Edge(s, d, w, dist, "r") for d, ins in enumerate(body.edges)
+                       for s, dist, w in ins])
+    c = loop_carried_cycles(g)
+    return c.ratio if c else 0.0
+
+
+def random_body(rnd, deps: bool):
+    ports = rnd.randint(2, 8)
+    n = rnd.randint(1, 8)
+    uops, edges, lat = [], [], []
+    for d in range(n):
+        u = []
+        for _ in range(rnd.randint(1, 3)):
+            m = 0
+            while m == 0:
+                m = rnd.getrandbits(ports)
+            u.append(m)
+        uops.append(u)
+        lat.append(float(rnd.randint(1, 6)))
+        ins = []
+        if deps:
+            for s in range(n):
+                if rnd.random() < 0.3:
+                    dist = 0 if s < d else 1
+                    ins.append((s, dist, float(rnd.randint(0, 6))))
+        edges.append(ins)
+    return make_body(uops, edges, ports, lat)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_no_dependencies_and_no_limits_give_the_throughput_bound(seed):
+    body = random_body(random.Random(seed), deps=False)
+    t, _ = throughput_bound(body)
+    assert simulate(body, Machine()).cycles == pytest.approx(t, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_never_below_any_bound(seed):
+    rnd = random.Random(1000 + seed)
+    body = random_body(rnd, deps=True)
+    width = rnd.choice([None, 2, 4, 6])
+    window = rnd.choice([None, 16, 64, 224])
+    cycles = simulate(body, Machine(width, window)).cycles
+    t, _ = throughput_bound(body)
+    front = sum(body.slots) / width if width else 0.0
+    assert cycles >= max(t, carried_bound(body), front) - 1e-9
+
+
+def test_one_chain_with_free_ports_runs_at_its_latency():
+    # addsd xmm0, xmm1 (latency 4) and three independent instructions, on plenty of ports
+    body = make_body([[0b0011], [0b1100], [0b1100], [0b0011]],
+                     [[(0, 1, 4.0)], [], [], []], 4, latency=[4.0, 1, 1, 1])
+    assert simulate(body, Machine(4, 224)).cycles == 4.0
+
+
+def test_dispatch_width_limits_independent_work():
+    body = make_body([[1 << i] for i in range(8)], [[]] * 8, 8)
+    assert simulate(body, Machine(width=4)).cycles == 2.0
+    # a fused cmp+jcc pair takes one slot: 7 slots at width 4
+    fused = make_body([[1 << i] for i in range(8)], [[]] * 8, 8, slots=[1] * 6 + [0, 1])
+    assert simulate(fused, Machine(width=4)).cycles == 1.75
+
+
+def test_a_full_window_limits_long_latency_work():
+    # one independent instruction of latency 100 per iteration, ten in flight (Little's law):
+    # dispatch, issue a cycle later, result 100 cycles on, retire a cycle later, the entry
+    # refilled the cycle after: 103 cycles per ten instructions
+    body = make_body([[1]], [[]], 1, latency=[100.0])
+    assert simulate(body, Machine(window=10)).cycles == pytest.approx(10.3)
+
+
+def test_load_op_starts_its_load_before_the_register_operand():
+    # add rax, [rdi]: latency 1 from rax, 6 from the address (rdi never changes): the chain
+    # through rax costs 1 per iteration, not 6
+    body = make_body([[0b01, 0b10]], [[(0, 1, 1.0)]], 2, latency=[6.0])
+    assert simulate(body, Machine(4, 224)).cycles == 1.0
+
+
+def test_steady_cycles_finds_the_period():
+    ends = [0.0]
+    for k in range(200):
+        ends.append(ends[-1] + (3 if k % 3 == 2 else 2))
+    assert steady_cycles(ends) == pytest.approx(7 / 3, rel=1e-12)
+
+
+def test_criticality_of_a_chain_bound_loop():
+    # addsd chain (4) plus an independent add, both on two ports: 4 cycles; without the
+    # chain the two uops need 1 cycle on the two ports
+    body = make_body([[0b11], [0b11]], [[(0, 1, 4.0)], []], 2, latency=[4.0, 1.0])
+    run = simulate(body, Machine(4, 224))
+    chain = EventClass("chain", "chain", frozenset({(0, 0, 1)}))
+    ports = EventClass("ports", "ports 0, 1", ports=0b11)
+    crit = analyse(body, Machine(4, 224), run, [chain, ports, EventClass("front end", "front end")])
+    assert run.cycles == 4.0
+    assert crit.cost["chain"] == 3.0 and crit.cost["ports 0, 1"] == 0.0
+    assert crit.cost["front end"] == 0.0
+    # parallel: with the chain gone the ports bind, with the ports gone the chain does
+    assert crit.icost[("chain", "ports 0, 1")] > 0
+    # the chain's instruction has no slack, the independent add a lot
+    assert crit.slack[0] == 0.0 and crit.slack[1] > 1.0
+    assert max(crit.path_share, key=crit.path_share.get) == "latency"
+
+
+def test_serial_and_parallel_interaction():
+    # path 1: a (4) -> b (4) -> a, path 2: c (6) -> c; ports unlimited (one port each, plenty)
+    body = make_body([[1], [2], [4]], [[(1, 1, 4.0)], [(0, 0, 4.0)], [(2, 1, 6.0)]], 3,
+                     latency=[4.0, 4.0, 6.0])
+    m = Machine(None, None)
+    run = simulate(body, m)
+    assert run.cycles == 8.0
+    a = EventClass("chain", "a", frozenset({(0, 1, 1)}))
+    b = EventClass("chain", "b", frozenset({(1, 0, 0)}))
+    c = EventClass("chain", "c", frozenset({(2, 2, 1)}))
+    crit = analyse(body, m, run, [a, b, c], pairs=3)
+    # a and b lie in series on the long path: each alone saves 2 (down to the 6-cycle path),
+    # both together also 2: icost = 2 - 2 - 2 = -2 (serial)
+    assert crit.cost["a"] == 2.0 and crit.cost["b"] == 2.0 and crit.cost["c"] == 0.0
+    assert crit.icost[("a", "b")] == -2.0
+    # a and c are parallel: fixing c alone gains nothing, a alone 2, both 4 (b's 4 remains)
+    assert crit.icost[("a", "c")] == pytest.approx(4.0 - 2.0 - 0.0)
