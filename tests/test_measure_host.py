@@ -253,12 +253,14 @@ def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
     weighted = load_experiments(str(out / "weighted.json"))
     assert len(single) == 3 and len(pairs) == 1 and len(weighted) == 1
     t = {e.forms()[0]: e.cycles for e in single.experiments}
-    assert t[IMUL] == pytest.approx(1.0, rel=INCIDENTAL)        # one multiplier everywhere
-    assert t[ADD] < 0.5                                            # at least two integer ALUs
+    # what this test is about is the set, not the timing: only facts that survive a busy CI
+    # machine (a slow sample inflates a figure, nothing deflates it below the hardware's limit)
+    assert t[IMUL] >= 1.0 - INCIDENTAL                             # one multiplier everywhere
+    assert t[ADD] < t[IMUL] / 2                                    # at least two integer ALUs
     # the weighted pair balances the slower form against the faster: {imul: 1, add: ceil(ratio)}
     (add, n), (imul, one) = weighted.experiments[0].counts
     assert (add, imul, one) == (ADD, IMUL, 1) and n == math.ceil(t[IMUL] / t[ADD] - 1e-9)
-    assert pairs.experiments[0].cycles == pytest.approx(1.0, rel=0.1)
+    assert 1.0 - INCIDENTAL <= pairs.experiments[0].cycles <= (t[IMUL] + t[ADD]) * (1 + INCIDENTAL)
 
 
 def test_host_model_covers_the_host_forms():
