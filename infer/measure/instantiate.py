@@ -86,6 +86,26 @@ def memory_access(template: FormTemplate) -> str:
     return {LOAD: "R", STORE: "W", READ_MODIFY_WRITE: "W"}.get(kind, "")
 
 
+def unmeasurable(form: str) -> str | None:
+    """Why instances of a form cannot be repeated in a window of their own, or None.
+
+    Control flow leaves the loop, traps and system instructions stop it; a form that moves the
+    stack pointer (push, pop, call, leave) walks off the stack, and one that writes the base or
+    counter register implicitly (movs, stos through rdi and rsi) breaks the harness."""
+    template = parse_form(form, HARNESS_ISA)
+    fs = _ISA.form(template)
+    if fs.branch:
+        return "a branch: control flow cannot be repeated in a loop of its own"
+    if fs.trap:
+        return f"a trap or system instruction ({fs.trap})"
+    moved = fs.implicit_writes & {"rsp", BASE_REGISTER, COUNTER_REGISTER}
+    if "rsp" in moved:
+        return "moves the stack pointer: repeated, it walks off the stack"
+    if moved:
+        return f"writes {sorted(moved)[0]} implicitly, which the harness reserves"
+    return None
+
+
 def pinned_registers(template: FormTemplate) -> set[tuple[str, int]]:
     """(class, pool index) of the registers a form uses without the allocator choosing them:
     named literally (`cl` of `shl r64, cl`) or implicitly (rax, rdx of `cqo`): never allocated."""
