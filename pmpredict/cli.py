@@ -14,7 +14,7 @@ from . import __version__
 from .errors import InputError
 
 # the order of `pmpredict --help`
-COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "models"]
+COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models"]
 
 
 def build_parser() -> argparse.ArgumentParser:

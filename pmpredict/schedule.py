@@ -103,22 +103,33 @@ class _Port:
 
 
 def iterations_for(n: int, window: int | None) -> int:
-    """Enough iterations for the window to fill many times, the measured half a multiple of
-    every small period (1..6, 8, 10, 12, 15...)."""
+    """At most this many iterations: enough for the window to fill many times, the measured
+    half a multiple of every small period (1..6, 8, 10, 12, 15...)."""
     w = window or 256
     it = max(120, math.ceil(6 * w / max(n, 1)))
     it = min(it, max(120, 60000 // max(n, 1)))
     return 120 * math.ceil(it / 120)
 
 
+def _first_check(n: int, window: int | None) -> int:
+    """Iterations before the run may stop early: the window has filled twice."""
+    return max(48, math.ceil(2 * (window or 256) / max(n, 1)))
+
+
+CHECK_EVERY = 24          # iterations between two looks for a periodic steady state
+
+
 def simulate(body: Body, machine: Machine, iterations: int | None = None,
              ideal_ports: int = 0, keep: bool = True) -> Run:
-    """Simulate `iterations` iterations; ideal_ports: a port mask whose uops (those confined to
-    it) run without any port limit (for criticality). keep=False drops the per-instance
-    records the views need (faster)."""
+    """Simulate `iterations` iterations, or (None) until the steady state is periodic (at
+    most iterations_for(n, window)); ideal_ports: a port mask whose uops (those confined to it)
+    run without any port limit (for criticality). keep=False drops the per-instance records
+    the views need (faster)."""
     n = body.n
+    fixed = iterations is not None
     if iterations is None:
         iterations = iterations_for(n, machine.window)
+    check = iterations if fixed else _first_check(n, machine.window)
     run = Run(n, iterations)
     if n == 0:
         return run
@@ -137,7 +148,14 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
     rcur, rused = 0.0, 0               # retirement: current cycle and instructions retired in it
     first_of_prev = -math.inf
     keep_uops = keep
-    for k in range(iterations):
+    k = 0
+    while k < iterations:
+        if k == check and k < iterations:
+            half = k // 2
+            if periodic([retire[j * n + n - 1] for j in range(half, k)]) is not None:
+                iterations = k
+                break
+            check += CHECK_EVERY
         for i in range(n):
             t = k * n + i
             # --- dispatch: in order, `width` slots a cycle, a free window entry
@@ -217,6 +235,10 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
             if keep:
                 run.why_dispatch.append(why)
                 run.why_ready.append(why_r)
+        k += 1
+    total = n * iterations
+    run.iterations = iterations
+    del dispatch[total:], issue[total:], ready_at[total:], result[total:], retire[total:]
     run.dispatch, run.issue, run.ready, run.result, run.retire = dispatch, issue, ready_at, result, retire
     run.window = window
     half = iterations // 2
@@ -225,13 +247,10 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
     return run
 
 
-def steady_cycles(ends: list[float]) -> float:
-    """Cycles per iteration from the times the iterations end: the exact period when the
-    sequence has become periodic (the same increment over p iterations, repeated over a long
-    enough stretch), else the mean increment."""
+def periodic(ends: list[float]) -> float | None:
+    """Cycles per iteration if the times the iterations end have become periodic (the same
+    increment over p iterations, repeated over a long enough stretch), else None."""
     m = len(ends)
-    if m < 2:
-        return 0.0
     for p in range(1, m // 4 + 1):
         span = max(3 * p, 24)
         if span >= m:
@@ -240,4 +259,13 @@ def steady_cycles(ends: list[float]) -> float:
         if all(abs(ends[k] - ends[k - p] - step) <= 1e-9 * (1 + abs(step))
                for k in range(m - span, m)):
             return step / p
-    return (ends[-1] - ends[0]) / (m - 1)
+    return None
+
+
+def steady_cycles(ends: list[float]) -> float:
+    """Cycles per iteration from the times the iterations end: exact when they are periodic,
+    else the mean increment."""
+    if len(ends) < 2:
+        return 0.0
+    found = periodic(ends)
+    return found if found is not None else (ends[-1] - ends[0]) / (len(ends) - 1)

@@ -103,8 +103,6 @@ class ResultCache:
 
 
 def default_cache_dir() -> str:
-    """$PMPREDICT_CACHE, else $XDG_CACHE_HOME/pmpredict, else ~/.cache/pmpredict."""
-    if os.environ.get("PMPREDICT_CACHE"):
-        return os.environ["PMPREDICT_CACHE"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pmpredict")
+    """The user's pmpredict cache directory (pmpredict.userdirs.cache_dir)."""
+    from ...userdirs import cache_dir
+    return cache_dir()

@@ -8,7 +8,6 @@ import sys
 import time
 
 from .. import __version__
-from ..data.experiments import load_many
 from ..errors import InputError
 from ..jsonio import read_json
 from .measure_progress import STOPPED, MeasureProgress, deadline_check, sigterm_as_interrupt
@@ -180,6 +179,7 @@ def run(args):
 
 
 def _run(args):
+    from ..data.experiments import load_many
     from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
     from pmpredict.infer.pipeline import Inference, InferConfig, config_dict
     from pmpredict.infer.prepare import measured_forms, prepare
