@@ -82,6 +82,9 @@ def test_host_forms_come_back_from_their_example_instances():
     ("prefetcht0 64(%rdx)", "prefetcht0 byte ptr [rdx+64]",
      "PREFETCHT0_byte_ptr_[((MEM:64))_+_((MIMM:16))]"),
     ("movq %xmm0, %rax", "movq rax, xmm0", "MOVQ_((REG:W:G:64)),_((REG:R:V:128))"),
+    # Intel syntax without a PTR keyword: the memory operand is as wide as the register
+    ("vmovdqu (%rsi,%rax), %ymm0", "vmovdqu ymm0, [rsi+rax]",
+     "VMOVDQU_((REG:W:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"),
 ])
 def test_att_and_intel_give_the_same_form(att, intel, form):
     assert form_of(att, "att") == form_of(intel, "intel") == form

@@ -827,7 +827,7 @@ def _form_operand(index: int, op: _Op, k: tuple, access: str, res: _Resolved,
         return _address_shape(k)
     width = k[1] or (mem.width if mem is not None else None)
     if width is None:
-        hint = [o.width for o in key.operands if o[0] == "reg" and o[1] in _PLACEHOLDER_CLASSES]
+        hint = [o[2] for o in key.operands if o[0] == "reg" and o[1] in _PLACEHOLDER_CLASSES]
         width = max(hint) if hint else None
     if width not in _PTR_WORDS:
         raise ValueError("the width of the memory operand is unknown (add a size suffix or a "
