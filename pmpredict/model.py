@@ -44,6 +44,10 @@ PIPELINE_KEYS = {
     "macro_fusion": "1 if cmp/test/add/sub/and/inc/dec + jcc fuse into one uop, else 0",
     "address_update_latency": "cycles from a base register to its write-back update (AArch64 "
                               "pre/post-index, push/pop, string ops)",
+    "load_op_slots": "front-end slots of a load-op (add r, [base + disp]): 1 micro-fused, "
+                     "2 unlaminated",
+    "indexed_load_op_slots": "front-end slots of a load-op with an index register "
+                             "(add r, [base + index + disp])",
 }
 # pipeline keys whose value is a yes/no fact: 0 or 1
 PIPELINE_FLAGS = {"macro_fusion"}
