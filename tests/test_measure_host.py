@@ -261,11 +261,11 @@ def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
     assert pairs.experiments[0].cycles == pytest.approx(1.0, rel=0.1)
 
 
-def test_host_model_covers_the_host_forms():
+def test_zen4_vm_model_covers_the_host_forms():
     from pmpredict.model import load_model
-    model = load_model("host")
+    model = load_model("zen4-vm")
     assert set(model.uops) == set(default_forms())
-    assert model.isa == "x86" and "cpu" in model.provenance
+    assert model.isa == "x86" and "cpu" in model.provenance and "cpu_identity" in model.provenance
 
 
 def test_block_rip_relative_symbols_get_data():
