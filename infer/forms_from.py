@@ -39,7 +39,7 @@ class AsmForms:
 def forms_from_assembly(paths, syntax: str | None = None, kernel_only: bool = False) -> AsmForms:
     """The forms of the instructions in `paths` (x86: AT&T or Intel, detected unless `syntax`
     says); with kernel_only, of each file's kernel as `pmpredict predict` chooses it."""
-    from .measure.instantiate import HARNESS_ISA, unmeasurable
+    from .measure.instantiate import HARNESS_ISA
 
     out = AsmForms()
     for path in paths:
@@ -50,14 +50,8 @@ def forms_from_assembly(paths, syntax: str | None = None, kernel_only: bool = Fa
         insns = select_kernel(program).instructions if kernel_only else program.instructions
         for insn in insns:
             text = insn.text.strip() or insn.mnemonic
-            try:
-                form = isa.form_of(insn, program.syntax)
-            except ValueError as exc:
-                why = _instruction_reason(isa, insn, program.syntax) or str(exc)
-                out.left_out.append(LeftOut(path, insn.line, text, why))
-                continue
-            why = unmeasurable(form)
-            if why:
+            form, why = instruction_form(isa, insn, program.syntax)
+            if form is None:
                 out.left_out.append(LeftOut(path, insn.line, text, why))
                 continue
             if form not in out.where:
@@ -66,6 +60,17 @@ def forms_from_assembly(paths, syntax: str | None = None, kernel_only: bool = Fa
     if not out.forms:
         raise InputError(paths[0], "no instruction that can be measured on its own")
     return out
+
+
+def instruction_form(isa, insn, syntax: str) -> tuple[str | None, str | None]:
+    """(form, None) for an instruction that can be measured on its own; (None, why) else."""
+    from .measure.instantiate import unmeasurable
+    try:
+        form = isa.form_of(insn, syntax)
+    except ValueError as exc:
+        return None, _instruction_reason(isa, insn, syntax) or str(exc)
+    why = unmeasurable(form)
+    return (None, why) if why else (form, None)
 
 
 def _instruction_reason(isa, insn, syntax: str) -> str | None:

@@ -437,10 +437,22 @@ def _pipeline(doc: JsonDocument, data: dict) -> tuple[dict, dict]:
     return dict(pipeline), dict(sources)
 
 
+# the name of this machine's model (pmpredict.infer.hostmodel), measured on demand
+HOST_MODEL = "host"
+
+
 def load_model(spec: str) -> MachineModel:
-    """Load a model from a path (native JSON, PMEvo Mapping3, OSACA YAML) or a built-in name."""
+    """Load a model from a path (native JSON, PMEvo Mapping3, OSACA YAML) or a built-in name;
+    "host" is this machine's model as far as it has been measured."""
     from .models import builtin_path
     path = spec
+    if spec == HOST_MODEL and not os.path.exists(spec):
+        from .infer.hostmodel import load_cached
+        model = load_cached()
+        if model is None:
+            raise InputError(spec, "this machine's model has not been measured yet: "
+                                   "`pmpredict predict FILE.s --model host` measures it")
+        return model
     if not os.path.exists(spec):
         builtin = builtin_path(spec)
         if builtin is None:
