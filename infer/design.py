@@ -33,6 +33,12 @@ from pmpredict.data.experiments import Experiment
 from .experiments import pair_experiments, weighted_pair_experiments
 
 DESIGNS = ("pairs", "blockers")
+PAIRS_UP_TO = 150            # forms: above, all pairs cost more than the blockers' minutes
+
+
+def default_design(n_forms: int) -> str:
+    """pairs (PMEvo, n^2 experiments) for a short form list, blockers (linear) beyond."""
+    return "pairs" if n_forms <= PAIRS_UP_TO else "blockers"
 PILOT_SIZE = 32
 MAX_BLOCKERS = 14
 PILOT_SWEEPS = 8             # refinement sweeps of the pilot inference (it only names port sets)

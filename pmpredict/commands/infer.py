@@ -26,8 +26,9 @@ def register(sub):
                              "kept in OUT.json.measurements/), then infer (ports default to 10)")
     forms = p.add_mutually_exclusive_group()
     forms.add_argument("--forms", metavar="FILE",
-                       help="with --measure: form list, one PMEvo form string a line (default: "
-                            "the packaged host list)")
+                       help="with --measure: form list, one PMEvo form string a line, or a "
+                            "packaged list: catalogue (the forms of 99%% of real code, the "
+                            "default), host (125 forms), core (25)")
     forms.add_argument("--forms-from", nargs="+", metavar="FILE.s",
                        help="with --measure: the forms of the instructions in these assembly "
                             "files (x86 AT&T or Intel); branches, traps, stack and system "
@@ -37,10 +38,11 @@ def register(sub):
                         "predict` chooses it")
     p.add_argument("--syntax", choices=("att", "intel"),
                    help="with --forms-from: the files' syntax (default: detected)")
-    p.add_argument("--design", choices=("pairs", "blockers"), default="pairs",
+    p.add_argument("--design", choices=("pairs", "blockers"),
                    help="with --measure: pairs: every pair and weighted pair of forms (PMEvo, "
                         "O(n^2)); blockers: a pilot of 32 forms, then every form beside the "
-                        "few blockers a pilot inference names (O(n)) (default pairs)")
+                        "few blockers a pilot inference names (O(n)) (default: pairs up to 150 "
+                        "forms, blockers beyond)")
     p.add_argument("--no-latencies", action="store_true",
                    help="with --measure: do not measure latencies (by default the model gets "
                         "each form's measured latencies, eliminated moves and idioms)")
@@ -95,7 +97,8 @@ def _measure_here(args, should_stop):
     """--measure: the host training set, measured now (or read back from the cache);
     None if should_stop() ended the measurement first."""
     from pmpredict.infer.host import measure_training_set
-    from pmpredict.infer.measure import HostError, default_cache_dir, default_forms, load_form_list
+    from pmpredict.infer.design import default_design
+    from pmpredict.infer.measure import HostError, default_cache_dir, load_form_list
     from pmpredict.infer.measure.measure_set import MeasurementStopped
 
     if args.forms_from:
@@ -105,13 +108,14 @@ def _measure_here(args, should_stop):
             print(f"pmpredict: left out {left}", file=sys.stderr)
         forms = picked.forms
     else:
-        forms = load_form_list(args.forms) if args.forms else default_forms()
+        forms = load_form_list(args.forms or "catalogue")
     out_dir = args.output + ".measurements"
     display = None if args.quiet else MeasureProgress()
     try:
         training = measure_training_set(forms, cache_dir=default_cache_dir(), progress=display,
                                         out_dir=out_dir, should_stop=should_stop,
-                                        design=args.design, latencies=not args.no_latencies,
+                                        design=args.design or default_design(len(forms)),
+                                        latencies=not args.no_latencies,
                                         n_ports=args.ports or HOST_PORTS, seed=args.seed)
     except HostError as exc:
         raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
