@@ -218,3 +218,12 @@ def test_pushes_and_pops_are_measured_with_rsp_put_back_every_iteration():
     assert f"lea rsp, [rsp + {8 * window.copies}]\ndec rsi\njnz 1b" in loop
     balanced = instantiate([(PUSH, 1), (POP, 1)], 30)
     assert balanced.stack_bytes == 0 and "lea rsp" not in experiment_kernel("k", balanced).asm
+
+
+def test_an_experiment_whose_forms_cannot_share_a_window_fails_alone():
+    """vzeroall pins every vector register: beside a form that needs one, the experiment is
+    reported as failed (and the others measured), not the whole set."""
+    from pmpredict.infer.measure.measure_set import _window_error
+    vzeroall, movmsk = "VZEROALL", "PMOVMSKB_((REG:W:G:32)),_((REG:R:V:128))"
+    assert "no free V register" in _window_error(((vzeroall, 1), (movmsk, 1)), (50,))
+    assert _window_error(((movmsk, 1),), (50,)) is None
