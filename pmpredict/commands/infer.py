@@ -21,8 +21,8 @@ def register(sub):
     source.add_argument("--experiments", "-e", nargs="+", metavar="E",
                         help="measured experiment files (native JSON or PMEvo ExperimentList)")
     source.add_argument("--measure", action="store_true",
-                        help="the whole pipeline on this host: generate singletons, pairs and "
-                             "weighted pairs for the forms, measure them here (cached, resumable; "
+                        help="the whole pipeline on this host: measure the forms' experiments "
+                             "(see --design), latencies and front end here (cached, resumable; "
                              "kept in OUT.json.measurements/), then infer (ports default to 10)")
     forms = p.add_mutually_exclusive_group()
     forms.add_argument("--forms", metavar="FILE",
@@ -131,7 +131,9 @@ def _measure_here(args, should_stop):
     for form, why in training.left_out.items():
         print(f"pmpredict: left out {form}: {why}", file=sys.stderr)
     inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
-    return training.combined(), inputs, training.latencies
+    from pmpredict.infer.measure.frontend import measure_frontend
+    front = measure_frontend(cache_dir=default_cache_dir())
+    return training.combined(), inputs, training.latencies, front
 
 
 def _ports_of(paths) -> int | None:
@@ -191,12 +193,12 @@ def _run(args):
 
     started = time.monotonic()
     should_stop = deadline_check(args.time_limit, started)
-    latencies = None
+    latencies = front = None
     if args.measure:
         measured = _measure_here(args, should_stop)
         if measured is None:
             return STOPPED
-        exps, inputs, latencies = measured
+        exps, inputs, latencies, front = measured
     else:
         if args.forms or args.forms_from:
             raise InputError(args.forms or args.forms_from[0], "--forms and --forms-from go "
@@ -220,7 +222,8 @@ def _run(args):
         except ValueError as exc:
             raise InputError("<command line>", str(exc)) from None
         n_ports = args.ports or (HOST_PORTS if args.measure else _ports_of(args.experiments))
-        epsilon, r_max = args.epsilon, args.r_max
+        # measured here: the issue width caps the fitness as it caps predictions
+        epsilon, r_max = args.epsilon, args.r_max or (front.facts.r_max if front else None)
         if not n_ports:
             raise InputError(args.experiments[0], "the number of ports is unknown: pass --ports N")
     if not 1 <= n_ports <= 16:
@@ -269,6 +272,8 @@ def _run(args):
                              r_max=r_max, provenance=provenance)
     if latencies is not None:
         model = latencies.apply(model)
+    if front is not None:
+        model = front.apply(model)
     model.save(args.output)
     state = "done" if finished else f"stopped early (resume with --resume {ckpt_path})"
     if not args.quiet:
