@@ -197,8 +197,9 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     except HostError as exc:
         raise InputError("<host>", f"cannot measure this machine's model: {exc}") from None
     update.forms = len(model.uops)
+    wanted = set(forms)
     update.failed.update({f: why for f, why in _host_facts(model).get("left_out", {}).items()
-                          if f in set(forms)})
+                          if f in wanted})
     return model, update
 
 
@@ -305,21 +306,25 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate):
                       None) or "no measurement" for f in new if f not in measured}
     throughput = {**model_throughput(model.uops, model.r_max), **measured}
     blockers = blockers_of(model.uops, throughput)
-    pairs = measure("beside blockers", extension_experiments(usable, blockers, throughput),
-                    list(dict.fromkeys(usable + blockers)))
-    both = singles.concat(pairs)
-    fit = fit_new_forms(model.uops, len(model.ports), both, usable, r_max=model.r_max)
-    table = measure_latencies(list(fit.uops), cache_dir=cache_dir, progress=progress)
-    model = _add_forms(model, fit.uops, table)
+    both, fit = singles, None
+    if usable:
+        pairs = measure("beside blockers", extension_experiments(usable, blockers, throughput),
+                        list(dict.fromkeys(usable + blockers)))
+        both = singles.concat(pairs)
+        fit = fit_new_forms(model.uops, len(model.ports), both, usable, r_max=model.r_max)
+        table = measure_latencies(list(fit.uops), cache_dir=cache_dir, progress=progress)
+        model = _add_forms(model, fit.uops, table)
+    added = dict(fit.uops) if fit else {}
     seconds = time.monotonic() - started
     experiments = sum(1 for e in both.experiments if e.cycles is not None)
     facts = dict(_host_facts(model))
     facts["left_out"] = {**facts.get("left_out", {}), **failed}
-    facts["extensions"] = list(facts.get("extensions", [])) + [{
-        "date": datetime.datetime.now().isoformat(timespec="seconds"), "forms": list(fit.uops),
-        "experiments": experiments, "seconds": round(seconds, 1), "blockers": blockers,
-        "fit_error": {f: round(e, 4) for f, e in fit.error.items()}}]
-    update.measured += list(fit.uops)
+    if added:
+        facts["extensions"] = list(facts.get("extensions", [])) + [{
+            "date": datetime.datetime.now().isoformat(timespec="seconds"), "forms": list(added),
+            "experiments": experiments, "seconds": round(seconds, 1), "blockers": blockers,
+            "fit_error": {f: round(e, 4) for f, e in fit.error.items()}}]
+    update.measured += list(added)
     update.experiments += experiments
     update.seconds += seconds
     update.failed.update(failed)
