@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 
 from pmpredict.errors import InputError
 
-CORE_FILE = "forms_core.txt"
 PORTS = 10                      # ALU/vector ports plus load, store and divider units (INFER.md)
 SEED = 0
 MODEL_NAME = "host"
@@ -159,20 +158,12 @@ def kernel_forms(instructions, syntax: str, isa_name: str = "x86"):
 
 # --- building and growing the model ------------------------------------------------------------
 
-def core_forms() -> list[str]:
-    from importlib import resources
-
-    from .measure.host_forms import parse_form_list
-    text = resources.files("pmpredict.infer.measure").joinpath(CORE_FILE).read_text()
-    return parse_form_list(text, CORE_FILE)
-
-
 def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=None,
                core=None, seed_builtin: bool = True):
     """(this machine's model with `forms` in it where they can be measured, HostUpdate).
 
     progress(Progress): measurement progress; notify(text): a note (waiting for the lock).
-    core: the bootstrap forms (default forms_core.txt); seed_builtin: start from a built-in
+    core: the bootstrap forms (default measure/forms_core.txt); seed_builtin: start from a built-in
     model measured on this very CPU when there is one."""
     from pmpredict.model import load_model
 
@@ -211,15 +202,17 @@ def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool
     from .measure.calibrate import cpu_identity
     from .measure.frontend import measure_frontend
 
+    from .measure.host_forms import packaged_forms
+
     started = time.monotonic()
     seeded = _builtin_for(cpu_identity()) if seed_builtin else None
     front = measure_frontend(cache_dir=cache_dir)
     if seeded is not None:
-        model, how, experiments = _seed(seeded, cache_dir, progress), \
-            f"seeded from the built-in {seeded.name}", 0
+        model, experiments = _seed(seeded, cache_dir, progress), 0
+        how = f"seeded from the built-in {seeded.name}"
     else:
-        model, experiments = _measure_core(list(core or core_forms()), front.facts.r_max,
-                                           cache_dir, progress)
+        model, experiments = _measure_core(list(core or packaged_forms("core")),
+                                           front.facts.r_max, cache_dir, progress)
         how = "bootstrap"
     model = front.apply(model)
     seconds = time.monotonic() - started
