@@ -60,6 +60,16 @@ def test_host_names_this_machines_model_not_a_builtin(tmp_path, monkeypatch):
     assert model_path().startswith(str(tmp_path) + os.sep + "host-")
 
 
+def test_models_lists_this_machine_even_before_it_is_measured(tmp_path, monkeypatch, capsys):
+    from pmpredict.cli import main
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("a72 ") and "\nzen4-vm " in out
+    host = [ln for ln in out.splitlines() if ln.startswith("host ")]
+    assert len(host) == 1 and "not measured yet" in host[0] and "--model host" in host[0]
+
+
 @pytest.fixture(scope="module")
 def core_cache(tmp_path_factory):
     """A cache holding this machine's model bootstrapped from three core forms."""
