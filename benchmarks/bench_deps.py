@@ -238,8 +238,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="measurements per loop (default 5)")
     ap.add_argument("--model", help="pmpredict's main model (default: OSACA's file for this CPU)")
-    ap.add_argument("--second-model", default="host",
-                    help="a second pmpredict model column (default: host; '' for none)")
+    ap.add_argument("--second-model", default="zen4-vm",
+                    help="a second pmpredict model column (default: zen4-vm, the built-in "
+                         "model of the development VM; host: this machine's, measured on "
+                         "demand; '' for none)")
     ap.add_argument("--mcpu", default="native", help="llvm-mca -mcpu (default native)")
     ap.add_argument("--only", help="comma-separated loop names")
     ap.add_argument("--show-kernels", action="store_true", help="print each loop's kernel")

@@ -62,7 +62,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3, help="measurements per loop (default 3)")
-    ap.add_argument("--model", default="host", help="the model of this CPU (default host)")
+    ap.add_argument("--model", default="zen4-vm",
+                    help="the model of this CPU (default zen4-vm, the built-in model of the "
+                         "development VM; host: this machine's, measured on demand)")
     ap.add_argument("--fallback", help="its fallback (default: OSACA's file for this CPU)")
     ap.add_argument("--coverage", default="skl=skx.yml,zen=zen1.yml",
                     help="MODEL=OSACA_FILE,... compared for coverage only ('' for none)")

@@ -1,6 +1,6 @@
 """Accuracy on live hardware: the host model vs llvm-mca-19 and OSACA on fresh experiments.
 
-    python3 benchmarks/bench_host.py [--model host] [--n 300] [--repeat 200] [--seed 7]
+    python3 benchmarks/bench_host.py [--model zen4-vm] [--n 300] [--repeat 200] [--seed 7]
                                      [--json OUT.json]
 
 1. Draws N random length-5 multisets over the host forms (forms may repeat; seeded).
@@ -169,7 +169,9 @@ def row(name, pred, measured):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="host", help="host model (built-in name or file)")
+    ap.add_argument("--model", default="zen4-vm",
+                    help="host model (built-in name or file; default zen4-vm, the development "
+                         "VM's; host: this machine's, measured on demand)")
     ap.add_argument("--forms", help="form list (default: the packaged host list)")
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--length", type=int, default=5)

@@ -1,64 +1,87 @@
 """The host half of the PMEvo pipeline: the training experiments for a form list, measured here.
 
-Singletons first (their throughputs size the weighted pairs and tell which
-forms this CPU runs at all), then all pairs and the weighted pairs of the
-usable forms. Every set goes through the measurement cache, so an
-interrupted run resumes where it stopped and `pmpredict measure
---training-set` and `pmpredict infer --measure` share their measurements.
+Singletons first (their throughputs size the weighted pairs and tell which forms this CPU
+runs at all), then, if asked, the latencies of the usable forms (infer/measure/latency.py),
+then the experiments of the design (infer/design.py): all pairs and the weighted pairs
+("pairs", PMEvo), or a pilot and every form beside a few blockers ("blockers"). Every set
+goes through the measurement cache, so an interrupted run resumes where it stopped and
+`pmpredict measure --training-set` and `pmpredict infer --measure` share their measurements.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pmpredict.data.experiments import ExperimentSet
 
+from . import design as designs
 from .experiments import (pair_experiments, singleton_experiments, singleton_throughputs,
                           weighted_pair_experiments)
 
 
 @dataclass
 class TrainingSet:
-    singletons: ExperimentSet
-    pairs: ExperimentSet
-    weighted: ExperimentSet
-    left_out: dict            # form -> why it was dropped (its singleton failed: SIGILL, crash...)
+    sets: dict[str, ExperimentSet]           # phase -> measured set, in measuring order
+    left_out: dict                           # form -> why it was dropped (its singleton failed)
+    latencies: object = None                 # measure.latency.LatencyTable, if measured
+    design: str = "pairs"
+    blockers: list = field(default_factory=list)
+
+    @property
+    def singletons(self) -> ExperimentSet:
+        return self.sets["singletons"]
 
     def parts(self) -> dict[str, ExperimentSet]:
-        return {"singletons": self.singletons, "pairs": self.pairs, "weighted": self.weighted}
+        return dict(self.sets)
 
     def combined(self) -> ExperimentSet:
-        return self.singletons.concat(self.pairs).concat(self.weighted)
+        sets = list(self.sets.values())
+        out = sets[0]
+        for s in sets[1:]:
+            out = out.concat(s)
+        return out
 
 
 def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_dir=None,
-                         report=None, should_stop=None) -> TrainingSet:
-    """Measure singletons, pairs and weighted pairs of `forms` on this host.
+                         report=None, should_stop=None, design: str = "pairs",
+                         latencies: bool = False, n_ports: int = 10, seed: int = 0
+                         ) -> TrainingSet:
+    """Measure the training experiments of `forms` on this host.
 
-    out_dir: if given, each set is also written there as <name>.json as soon as it is done.
+    out_dir: if given, each set is also written there as <name>.json as soon as it is done
+    (and the latencies as latencies.json).
     report(path, experiment_set): called after each set is measured (for the CLI's summary).
-    progress(Progress): after every experiment; its `plan` lists the three phases with their
-    sizes (pairs and weighted pairs estimated until the singletons are measured).
+    progress(Progress): after every experiment; its `plan` lists the phases with their
+    sizes (estimates until the singletons are measured).
     should_stop(): asked between kernels; MeasurementStopped (with the phase) if it says yes.
+    design: "pairs" or "blockers" (n_ports and seed size and seed its pilot inference).
     """
     from dataclasses import replace
 
     from .measure import MeasureOptions, measure_experiment_set
     from .measure.instantiate import HARNESS_ISA
 
+    if design not in designs.DESIGNS:
+        raise ValueError(f"unknown design {design!r} (known: {', '.join(designs.DESIGNS)})")
     options = options or MeasureOptions()
     forms = list(dict.fromkeys(forms))
-    n_pairs = len(forms) * (len(forms) - 1) // 2
-    plan = {"singletons": len(forms), "pairs": n_pairs, "weighted": n_pairs}
+    plan = {"singletons": len(forms)}
+    if latencies:
+        plan["latencies"] = 2 * len(forms)
+    plan.update(_design_plan(design, len(forms)))
+
+    def with_plan(p):
+        return replace(p, plan=tuple(plan.items()))
+    on_progress = (lambda p: progress(with_plan(p))) if progress else None
 
     def measure(name, exps, usable):
         plan[name] = len(exps)
         sub = ExperimentSet(tuple(usable), tuple(exps), HARNESS_ISA,
                             f"pmpredict host training set ({name})")
-        on_progress = (lambda p: progress(replace(p, plan=tuple(plan.items())))) if progress else None
-        out = measure_experiment_set(sub, cache_dir=cache_dir, progress=on_progress, options=options,
-                                     should_stop=should_stop, phase=name)
+        out = measure_experiment_set(sub, cache_dir=cache_dir, progress=on_progress,
+                                     options=options, should_stop=should_stop, phase=name)
         path = None
         if out_dir:
             os.makedirs(out_dir, exist_ok=True)
@@ -68,17 +91,48 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
             report(path or name, out)
         return out
 
-    single = measure("singletons", singleton_experiments(forms), forms)
-    throughput = singleton_throughputs(single)
+    sets = {"singletons": measure("singletons", singleton_experiments(forms), forms)}
+    throughput = singleton_throughputs(sets["singletons"])
     usable = [f for f in forms if throughput.get(f)]       # forms this CPU runs (no SIGILL)
     left_out = {}
     for f in forms:
         if f not in throughput:
-            err = next((e.other.get("error") for e in single.experiments if e.forms() == [f]), "")
+            err = next((e.other.get("error") for e in sets["singletons"].experiments
+                        if e.forms() == [f]), "")
             left_out[f] = err or "no measurement"
-    pairs = pair_experiments(usable)
-    weighted = weighted_pair_experiments(usable, throughput)
-    plan.update(pairs=len(pairs), weighted=len(weighted))
-    pairs = measure("pairs", pairs, usable)
-    weighted = measure("weighted", weighted, usable)
-    return TrainingSet(single, pairs, weighted, left_out)
+    plan.update(_design_plan(design, len(usable)))
+    table = None
+    if latencies:
+        from .measure.latency import measure_latencies
+        table = measure_latencies(usable, cache_dir=cache_dir, progress=on_progress,
+                                  should_stop=should_stop, phase="latencies")
+        if out_dir:
+            os.makedirs(out_dir, exist_ok=True)
+            with open(os.path.join(out_dir, "latencies.json"), "w") as fh:
+                json.dump(table.to_json(), fh, indent=1)
+                fh.write("\n")
+    blockers = []
+    if design == "pairs":
+        pairs = pair_experiments(usable)
+        weighted = weighted_pair_experiments(usable, throughput)
+        plan.update(pairs=len(pairs), weighted=len(weighted))
+        sets["pairs"] = measure("pairs", pairs, usable)
+        sets["weighted"] = measure("weighted", weighted, usable)
+    else:
+        pilot = designs.pilot_forms(usable, throughput)
+        sets["pilot"] = measure("pilot", designs.pilot_experiments(pilot, throughput), pilot)
+        pilot_set = sets["singletons"].concat(sets["pilot"])
+        uops = designs.pilot_mapping(pilot_set, pilot, n_ports, seed)
+        blockers = designs.choose_blockers(uops, throughput)
+        exps = designs.blocker_experiments(usable, blockers, throughput,
+                                           designs.pair_keys(sets["pilot"].experiments))
+        sets["blockers"] = measure("blockers", exps, usable)
+    return TrainingSet(sets, left_out, table, design, blockers)
+
+
+def _design_plan(design: str, n: int) -> dict:
+    """Estimated experiments per phase of a design, for the progress line's ETA."""
+    if design == "pairs":
+        return {"pairs": n * (n - 1) // 2, "weighted": n * (n - 1) // 2}
+    p = min(n, designs.PILOT_SIZE)
+    return {"pilot": p * (p - 1), "blockers": max(0, n - p) * designs.MAX_BLOCKERS}

@@ -61,6 +61,8 @@ class Machine:
     macro_fusion: bool
     address_update_latency: float
     assumed: dict[str, float] = field(default_factory=dict)
+    load_op_slots: int = 1              # front-end slots of a load-op (2: unlaminated)
+    indexed_load_op_slots: int = 1      # ... of a load-op whose address has an index
 
 
 def machine_facts(model, loop: bool) -> Machine:
@@ -80,7 +82,8 @@ def machine_facts(model, loop: bool) -> Machine:
                    float(fact("store_forward_latency")), float(taken),
                    bool(fusion) if fusion is not None else True,
                    float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
-                   assumed)
+                   assumed, int(pipe.get("load_op_slots", 1)),
+                   int(pipe.get("indexed_load_op_slots", 1)))
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:
@@ -101,9 +104,10 @@ def annotate(forms, semantics, model, loop: bool = True,
     if machine.macro_fusion:
         for a, b in zip(out, out[1:]):
             if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
-                    and b.uops:
-                a.uops = ()
-                b.slot, b.fused = 0, True
+                    and (b.uops or b.form is None):
+                if b.uops:
+                    a.uops = ()          # the pair runs as the jump's uop; a jump the model
+                b.slot, b.fused = 0, True    # lacks leaves the pair the first one's uops
     return out, machine
 
 
@@ -177,8 +181,16 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine,
                       tuple((r, d) for r, d in sem.offsets if r in updated))
     if not sem.known:
         assumed.append("reads/writes guessed (instruction not in the semantics tables)")
-    return Annotated(i, form, sem, uops, node, update, eliminated=eliminated, idiom=idiom,
-                     assumed=assumed)
+    return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
+                     eliminated=eliminated, idiom=idiom, assumed=assumed)
+
+
+def _slots(sem: InstructionSemantics, machine: Machine) -> int:
+    """Front-end slots: a load-op takes the machine's (2 where it is unlaminated)."""
+    if not sem.loads or sem.stores or _pure_load(sem):
+        return 1
+    indexed = any(m.index for m in sem.memory if m.load)
+    return machine.indexed_load_op_slots if indexed else machine.load_op_slots
 
 
 def _address_updates(sem: InstructionSemantics) -> tuple[str, ...]:

@@ -169,19 +169,23 @@ def example_instance(template: FormTemplate) -> str:
     """One concrete instruction of a form (Intel syntax on x86), registers taken in order.
 
     Enough for a name lookup (llvm-mc) or a smoke test; the measurement harness
-    has its own dependency-free allocation. Memory operands use the ISA's
+    has its own dependency-free allocation. The instance matches back to its form
+    (pmpredict.asm.match), which is what `semantics.get(isa).form_of` guarantees. Memory operands use the ISA's
     example_base_register (rsi, x0) as base; general-purpose operands avoid index 0
     of each pool (rax, x0) and the base register's family.
     """
     isa = semantics.get(template.isa)
     base = isa.example_base_register
     used: dict[tuple, int] = {}
+    # an address that is only computed (x86 `lea`): its displacement placeholder stands for the
+    # disp32 shape, so the example needs a displacement that does not fit 8 bits
+    displacement = "1000" if isa.form(template).memory == semantics.ADDRESS_ONLY else "64"
 
     def fill(ph: Placeholder, _i: int) -> str:
         if ph.kind == "MEM":
             return base
         if ph.kind == "MIMM":
-            return "64"
+            return displacement
         if ph.kind == "IMM":
             return str(2 ** (ph.width - 8) + 42) if ph.width and ph.width > 8 else "42"
         cls = ph.reg_class if ph.kind == "REG" else "G"

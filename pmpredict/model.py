@@ -44,6 +44,10 @@ PIPELINE_KEYS = {
     "macro_fusion": "1 if cmp/test/add/sub/and/inc/dec + jcc fuse into one uop, else 0",
     "address_update_latency": "cycles from a base register to its write-back update (AArch64 "
                               "pre/post-index, push/pop, string ops)",
+    "load_op_slots": "front-end slots of a load-op (add r, [base + disp]): 1 micro-fused, "
+                     "2 unlaminated",
+    "indexed_load_op_slots": "front-end slots of a load-op with an index register "
+                             "(add r, [base + index + disp])",
 }
 # pipeline keys whose value is a yes/no fact: 0 or 1
 PIPELINE_FLAGS = {"macro_fusion"}
@@ -433,10 +437,22 @@ def _pipeline(doc: JsonDocument, data: dict) -> tuple[dict, dict]:
     return dict(pipeline), dict(sources)
 
 
+# the name of this machine's model (pmpredict.infer.hostmodel), measured on demand
+HOST_MODEL = "host"
+
+
 def load_model(spec: str) -> MachineModel:
-    """Load a model from a path (native JSON, PMEvo Mapping3, OSACA YAML) or a built-in name."""
+    """Load a model from a path (native JSON, PMEvo Mapping3, OSACA YAML) or a built-in name;
+    "host" is this machine's model as far as it has been measured."""
     from .models import builtin_path
     path = spec
+    if spec == HOST_MODEL and not os.path.exists(spec):
+        from .infer.hostmodel import load_cached
+        model = load_cached()
+        if model is None:
+            raise InputError(spec, "this machine's model has not been measured yet: "
+                                   "`pmpredict predict FILE.s --model host` measures it")
+        return model
     if not os.path.exists(spec):
         builtin = builtin_path(spec)
         if builtin is None:

@@ -41,13 +41,13 @@ def test_abstract_port_names():
     assert len(set(names)) == 62
 
 
-@pytest.mark.parametrize("name", ["skl", "zen", "a72", "host"])
+@pytest.mark.parametrize("name", ["skl", "zen", "a72", "zen4-vm"])
 def test_builtin_ports_are_abstract_labels(name):
     model = load_model(name)
     assert model.ports == abstract_port_names(len(model.ports))
 
 
-@pytest.mark.parametrize("name,seed", [("skl", 1), ("zen", 2), ("a72", 3), ("host", 4)])
+@pytest.mark.parametrize("name,seed", [("skl", 1), ("zen", 2), ("a72", 3), ("zen4-vm", 4)])
 def test_alignment_recovers_a_permutation_exactly(name, seed):
     model = load_model(name)
     reference, truth = permuted(model, seed)

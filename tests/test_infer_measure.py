@@ -45,6 +45,10 @@ def test_infer_measure_end_to_end(tmp_path):
     assert predicted[0] == pytest.approx(exps.experiments[0].cycles, rel=0.15)
     provenance = json.loads(out.read_text())["provenance"]
     assert provenance["command"].startswith("pmpredict infer --measure")
+    # the front end is measured too: every recent x86 core issues 4 or more a cycle and
+    # fuses cmp + jcc (docs/HOST.md)
+    assert model.r_max >= 4 and model.pipeline["macro_fusion"] == 1
+    assert "front_end" in provenance
 
 
 def test_infer_measure_time_limit_covers_measuring(tmp_path):

@@ -263,11 +263,11 @@ def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
     assert 1.0 - INCIDENTAL <= pairs.experiments[0].cycles <= (t[IMUL] + t[ADD]) * (1 + INCIDENTAL)
 
 
-def test_host_model_covers_the_host_forms():
+def test_zen4_vm_model_covers_the_host_forms():
     from pmpredict.model import load_model
-    model = load_model("host")
+    model = load_model("zen4-vm")
     assert set(model.uops) == set(default_forms())
-    assert model.isa == "x86" and "cpu" in model.provenance
+    assert model.isa == "x86" and "cpu" in model.provenance and "cpu_identity" in model.provenance
 
 
 def test_block_rip_relative_symbols_get_data():

@@ -200,3 +200,30 @@ def test_implicit_and_literal_registers_stay_out_of_the_pools():
                 allocated |= {fam for _, fam in registers_in(line)}
         assert allocated and not allocated & pinned, (form, allocated & pinned)
         assert {("G", X86.register_pool("G", 64).index(r)) for r in pinned} <= w.fixed
+
+
+PUSH, POP = "PUSH_((REG:R:G:64))", "POP_((REG:W:G:64))"
+
+
+def test_pushes_and_pops_are_measured_with_rsp_put_back_every_iteration():
+    from pmpredict.infer.measure.codegen import experiment_kernel
+    from pmpredict.infer.measure.instantiate import stack_delta, unmeasurable
+    assert (stack_delta(PUSH), stack_delta(POP), stack_delta("PUSH_((REG:R:G:16))")) == (-8, 8, -2)
+    assert stack_delta("ADD_((REG:RW:G:64)),_((REG:R:G:64))") == 0
+    assert unmeasurable(PUSH) is None and unmeasurable(POP) is None
+    assert "push or a pop" in unmeasurable("LEAVE")                  # rsp = rbp: no fixed step
+    window = instantiate([(PUSH, 2), (POP, 1)], 30)
+    assert window.stack_bytes == -8 * window.copies
+    loop = experiment_kernel("k", window).asm.split("1:\n", 1)[1]
+    assert f"lea rsp, [rsp + {8 * window.copies}]\ndec rsi\njnz 1b" in loop
+    balanced = instantiate([(PUSH, 1), (POP, 1)], 30)
+    assert balanced.stack_bytes == 0 and "lea rsp" not in experiment_kernel("k", balanced).asm
+
+
+def test_an_experiment_whose_forms_cannot_share_a_window_fails_alone():
+    """vzeroall pins every vector register: beside a form that needs one, the experiment is
+    reported as failed (and the others measured), not the whole set."""
+    from pmpredict.infer.measure.measure_set import _window_error
+    vzeroall, movmsk = "VZEROALL", "PMOVMSKB_((REG:W:G:32)),_((REG:R:V:128))"
+    assert "no free V register" in _window_error(((vzeroall, 1), (movmsk, 1)), (50,))
+    assert _window_error(((movmsk, 1),), (50,)) is None

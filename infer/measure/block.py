@@ -209,20 +209,51 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
     block = prepare_block(text, syntax, path, line_range, region)
     check_host()
     cache = ResultCache(cache_dir, cpu_identity())
-    key = block_key(block.syntax, block.lines, cpu_identity(), options.cache_params())
-    hit = cache.get(key)
-    if hit is not None and isinstance(hit.get("result"), dict):
+    try:
+        hit = cached_block(cache, block, options)
+        if hit is not None:
+            return _describe(block, {**hit, "cached": True})
+        result, = measure_blocks([block], options, cache)
+    finally:
         cache.close()
-        return _describe(block, {**hit["result"], "cached": True})
-    body, symbols = rename_symbols(list(block.lines))
-    kernels, factors = [], unroll_factors(len(body))
-    for copies in factors:
-        names = {"@@" + new: f"pm_block{copies}_{new}" for new in symbols.values()}
-        own = [_substitute(line, names) for line in body]
-        kernels.append(block_kernel(f"pm_block{copies}", own * copies, block.syntax,
-                                    block.counter, block.vector_width, block.layout,
-                                    {old: names["@@" + new] for old, new in symbols.items()}))
+    return _describe(block, {**result, "cached": False})
+
+
+def cached_block(cache: ResultCache, block: PreparedBlock, options: RunOptions) -> dict | None:
+    """The cached measurement of a block, or None."""
+    hit = cache.get(block_key(block.syntax, block.lines, cpu_identity(), options.cache_params()))
+    return hit["result"] if hit is not None and isinstance(hit.get("result"), dict) else None
+
+
+def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTIONS,
+                   cache: ResultCache | None = None) -> list[dict]:
+    """Time several prepared blocks in one harness build: the result dicts (as cached), in
+    order; those with cycles are put in `cache`."""
+    kernels, spans = [], []
+    for j, block in enumerate(blocks):
+        body, symbols = rename_symbols(list(block.lines))
+        factors = unroll_factors(len(body))
+        spans.append((len(kernels), factors, sorted(symbols)))
+        for copies in factors:
+            name = f"pm_b{j}_{copies}"
+            names = {"@@" + new: f"{name}_{new}" for new in symbols.values()}
+            own = [_substitute(line, names) for line in body]
+            kernels.append(block_kernel(name, own * copies, block.syntax, block.counter,
+                                        block.vector_width, block.layout,
+                                        {old: names["@@" + new] for old, new in symbols.items()}))
     timings = run_kernels(kernels, options, passes=PASSES, max_passes=MAX_PASSES)
+    results = []
+    for block, (first, factors, symbols) in zip(blocks, spans):
+        result = _result(factors, timings[first:first + len(factors)], symbols)
+        if cache is not None and result["cycles"] is not None:
+            cache.put(block_key(block.syntax, block.lines, cpu_identity(), options.cache_params()),
+                      result["cycles"], None, result=result)
+        results.append(result)
+    return results
+
+
+def _result(factors: tuple[int, int], timings: list[Timing], symbols: list[str]) -> dict:
+    """The measurement of one block from the timings of its two unroll variants."""
     measured = per_copy(*zip(factors, timings))
     variants = []
     for copies, t in zip(factors, timings):
@@ -241,7 +272,7 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
               "method": measured["method"],
               "overhead": None if measured.get("overhead") is None else
               round(measured["overhead"], 3),
-              "variants": variants, "symbols": sorted(symbols)}
+              "variants": variants, "symbols": symbols}
     # stable: both variants reproduced their fastest runs within a process and across two
     # processes, and differ by the copies alone (a large spread with a confirmed minimum is a
     # busy machine, shown but not held against it)
@@ -250,10 +281,7 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
                                     for t in timings))
     if cycles is None:
         result["error"] = next((t.error for t in timings if t.error), "no usable timing")
-    else:
-        cache.put(key, cycles, None, result=result)
-    cache.close()
-    return _describe(block, {**result, "cached": False})
+    return result
 
 
 def _describe(block: PreparedBlock, result: dict) -> dict:

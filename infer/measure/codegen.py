@@ -69,8 +69,11 @@ def experiment_kernel(name: str, window: Window) -> Kernel:
     init = [f"mov {r}, {GPR_INIT}" for r in _GPR64 + ["rbp"]
             if r not in (BASE_REGISTER, COUNTER_REGISTER)]
     init = _vector_init(window.vector_width) + init
-    return Kernel(name, _function(name, init, window.lines, [f"dec {COUNTER_REGISTER}"], [],
-                                  window.vector_width))
+    # pushes and pops: rsp back where it was, once per iteration (below it the stack is free)
+    restore = [f"lea rsp, [rsp {'-' if window.stack_bytes > 0 else '+'} "
+               f"{abs(window.stack_bytes)}]"] if window.stack_bytes else []
+    return Kernel(name, _function(name, init, window.lines,
+                                  restore + [f"dec {COUNTER_REGISTER}"], [], window.vector_width))
 
 
 def block_kernel(name: str, body: list[str], syntax: str, counter: str | None, vector_width: int,

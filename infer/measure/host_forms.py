@@ -8,6 +8,9 @@ from ...errors import InputError
 from ...forms import parse_form
 
 HOST_FORMS_FILE = "forms_host.txt"
+# packaged lists by name: `--forms catalogue` (real code's forms, benchmarks/host_catalogue.py),
+# `--forms host` (the 125 forms of the zen4-vm model), `--forms core` (the host model's core)
+PACKAGED = {"catalogue": "forms_catalogue.txt", "host": HOST_FORMS_FILE, "core": "forms_core.txt"}
 
 
 def parse_form_list(text: str, path: str = "<forms>") -> list[str]:
@@ -28,6 +31,10 @@ def parse_form_list(text: str, path: str = "<forms>") -> list[str]:
 
 
 def load_form_list(path: str) -> list[str]:
+    """A form list from a file, or a packaged list by name (PACKAGED) if no such file exists."""
+    import os
+    if path in PACKAGED and not os.path.exists(path):
+        return packaged_forms(path)
     try:
         with open(path) as fh:
             text = fh.read()
@@ -39,7 +46,12 @@ def load_form_list(path: str) -> list[str]:
     return forms
 
 
+def packaged_forms(name: str) -> list[str]:
+    """A form list shipped with pmpredict (x86-64, Intel operand order), by name."""
+    text = resources.files(__package__).joinpath(PACKAGED[name]).read_text()
+    return parse_form_list(text, PACKAGED[name])
+
+
 def default_forms() -> list[str]:
-    """The host form list shipped with pmpredict (x86-64, Intel operand order)."""
-    text = resources.files(__package__).joinpath(HOST_FORMS_FILE).read_text()
-    return parse_form_list(text, HOST_FORMS_FILE)
+    """The host form list shipped with pmpredict (the 125 forms of the zen4-vm model)."""
+    return packaged_forms("host")

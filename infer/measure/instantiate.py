@@ -86,6 +86,49 @@ def memory_access(template: FormTemplate) -> str:
     return {LOAD: "R", STORE: "W", READ_MODIFY_WRITE: "W"}.get(kind, "")
 
 
+def unmeasurable(form: str) -> str | None:
+    """Why instances of a form cannot be repeated in a window of their own, or None.
+
+    Control flow leaves the loop, traps and system instructions stop it; a form that moves the
+    stack pointer other than as push and pop do (leave, enter) cannot be put back (pushes and
+    pops are: see stack_delta), and one that writes the base or counter register implicitly
+    (movs, stos through rdi and rsi) breaks the harness."""
+    template = parse_form(form, HARNESS_ISA)
+    fs = _ISA.form(template)
+    if fs.branch:
+        return "a branch: control flow cannot be repeated in a loop of its own"
+    if fs.trap:
+        return f"a trap or system instruction ({fs.trap})"
+    moved = fs.implicit_writes & {"rsp", BASE_REGISTER, COUNTER_REGISTER}
+    if "rsp" in moved and stack_delta(form) is None:
+        return "moves the stack pointer other than by a push or a pop (leave, enter)"
+    moved -= {"rsp"}
+    if moved:
+        return f"writes {sorted(moved)[0]} implicitly, which the harness reserves"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def stack_delta(form: str) -> int | None:
+    """Bytes a form moves rsp by where it does so as push and pop do (an implicit access at
+    rsp, then rsp moves past it): -8 for push r64, +8 for pop r64, 0 for a form that leaves rsp
+    alone; None when it moves rsp otherwise (leave: rsp = rbp). A window of such forms gets
+    rsp put back once per loop iteration (codegen), so repeated pushes do not walk off the
+    stack."""
+    from ...asm.parse import parse
+    from ...forms import example_instance
+    template = parse_form(form, HARNESS_ISA)
+    if "rsp" not in _ISA.form(template).implicit_writes:
+        return 0
+    syntax = _ISA.example_syntax
+    sem = _ISA.instruction(parse(example_instance(template), syntax).instructions[0], syntax)
+    stack = [m for m in sem.memory if m.operand is None and m.base == "rsp"]
+    if not stack or sem.memory and any(m.operand is None and m.base != "rsp"
+                                       for m in sem.memory):
+        return None
+    return sum((m.width // 8) * (1 if m.load else -1) for m in stack)
+
+
 def pinned_registers(template: FormTemplate) -> set[tuple[str, int]]:
     """(class, pool index) of the registers a form uses without the allocator choosing them:
     named literally (`cl` of `shl r64, cl`) or implicitly (rax, rdx of `cqo`): never allocated."""
@@ -111,6 +154,7 @@ class Window:
     copies: int                                  # copies of the multiset in the window
     vector_width: int                            # widest vector register used (0: none)
     fixed: frozenset = frozenset()              # registers the forms use implicitly or literally
+    stack_bytes: int = 0                         # how far the window moves rsp (pushes: < 0)
 
     @property
     def lines(self) -> list[str]:
@@ -312,7 +356,8 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
                     vector_width = max(vector_width, op.width)
             out.append(Instance(f, " ".join(text.split()), frozenset(reads), frozenset(writes),
                                 frozenset(rws), tuple(mreads), tuple(mwrites)))
-    return Window(tuple(out), copies, vector_width, frozenset(fixed))
+    stack = sum(stack_delta(i.form) or 0 for i in out)
+    return Window(tuple(out), copies, vector_width, frozenset(fixed), stack)
 
 
 def windows(counts, lengths=DEFAULT_LENGTHS) -> list[Window]:

@@ -106,6 +106,16 @@ def _form_errors(forms) -> dict[str, str]:
     return bad
 
 
+def _window_error(counts, lengths) -> str | None:
+    """Why forms that instantiate alone cannot share a window, or None (vzeroall pins every
+    vector register: a form that needs one has none left)."""
+    try:
+        windows(counts, lengths)
+    except ValueError as exc:
+        return f"cannot instantiate: {exc}"
+    return None
+
+
 def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
                            progress=None, options: MeasureOptions = MeasureOptions(),
                            should_stop=None, phase: str = "experiments") -> ExperimentSet:
@@ -153,9 +163,10 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
     bad_forms = _form_errors({f for e in pending.values() for f in e.forms()})
     for k, e in list(pending.items()):
         wrong = [f for f in e.forms() if f in bad_forms]
-        if wrong:
-            results[k] = (None, bad_forms[wrong[0]])
-            cache.put(k, None, bad_forms[wrong[0]])
+        why = bad_forms[wrong[0]] if wrong else _window_error(e.counts, options.lengths)
+        if why:
+            results[k] = (None, why)
+            cache.put(k, None, why)
             del pending[k]
             done += 1
     order = list(pending)

@@ -21,12 +21,31 @@ def register(sub):
     source.add_argument("--experiments", "-e", nargs="+", metavar="E",
                         help="measured experiment files (native JSON or PMEvo ExperimentList)")
     source.add_argument("--measure", action="store_true",
-                        help="the whole pipeline on this host: generate singletons, pairs and "
-                             "weighted pairs for the forms, measure them here (cached, resumable; "
+                        help="the whole pipeline on this host: measure the forms' experiments "
+                             "(see --design), latencies and front end here (cached, resumable; "
                              "kept in OUT.json.measurements/), then infer (ports default to 10)")
-    p.add_argument("--forms", metavar="FILE",
-                   help="with --measure: form list, one PMEvo form string a line (default: the "
-                        "packaged host list)")
+    forms = p.add_mutually_exclusive_group()
+    forms.add_argument("--forms", metavar="FILE",
+                       help="with --measure: form list, one PMEvo form string a line, or a "
+                            "packaged list: catalogue (the forms of 99%% of real code, the "
+                            "default), host (125 forms), core (25)")
+    forms.add_argument("--forms-from", nargs="+", metavar="FILE.s",
+                       help="with --measure: the forms of the instructions in these assembly "
+                            "files (x86 AT&T or Intel); branches, traps, stack and system "
+                            "instructions are listed and left out")
+    p.add_argument("--kernel-only", action="store_true",
+                   help="with --forms-from: only each file's kernel, chosen as `pmpredict "
+                        "predict` chooses it")
+    p.add_argument("--syntax", choices=("att", "intel"),
+                   help="with --forms-from: the files' syntax (default: detected)")
+    p.add_argument("--design", choices=("pairs", "blockers"),
+                   help="with --measure: pairs: every pair and weighted pair of forms (PMEvo, "
+                        "O(n^2)); blockers: a pilot of 32 forms, then every form beside the "
+                        "few blockers a pilot inference names (O(n)) (default: pairs up to 150 "
+                        "forms, blockers beyond)")
+    p.add_argument("--no-latencies", action="store_true",
+                   help="with --measure: do not measure latencies (by default the model gets "
+                        "each form's measured latencies, eliminated moves and idioms)")
     p.add_argument("--ports", type=int, metavar="N",
                    help="number of ports (default: the 'arch.ports' of PMEvo experiment files)")
     p.add_argument("-o", "--output", required=True, metavar="OUT.json", help="model file to write")
@@ -78,15 +97,26 @@ def _measure_here(args, should_stop):
     """--measure: the host training set, measured now (or read back from the cache);
     None if should_stop() ended the measurement first."""
     from pmpredict.infer.host import measure_training_set
-    from pmpredict.infer.measure import HostError, default_cache_dir, default_forms, load_form_list
+    from pmpredict.infer.design import default_design
+    from pmpredict.infer.measure import HostError, default_cache_dir, load_form_list
     from pmpredict.infer.measure.measure_set import MeasurementStopped
 
-    forms = load_form_list(args.forms) if args.forms else default_forms()
+    if args.forms_from:
+        from pmpredict.infer.forms_from import forms_from_assembly
+        picked = forms_from_assembly(args.forms_from, args.syntax, args.kernel_only)
+        for left in picked.left_out:
+            print(f"pmpredict: left out {left}", file=sys.stderr)
+        forms = picked.forms
+    else:
+        forms = load_form_list(args.forms or "catalogue")
     out_dir = args.output + ".measurements"
     display = None if args.quiet else MeasureProgress()
     try:
         training = measure_training_set(forms, cache_dir=default_cache_dir(), progress=display,
-                                        out_dir=out_dir, should_stop=should_stop)
+                                        out_dir=out_dir, should_stop=should_stop,
+                                        design=args.design or default_design(len(forms)),
+                                        latencies=not args.no_latencies,
+                                        n_ports=args.ports or HOST_PORTS, seed=args.seed)
     except HostError as exc:
         raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
     except MeasurementStopped as exc:
@@ -101,7 +131,9 @@ def _measure_here(args, should_stop):
     for form, why in training.left_out.items():
         print(f"pmpredict: left out {form}: {why}", file=sys.stderr)
     inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
-    return training.combined(), inputs
+    from pmpredict.infer.measure.frontend import measure_frontend
+    front = measure_frontend(cache_dir=default_cache_dir())
+    return training.combined(), inputs, training.latencies, front
 
 
 def _ports_of(paths) -> int | None:
@@ -161,14 +193,16 @@ def _run(args):
 
     started = time.monotonic()
     should_stop = deadline_check(args.time_limit, started)
+    latencies = front = None
     if args.measure:
         measured = _measure_here(args, should_stop)
         if measured is None:
             return STOPPED
-        exps, inputs = measured
+        exps, inputs, latencies, front = measured
     else:
-        if args.forms:
-            raise InputError(args.forms, "--forms goes with --measure")
+        if args.forms or args.forms_from:
+            raise InputError(args.forms or args.forms_from[0], "--forms and --forms-from go "
+                             "with --measure")
         exps = load_many(args.experiments)
         inputs = [os.path.basename(p) for p in args.experiments]
     ckpt_path = args.checkpoint or args.output + ".ckpt"
@@ -188,7 +222,8 @@ def _run(args):
         except ValueError as exc:
             raise InputError("<command line>", str(exc)) from None
         n_ports = args.ports or (HOST_PORTS if args.measure else _ports_of(args.experiments))
-        epsilon, r_max = args.epsilon, args.r_max
+        # measured here: the issue width caps the fitness as it caps predictions
+        epsilon, r_max = args.epsilon, args.r_max or (front.facts.r_max if front else None)
         if not n_ports:
             raise InputError(args.experiments[0], "the number of ports is unknown: pass --ports N")
     if not 1 <= n_ports <= 16:
@@ -235,6 +270,10 @@ def _run(args):
     name = args.name or os.path.splitext(os.path.basename(args.output))[0]
     model = mapping_to_model(problem, masks, counts, form_of, name=name, isa=exps.isa,
                              r_max=r_max, provenance=provenance)
+    if latencies is not None:
+        model = latencies.apply(model)
+    if front is not None:
+        model = front.apply(model)
     model.save(args.output)
     state = "done" if finished else f"stopped early (resume with --resume {ckpt_path})"
     if not args.quiet:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .. import semantics
@@ -13,7 +14,8 @@ def register(sub):
     p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)")
     p.add_argument("file", metavar="FILE.s", help="assembly as written by gcc/clang -S")
     p.add_argument("--model", "-m", metavar="M",
-                   help="model file or built-in name (default: skl for x86, a72 for AArch64)")
+                   help="model file or built-in name (default: skl for x86, a72 for AArch64); "
+                        "host: this machine's model, measuring the kernel's forms it lacks")
     p.add_argument("--fallback", metavar="F",
                    help="forms the model lacks are taken from F (an OSACA machine file, a model "
                         "file or a built-in name), its ports mapped onto the model's by "
@@ -51,6 +53,33 @@ def _model_for(args, isa: str):
     return model
 
 
+def _is_host(spec) -> bool:
+    from ..model import HOST_MODEL
+    return spec == HOST_MODEL and not os.path.exists(spec)
+
+
+def _host_model(args, program, kernels):
+    """This machine's model with the kernels' forms measured into it (infer.hostmodel)."""
+    from ..infer.hostmodel import kernel_forms, host_model
+    from .measure_progress import MeasureProgress
+
+    if program.isa != "x86":
+        raise InputError(args.file, f"the kernel is {program.isa}; this machine's model "
+                                    "(--model host) is measured for x86-64 only")
+    forms, left_out = [], []
+    for k in kernels:
+        more, left = kernel_forms(k.instructions, program.syntax, program.isa)
+        forms += [f for f in more if f not in forms]
+        left_out += left
+    progress = MeasureProgress() if sys.stderr.isatty() else None
+    model, update = host_model(forms, progress=progress,
+                               notify=lambda text: print(f"pmpredict: {text}", file=sys.stderr))
+    if progress:
+        progress.done()
+    update.left_out = left_out
+    return model, update
+
+
 def _fallback_for(spec: str, model):
     from ..fallback import with_fallback
     from ..model import load_model
@@ -74,12 +103,16 @@ def run(args):
     from ..views import DEFAULT_VIEWS, render_text, to_json
 
     program = parse_file(args.file, syntax=args.syntax, isa=args.isa)
-    model = _model_for(args, program.isa)
     kernel = select_kernel(program, lines=args.lines, region=args.region)
     kernels = [kernel]
     if kernel.how == "llvm-mca-region" and args.region is None and kernel.others \
             and len(kernel.others) > 1:
         kernels = all_regions(program)            # like llvm-mca: every region is reported
+    host = None
+    if _is_host(args.model):
+        model, host = _host_model(args, program, kernels)
+    else:
+        model = _model_for(args, program.isa)
     fallback = None
     if args.fallback:
         fallback = _fallback_for(args.fallback, model)
@@ -98,8 +131,12 @@ def run(args):
         out = to_json(reports[0], extra)
         if len(reports) > 1:
             out["regions"] = [to_json(r, extra) for r in reports]
+        if host is not None:
+            out["host"] = host.to_json()
         print_json(out)
     else:
+        if host is not None:
+            sys.stdout.write(host.line() + "\n\n")
         for i, rep in enumerate(reports):
             if i:
                 sys.stdout.write("\n" + "=" * 72 + "\n\n")

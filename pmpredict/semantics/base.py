@@ -292,6 +292,12 @@ class IsaSemantics:
         """The normalised FormKey of a parsed instruction (pmpredict.asm.normalize)."""
         raise NotImplementedError
 
+    def form_of(self, insn, syntax: str) -> str:
+        """The form string of a parsed instruction: the form pmpredict's matcher maps the
+        instruction to, and whose example instance (forms.example_instance) maps back to it.
+        ValueError, with the reason, for an instruction no form string can describe."""
+        raise ValueError(f"no form strings are derived from {self.name} instructions")
+
 
 def placeholder_access(template, guess: tuple[str, ...]) -> tuple[str, ...]:
     """The access a form string writes into its register placeholders, `guess` elsewhere."""

@@ -435,7 +435,7 @@ _def("nop", "-*", memory="none")
 _def("lock rep repe repz repne repnz notrack data16 data32 addr32 rex64", "")
 _def("endbr64 endbr32 pause lfence mfence sfence serialize", "")
 _def("prefetcht0 prefetcht1 prefetcht2 prefetchnta prefetchw prefetchwt1 prefetch "
-     "clflush clflushopt clwb cldemote", "R", memory="address")
+     "clflush clflushopt clwb cldemote", "R", memory="address", memory_width=8)
 
 # traps, system and identification
 _def("ud2 ud1 ud0", "-*", trap="ud2")
@@ -770,6 +770,78 @@ def _implicit(res: _Resolved, ops, prefixes) -> _Implicit:
     return res.spec.implicit(res.width or 64, ops, prefixes)
 
 
+# --- instruction -> form string (X86Semantics.form_of) --------------------------------------------
+
+# prefixes that change what is measured but that a form string cannot spell
+_UNREPRESENTABLE_PREFIXES = ("lock", "rep", "repe", "repz", "repne", "repnz")
+_PTR_WORDS = {8: "byte", 16: "word", 32: "dword", 64: "qword", 80: "tbyte", 128: "xmmword",
+              256: "ymmword", 512: "zmmword"}
+_PLACEHOLDER_CLASSES = ("G", "V")           # what form strings (and the harness) allocate
+
+
+def _literal_register(res: _Resolved, index: int, op: _Op) -> bool:
+    """A register the encoding fixes: the `cl` of a shift count, which the form string spells
+    out instead of a placeholder (the matcher knows fixed general-purpose registers only, so
+    the legacy blendv's fixed `xmm0` is refused)."""
+    spec = res.spec
+    if spec is None or op.kind != "reg":
+        return False
+    if spec.implicit is _xmm0 and index >= 2 and op.name == "xmm0":
+        raise ValueError("the fixed xmm0 operand: form strings cannot fix a vector register")
+    return spec.count_flags and op.name == "cl" and index > 0
+
+
+def _immediate_width(value, operand_width: int | None) -> int:
+    """imm8 when the value fits 8 bits, else the operation's width (16 or 32; 64 when only
+    a 64-bit immediate holds it: `movabs`)."""
+    if value is None or isinstance(value, float):
+        return 32
+    if -128 <= value < 256:
+        return 8
+    if operand_width == 16 and -(1 << 15) <= value < (1 << 16):
+        return 16
+    return 32 if -(1 << 31) <= value < (1 << 32) else 64
+
+
+def _address_shape(k: tuple) -> str:
+    """`lea`'s address as PMEvo spells it: base, index (scale written 2), disp8 or disp32."""
+    _, base, index, disp = k
+    parts = (["((MEM:64))"] if base else []) + (["2*((DIV:64))"] if index else [])
+    text = "+".join(parts)
+    if disp is None or not -128 <= disp < 128:
+        text += "_+_((MIMM:16))" if text else "((MIMM:16))"
+    elif disp != 0 or not parts:
+        text += "+((IMM:8))" if text else "((IMM:8))"
+    return "_[" + text + "]"
+
+
+def _form_operand(index: int, op: _Op, k: tuple, access: str, res: _Resolved,
+                  mem: MemAccess | None, key: FormKey, ops) -> str:
+    if op.indirect or op.kind in ("sym", "round", "other"):
+        what = {"round": "a rounding-control operand"}.get(op.kind, "a branch target or symbol")
+        raise ValueError(f"{what}: form strings cannot spell it")
+    if op.kind == "reg":
+        if _literal_register(res, index, op):
+            return op.name
+        if op.cls not in _PLACEHOLDER_CLASSES:
+            raise ValueError(f"register {op.name}: form strings have general-purpose and vector "
+                             "(xmm/ymm/zmm) placeholders only")
+        return f"((REG:{access or 'R'}:{op.cls}:{op.width}))"
+    if op.kind == "imm":
+        return f"((IMM:{_immediate_width(k[1], res.width or _operand_width(ops))}))"
+    if k[0] == "addr":
+        return _address_shape(k)
+    width = k[1] or (mem.width if mem is not None else None)
+    if width is None:
+        hint = [o[2] for o in key.operands if o[0] == "reg" and o[1] in _PLACEHOLDER_CLASSES]
+        width = max(hint) if hint else None
+    if width not in _PTR_WORDS:
+        raise ValueError("the width of the memory operand is unknown (add a size suffix or a "
+                         "PTR keyword)" if width is None else
+                         f"a {width}-bit memory operand: form strings have no size keyword for it")
+    return f"{_PTR_WORDS[width]}_ptr_[((MEM:64))_+_((MIMM:16))]"
+
+
 # --- the ISA object ----------------------------------------------------------------------------
 
 class X86Semantics(IsaSemantics):
@@ -857,6 +929,29 @@ class X86Semantics(IsaSemantics):
         ops = _instruction_ops(operands, key)
         res = _resolve(key.mnemonic, ops, att)
         return _Builder(res, ops, insn.prefixes).build()
+
+    def form_of(self, insn, syntax: str) -> str:
+        key = normalize_x86(insn, syntax)
+        operands = list(insn.operands)
+        att = syntax == "att"
+        if att:
+            operands.reverse()
+        ops = _instruction_ops(operands, key)
+        res = _resolve(key.mnemonic, ops, att)
+        prefixes = [p for p in insn.prefixes if p in _UNREPRESENTABLE_PREFIXES]
+        if prefixes:
+            raise ValueError(f"the {prefixes[0]} prefix: form strings have no prefixes")
+        if key.masked:
+            raise ValueError("AVX-512 masking or broadcast: form strings have neither")
+        if "_" in key.mnemonic:
+            raise ValueError(f"the mnemonic {key.mnemonic} contains '_', which form strings "
+                             "use for a space")
+        memory = {m.operand: m for m in self.instruction(insn, syntax).memory
+                  if m.operand is not None}
+        texts = [_form_operand(i, op, k, access, res, memory.get(i), key, ops)
+                 for i, (op, k, access) in enumerate(zip(ops, key.operands, res.access))]
+        return "_".join([key.mnemonic.upper(), ",_".join(texts)]) if texts else \
+            key.mnemonic.upper()
 
     def _form(self, template) -> FormSemantics:
         ops = _form_ops(template)

@@ -1,0 +1,90 @@
+"""New forms fitted into a fixed mapping (infer/extend.py), against a known ground truth: the
+experiments are what the true mapping predicts, the fit must reproduce them and predict
+experiments it never saw, and it must never move an existing form."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.infer.experiments import singleton_experiments
+from pmpredict.infer.extend import (blockers_of, extension_experiments, fit_new_forms,
+                                    model_throughput)
+from pmpredict.model import MachineModel
+from pmpredict.sim import simulate
+
+G, V = "((REG:RW:G:64)),_((REG:R:G:64))", "((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
+MEM = "ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"
+ADD, SUB, IMUL = f"ADD_{G}", f"SUB_{G}", f"IMUL_{G}"
+LOAD = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+VPADDD, VPSUBD, VPSHUFB, VPMULLD = f"VPADDD_{V}", f"VPSUBD_{V}", f"VPSHUFB_{V}", f"VPMULLD_{V}"
+VPADDD_M = f"VPADDD_((REG:W:V:256)),_((REG:R:V:256)),_{MEM}"
+ALU, MUL, SHUF, LOADS, VEC, P0 = 0b1111, 0b0010, 0b0100, 0b110000, 0b0011, 0b0001
+# a small Skylake-like core: 4 ALUs (0-3), the multiplier on 1, a shuffle unit on 2, vector
+# ALUs on 0-1, loads on 4-5
+TRUTH = {ADD: ((ALU, 1),), IMUL: ((MUL, 1),), LOAD: ((LOADS, 1),), VPADDD: ((VEC, 1),),
+         VPSHUFB: ((SHUF, 1),),
+         SUB: ((ALU, 1),), VPSUBD: ((VEC, 1),), VPMULLD: ((P0, 2),),
+         VPADDD_M: ((VEC, 1), (LOADS, 1))}
+FIXED = {f: TRUTH[f] for f in (ADD, IMUL, LOAD, VPADDD, VPSHUFB)}
+NEW = [SUB, VPSUBD, VPMULLD, VPADDD_M]
+PORTS = tuple("012345")
+
+
+def model_of(uops) -> MachineModel:
+    return MachineModel(name="m", isa="x86", ports=PORTS, uops=dict(uops))
+
+
+def measured(experiments) -> ExperimentSet:
+    """The experiments with the cycles the true mapping gives them."""
+    forms = tuple(sorted({f for e in experiments for f, _ in e.counts}))
+    exps = ExperimentSet(forms, tuple(experiments), "x86", "truth")
+    cycles, _ = simulate(model_of(TRUTH), exps)
+    return ExperimentSet(forms, tuple(e.__class__(e.counts, float(c), e.other)
+                                      for e, c in zip(experiments, cycles)), "x86", "truth")
+
+
+def test_blockers_saturate_the_fixed_port_sets():
+    throughput = model_throughput(FIXED)
+    assert throughput == {ADD: 0.25, IMUL: 1.0, LOAD: 0.5, VPADDD: 0.5, VPSHUFB: 1.0}
+    assert set(blockers_of(FIXED, throughput)) == set(FIXED)   # each form has a port set alone
+    assert model_throughput({ADD: ((ALU, 1),)}, r_max=2.0) == {ADD: 0.5}
+
+
+def test_new_forms_fit_a_fixed_mapping_and_predict_what_they_never_saw():
+    singles = measured(singleton_experiments(NEW))
+    throughput = {**model_throughput(FIXED), **{e.forms()[0]: e.cycles for e in
+                                               singles.experiments}}
+    blockers = blockers_of(FIXED, throughput)
+    pairs = measured(extension_experiments(NEW, blockers, throughput))
+    assert len(pairs.experiments) == len(NEW) * len(blockers)
+    fit = fit_new_forms(FIXED, len(PORTS), singles.concat(pairs), NEW, seed=3)
+    assert set(fit.uops) == set(NEW) and max(fit.error.values()) < 1e-9
+    assert fit.experiments == len(NEW) * (1 + len(blockers))
+    # unseen: every pair of new forms, and random mixes of four forms from everything
+    rng = random.Random(5)
+    unseen = [Experiment.of({a: 1, b: 1}) for a, b in itertools.combinations(NEW, 2)]
+    unseen += [Experiment.of(dict.fromkeys(rng.sample(sorted(TRUTH), 4), 1)) for _ in range(40)]
+    truth = measured(unseen)
+    fitted, _ = simulate(model_of({**FIXED, **fit.uops}), truth)
+    errors = [abs(p - e.cycles) / e.cycles for p, e in zip(fitted, truth.experiments)]
+    assert max(errors) < 1e-9
+
+
+def test_fixed_forms_never_move_and_unmeasured_forms_get_nothing():
+    wrong = {**FIXED, ADD: ((0b0001, 1),)}          # a fixed form that does not fit the data
+    singles = measured(singleton_experiments([SUB]))
+    throughput = {**model_throughput(FIXED), SUB: singles.experiments[0].cycles}
+    pairs = measured(extension_experiments([SUB], [ADD, IMUL], throughput))
+    fit = fit_new_forms(wrong, len(PORTS), singles.concat(pairs), [SUB, VPSUBD, ADD])
+    assert set(fit.uops) == {SUB}                   # VPSUBD: no experiment; ADD: fixed
+    assert fit.error[SUB] > 0                       # the wrong ADD cannot be explained away
+
+
+@pytest.mark.parametrize("r_max", [None, 3.0])
+def test_an_empty_extension_is_empty(r_max):
+    fit = fit_new_forms(FIXED, len(PORTS), measured([Experiment.of({ADD: 1})]), [], r_max=r_max)
+    assert fit.uops == {} and fit.error == {}

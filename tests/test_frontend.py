@@ -1,0 +1,146 @@
+"""The front end as measured model properties: the probes (infer/measure/probes.py) read by
+hand-computed timings, the engine using them (load-op slots, macro-fusion), and, on an x86-64
+host, facts true of every recent x86 core (Intel since Sandy Bridge, AMD since Zen)."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import sys
+
+import pytest
+
+from pmpredict.asm.kernel import select_kernel
+from pmpredict.asm.parse import parse
+from pmpredict.infer.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, probes,
+                                            read_frontend, snap_width)
+from pmpredict.model import MachineModel
+from pmpredict.predict import Predictor
+
+ON_X86_LINUX = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
+    or shutil.which("cc") is None and shutil.which("gcc") is None,
+    reason="host measurement needs an x86-64 Linux machine with a C compiler")
+
+
+def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec")) -> dict:
+    """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
+    slots / 4; fused pairs take one slot, an indexed load-op two, a loop iteration >= 1."""
+    cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
+              "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
+              "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0}
+    for name, _, _ in FUSION_SUBJECTS:
+        # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
+        cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0
+        cycles[f"fusion {name}: apart"] = 4.0
+    for k in range(MAX_LOOP_BODY + 1):
+        cycles[f"loop: {k} idioms"] = max(1.0, (k + 1) / 4)
+    return cycles
+
+
+def test_every_probe_has_a_name_the_reader_knows():
+    names = [p.name for p in probes()]
+    assert len(names) == len(set(names))
+    assert set(skylake_like_timings()) == set(names)
+
+
+def test_a_four_wide_core_read_from_its_timings():
+    front = read_frontend(skylake_like_timings())
+    assert front.r_max == 4.0                              # 8 idioms in 2 cycles
+    assert front.pipeline == {"macro_fusion": 1, "load_op_slots": 1, "indexed_load_op_slots": 2,
+                              "taken_branch": 1.0}
+    assert front.details["instructions_per_cycle"]["width: eliminated moves"] == 3.2
+    assert front.details["loop_cycles_per_iteration"]["7"] == 2.0
+    assert front.missing == []
+
+
+def test_no_fusion_and_a_missing_probe():
+    cycles = skylake_like_timings(fused=("test",))
+    del cycles["slots: indexed load-op"]
+    front = read_frontend(cycles)
+    assert front.pipeline["macro_fusion"] == 0             # cmp + jne: no slot saved
+    assert front.details["macro_fusion"]["test"] is True
+    assert "indexed_load_op_slots" not in front.pipeline
+    assert front.missing == ["slots: indexed load-op"]
+
+
+def test_widths_snap_to_integers_within_three_percent():
+    assert snap_width(5.9) == 6.0 and snap_width(6.15) == 6.0 and snap_width(5.5) == 5.5
+    assert read_frontend({}).r_max is None
+
+
+# --- the engine uses them ----------------------------------------------------------------------
+
+LOAD_OP = "ADD_((REG:RW:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+CMP = "CMP_((REG:R:G:64)),_((REG:R:G:64))"
+ADD_IMM = "ADD_((REG:RW:G:64)),_((IMM:8))"
+# 8 ports: 0-3 ALU, 4-7 loads; nothing is port bound below 1 cycle in these kernels
+WIDE = MachineModel(name="wide", isa="x86", ports=tuple("01234567"),
+                    uops={LOAD_OP: ((0b00001111, 1), (0b11110000, 1)), CMP: ((0b1111, 1),),
+                          ADD_IMM: ((0b1111, 1),)},
+                    r_max=4.0, pipeline={"taken_branch": 1.0})
+
+
+def front_end(body, model):
+    text = "# OSACA-BEGIN\n" + "".join(f"\t{line}\n" for line in body) + "# OSACA-END\n"
+    report = Predictor(model).predict(select_kernel(parse(text, "att", "k.s")), "att", "k.s")
+    return report.bounds.front_end, report
+
+
+def test_an_unlaminated_indexed_load_op_takes_two_slots():
+    indexed = [f"addq 8(%rdi,%rsi), %{r}" for r in ("rax", "rbx", "rcx", "rdx")]
+    based = [f"addq {8 * k}(%rdi), %{r}" for k, r in enumerate(("rax", "rbx", "rcx", "rdx"))]
+    unlaminated = MachineModel(**{**WIDE.__dict__, "pipeline": {
+        "taken_branch": 1.0, "load_op_slots": 1, "indexed_load_op_slots": 2}})
+    assert front_end(indexed, WIDE)[0] == 1.0              # default: one slot each, 4 / 4
+    assert front_end(indexed, unlaminated)[0] == 2.0       # 8 slots / 4
+    assert front_end(based, unlaminated)[0] == 1.0
+
+
+def test_a_jump_the_model_lacks_still_fuses():
+    """cmp + jne with no jne form: one slot for the pair (the cmp's uops), not two."""
+    narrow = MachineModel(**{**WIDE.__dict__, "r_max": 1.0})
+    bound, report = front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], narrow)
+    assert bound == 2.0
+    jump = report.rows[2].annotated
+    assert jump.fused and jump.slot == 0 and report.rows[1].annotated.uops == ((0b1111, 1),)
+    off = MachineModel(**{**narrow.__dict__, "pipeline": {"macro_fusion": 0}})
+    assert front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], off)[0] == 3.0
+
+
+# --- on this host ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    from pmpredict.infer.measure.frontend import measure_frontend
+    return measure_frontend(cache_dir=str(tmp_path_factory.mktemp("frontend")))
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_facts_of_every_recent_x86_core(measured):
+    front = measured.facts
+    assert not front.missing
+    assert 4 <= front.r_max <= 8                  # 4 (Skylake, Cascade Lake) .. 6 (Zen 4, Golden Cove)
+    assert front.pipeline["macro_fusion"] == 1    # cmp + jcc: fused since Core 2 and Zen 1
+    assert front.details["macro_fusion"]["test"]
+    assert front.pipeline["load_op_slots"] == 1   # add r64, [base + disp]: micro-fused everywhere
+    # zero idioms take a rename slot and no port: they run at the full width
+    ipc = front.details["instructions_per_cycle"]
+    assert ipc["width: zero idioms (vector)"] >= 0.95 * front.r_max
+    # a loop iteration costs at least a cycle (one taken branch per cycle at most), and its k
+    # idioms and the fused dec/jnz take one slot each
+    loops = front.details["loop_cycles_per_iteration"]
+    assert front.pipeline["taken_branch"] >= 1.0 and loops["0"] >= 0.97
+    for k, cycles in loops.items():
+        assert cycles >= 0.95 * (int(k) + 1) / front.r_max
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_the_measured_front_end_goes_into_a_model(measured):
+    model = measured.apply(WIDE)
+    assert model.r_max == measured.facts.r_max
+    assert model.pipeline["macro_fusion"] == 1 and model.pipeline["load_op_slots"] == 1
+    assert model.pipeline_source["taken_branch"] == measured.source
+    assert "loop_cycles_per_iteration" in model.provenance["front_end"]

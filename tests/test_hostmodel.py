@@ -1,0 +1,182 @@
+"""This machine's model on demand (infer/hostmodel.py, `pmpredict predict --model host`): the
+forms of a kernel, a bootstrap from a (small) core, extensions that measure only what is new,
+forms the CPU cannot run remembered, two processes at once, the CLI's report."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pmpredict.asm.kernel import select_kernel
+from pmpredict.asm.parse import parse_file
+from pmpredict.errors import InputError
+from pmpredict.infer.hostmodel import host_model, kernel_forms, load_cached, model_path
+
+ON_X86_LINUX = pytest.mark.skipif(
+    platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
+    or shutil.which("cc") is None and shutil.which("gcc") is None,
+    reason="host measurement needs an x86-64 Linux machine with a C compiler")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ADD = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
+IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"
+LOAD = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+SUB = "SUB_((REG:RW:G:64)),_((REG:R:G:64))"
+SHL = "SHL_((REG:RW:G:64)),_((IMM:8))"
+UD2 = "UD2"
+CORE = [ADD, IMUL, LOAD]
+LOOP = ".L1:\n\taddq $1, %rax\n\tsubq %rbx, %rcx\n\tcmpq %rdx, %rax\n\tjne .L1\n"
+
+
+def test_the_forms_of_a_kernel_and_what_is_left_out():
+    path = os.path.join(ROOT, "examples", "mix_avx2.s")
+    program = parse_file(path)
+    forms, left = kernel_forms(select_kernel(program).instructions, program.syntax)
+    assert forms == [
+        "VMOVDQU_((REG:W:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]",
+        "VPADDD_((REG:W:V:256)),_((REG:R:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]",
+        "VPSLLD_((REG:W:V:256)),_((REG:R:V:256)),_((IMM:8))",
+        "VPXOR_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))",
+        "VMOVDQU_ymmword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:V:256))",
+        "ADD_((REG:RW:G:64)),_((IMM:8))",
+        "CMP_((REG:R:G:64)),_((REG:R:G:64))"]
+    assert left == [(29, "jne .L4",
+                     "a branch: control flow cannot be repeated in a loop of its own")]
+
+
+def test_host_names_this_machines_model_not_a_builtin(tmp_path, monkeypatch):
+    from pmpredict.model import load_model
+    from pmpredict.models import builtin_names
+    assert "host" not in builtin_names() and "zen4-vm" in builtin_names()
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
+    with pytest.raises(InputError, match="--model host"):
+        load_model("host")
+    assert model_path().startswith(str(tmp_path) + os.sep + "host-")
+
+
+def test_models_lists_this_machine_even_before_it_is_measured(tmp_path, monkeypatch, capsys):
+    from pmpredict.cli import main
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
+    assert main(["models"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("a72 ") and "\nzen4-vm " in out
+    host = [ln for ln in out.splitlines() if ln.startswith("host ")]
+    assert len(host) == 1 and "not measured yet" in host[0] and "--model host" in host[0]
+
+
+@pytest.fixture(scope="module")
+def core_cache(tmp_path_factory):
+    """A cache holding this machine's model bootstrapped from three core forms."""
+    cache = str(tmp_path_factory.mktemp("host-core"))
+    model, update = host_model(cache_dir=cache, core=CORE, seed_builtin=False)
+    return cache, model, update
+
+
+@pytest.fixture
+def cache(core_cache, tmp_path):
+    """A private copy of the bootstrapped cache."""
+    copy = str(tmp_path / "cache")
+    shutil.copytree(core_cache[0], copy)
+    return copy
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_bootstrap_measures_the_core_and_the_front_end(core_cache):
+    from pmpredict.infer.measure.calibrate import cpu_identity
+    _, model, update = core_cache
+    assert set(model.uops) == set(CORE) and model.name == "host"
+    assert update.created == "bootstrap" and update.bootstrap_experiments >= len(CORE)
+    assert 4 <= model.r_max <= 8 and model.pipeline["macro_fusion"] == 1
+    assert model.latency[IMUL] == 3 and model.latency[ADD] == 1      # every recent x86
+    facts = model.provenance["host"]
+    assert facts["cpu_identity"] == cpu_identity() and facts["bootstrap"]["how"] == "bootstrap"
+    assert "built this machine's model" in update.line()
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_an_extension_measures_only_what_is_new_and_remembers_what_fails(cache):
+    model, update = host_model([ADD, SUB, UD2], cache_dir=cache)
+    assert update.measured == [SUB] and update.created is None
+    assert update.failed == {UD2: update.failed[UD2]} and update.failed[UD2].startswith("SIGILL")
+    assert update.experiments >= 2                       # alone and beside at least one blocker
+    saved = load_cached(cache)
+    assert SUB in saved.uops and saved.latency[SUB] == 1 and UD2 not in saved.uops
+    # sub runs on the integer ALUs, as add does: the same throughput alone and beside add
+    from pmpredict.infer.extend import model_throughput
+    t = model_throughput(saved.uops, saved.r_max)
+    assert t[SUB] == pytest.approx(t[ADD], rel=0.1) and t[SUB] <= 0.5
+    again, second = host_model([SUB, UD2], cache_dir=cache)
+    assert second.measured == [] and second.experiments == 0 and UD2 in second.failed
+    assert len(again.provenance["host"]["extensions"]) == 1
+    assert "every measurable form already known" in second.line()
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_two_processes_extend_the_model_at_once(cache):
+    code = ("import sys, json\nfrom pmpredict.infer.hostmodel import host_model\n"
+            f"m, u = host_model([{SHL!r}], cache_dir={cache!r}, notify=print)\n"
+            "print(json.dumps(u.to_json()))\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    updates = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+    assert sorted(len(u["measured"]) for u in updates) == [0, 1]      # measured once
+    waiter = next(out for out, _ in outs if "waiting for it" in out)
+    assert waiter
+    model = load_cached(cache)                                           # valid, complete
+    extensions = model.provenance["host"]["extensions"]
+    assert [e["forms"] for e in extensions] == [[SHL]]
+    assert not [f for f in os.listdir(cache) if ".tmp" in f]
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_predict_with_the_host_model(cache, tmp_path):
+    kernel = tmp_path / "loop.s"
+    kernel.write_text(LOOP)
+    env = {**os.environ, "PMPREDICT_CACHE": cache}
+    run = lambda *args: subprocess.run([sys.executable, "-m", "pmpredict", *args],
+                                       capture_output=True, text=True, env=env, timeout=600)
+    proc = run("predict", str(kernel), "--model", "host", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    host = out["host"]
+    assert host["measured"] == ["ADD_((REG:RW:G:64)),_((IMM:8))", SUB,
+                                "CMP_((REG:R:G:64)),_((REG:R:G:64))"]
+    assert host["left_out"] == [{"line": 5, "text": "jne .L1", "reason": "a branch: control "
+                                 "flow cannot be repeated in a loop of its own"}]
+    assert out["model"] == "host" and out["coverage"]["matched"] == 3
+    # four instructions, the cmp + jne pair fused: three slots; at least a cycle an iteration
+    assert out["bounds"]["front_end"] == pytest.approx(max(1.0, 3 / load_cached(cache).r_max))
+    text = run("predict", str(kernel), "--model", "host")
+    assert text.returncode == 0 and text.stdout.startswith("host model (")
+    assert "every measurable form already known" in text.stdout.splitlines()[0]
+    listing = run("models")
+    assert listing.returncode == 0
+    line = next(ln for ln in listing.stdout.splitlines() if ln.startswith("host "))
+    assert " 6 forms" in line and "this machine's model" in line
+
+
+@ON_X86_LINUX
+def test_push_and_pop_are_measured_in_experiments():
+    """rsp put back once per iteration: repeated pushes and pops run (two or three loads per
+    cycle on every recent x86 core; one or two stores)."""
+    from pmpredict.data.experiments import Experiment, ExperimentSet
+    from pmpredict.infer.measure import measure_experiment_set
+    push, pop = "PUSH_((REG:R:G:64))", "POP_((REG:W:G:64))"
+    exps = [Experiment.of({push: 1}), Experiment.of({pop: 1}), Experiment.of({push: 1, pop: 1})]
+    out = measure_experiment_set(ExperimentSet((push, pop), tuple(exps), "x86", "t"),
+                                 cache_dir=None)
+    alone_push, alone_pop, both = (e.cycles for e in out.experiments)
+    assert 0.28 <= alone_pop <= 0.55 and 0.45 <= alone_push <= 1.1
+    assert both >= 0.95 * max(alone_push, alone_pop)
