@@ -136,9 +136,10 @@ class Predictor:
     """A model prepared for many predictions (arrays, form index, matcher built once)."""
 
     def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
-                 fallback=None):
+                 fallback=None, compiled: bool = False):
         """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
-        lacks are matched in the fallback's."""
+        lacks are matched in the fallback's. compiled: run the simulation compiled by numba
+        (schedule_jit: ~0.6 s to load once, then many times faster; for many kernels)."""
         if fallback is not None:
             model = fallback.model
         self.model = model
@@ -147,6 +148,10 @@ class Predictor:
         self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
                         if fallback is None else fallback.matcher(allow_approx))
         self.criticality = criticality
+        self.engine = None
+        if compiled:
+            from . import schedule_jit
+            self.engine = schedule_jit
         self._short: dict[str, str] = {}
         self._port_kinds = None
 
@@ -217,7 +222,7 @@ class Predictor:
                           for incoming in graph.in_edges()),
                     tuple(node_slots), len(model.ports), balance)
         sim_machine = SimMachine(model.r_max, machine.window, machine.taken_branch)
-        run = simulate_schedule(body, sim_machine)
+        run = simulate_schedule(body, sim_machine, engine=self.engine)
         # the run is exact in the limit; a finite run can sit a hair under a bound
         cycles = max(run.cycles, bounds.throughput or 0.0, bounds.loop_carried,
                      bounds.front_end or 0.0)
@@ -236,12 +241,12 @@ class Predictor:
         if chains:
             for i in chains[0].nodes:
                 rows[i].on_loop_carried = True
-        for k, s in enumerate(slack(body, sim_machine, run)):
+        for k, s in enumerate(slack(body, sim_machine, run, self.engine)):
             row = rows[node_rows[k]]
             row.slack = s if row.slack is None else min(row.slack, s)
         if self.criticality:
             classes = event_classes(chains, neck, model, sim_machine)
-            report._analyse = lambda: analyse(body, sim_machine, run, classes)
+            report._analyse = lambda: analyse(body, sim_machine, run, classes, engine=self.engine)
         return report
 
     def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
