@@ -84,23 +84,18 @@ def _cycles(body: Body, machine: Machine, classes, iterations: int, engine=None)
 
 def slack(body: Body, machine: Machine, run: Run, engine=None) -> list[float]:
     """Per instruction of the body: median slack of its result over the measured iterations
-    (schedule_arrays.slack_pass)."""
+    (schedule_arrays.slack_pass). The run must have kept its records."""
     engine = engine or schedule_arrays
     n, total = run.n, run.n * run.iterations
     if total == 0:
         return []
     window = machine.window if machine.window and machine.window > 0 else 0
     late_result, late_retire, late_dispatch = (engine.floats(total, math.inf) for _ in range(3))
+    out = engine.floats(n)
     latency, _, _, edge_off, src, dist, w, _, _ = body.flat(engine)
-    engine.slack_pass(latency, edge_off, src, dist, w, run.iterations, window,
-                      engine.float_array(run.retire), late_result, late_retire, late_dispatch)
-    late = engine.to_list(late_result)
-    out = []
-    start = run.measured_from * n
-    for i in range(n):
-        vals = sorted(late[t] - run.result[t] for t in range(start + i, total, n))
-        out.append(max(0.0, vals[len(vals) // 2]) if vals else 0.0)
-    return out
+    engine.slack_pass(latency, edge_off, src, dist, w, run.iterations, window, run.result,
+                      run.retire, run.measured_from, late_result, late_retire, late_dispatch, out)
+    return engine.to_list(out)
 
 
 def path_share(run: Run) -> dict[str, float]:
@@ -108,7 +103,7 @@ def path_share(run: Run) -> dict[str, float]:
     iterations, and split its length by what set each step: data latency, port contention,
     dispatch (front end), a full window, in-order retirement. Shares sum to 1."""
     n = run.n
-    if not run.why_ready or n == 0:
+    if n == 0 or len(run.why_ready) == 0:
         return {}
     share = dict.fromkeys((DATA, PORT, FRONT_END, WINDOW, RETIREMENT), 0.0)
     stop = run.measured_from * n
@@ -132,7 +127,7 @@ def path_share(run: Run) -> dict[str, float]:
                 share[DATA] += run.ready[t] - run.dispatch[t]
                 where = "dispatch"
         else:
-            if run.why_dispatch[t] == WINDOW:
+            if run.why_dispatch[t] == schedule_arrays.BY_WINDOW:
                 s = t - run.window
                 share[WINDOW] += run.dispatch[t] - run.retire[s]
                 t, where = s, "retire"

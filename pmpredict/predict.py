@@ -154,6 +154,10 @@ class Predictor:
             self.engine = schedule_jit
         self._short: dict[str, str] = {}
         self._port_kinds = None
+        # what depends on an instruction alone, by (its text, syntax): a kernel's instructions
+        # recur across kernels (and within one)
+        self._per_instruction: dict[tuple[str, str], tuple] = {}
+        self._optimum: dict[tuple, tuple] = {}                 # uop masses -> bound.optimum
 
     def short(self, form: str) -> str:
         s = self._short.get(form)
@@ -165,17 +169,28 @@ class Predictor:
     def match(self, insn: Instruction, syntax: str) -> Match:
         return self.matcher.match(normalize(insn, syntax))
 
+    def _instruction(self, insn: Instruction, syntax: str) -> tuple:
+        """(match, whose form, the form in key notation, semantics) of an instruction: what
+        depends on the instruction's text alone, computed once per text."""
+        key = (insn.text, syntax)
+        hit = self._per_instruction.get(key)
+        if hit is None:
+            m = self.match(insn, syntax)
+            source = None if m.form is None else \
+                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
+            hit = self._per_instruction[key] = (
+                m, str(m.key), source, self.short(m.form) if m.form else "",
+                self.semantics.instruction(insn, syntax))
+        return hit
+
     def predict(self, kernel: Kernel, syntax: str, path: str = "<input>") -> Report:
         model = self.model
         rows, sems = [], []
         for insn in kernel.instructions:
-            m = self.match(insn, syntax)
-            source = None if m.form is None else \
-                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
-            rows.append(InstructionRow(insn.line, insn.text, str(m.key), m.form,
-                                       self.short(m.form) if m.form else "", m.approx, m.reason,
-                                       source))
-            sems.append(self.semantics.instruction(insn, syntax))
+            m, key, source, short, sem = self._instruction(insn, syntax)
+            rows.append(InstructionRow(insn.line, insn.text, key, m.form, short, m.approx,
+                                       m.reason, source))
+            sems.append(sem)
         report = Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, None, [],
                         {p: 0.0 for p in model.ports}, model.r_max, fallback=self.fallback)
         if not rows:
@@ -267,7 +282,11 @@ class Predictor:
                 mass[mask] = mass.get(mask, 0) + count
         if not mass:
             return 0.0, 0, tuple([1.0] * n_ports)
-        cycles, neck, schedule = optimum(mass)
+        masses = tuple(sorted(mass.items()))
+        found = self._optimum.get(masses)
+        if found is None:
+            found = self._optimum[masses] = optimum(mass)
+        cycles, neck, schedule = found
         load = [0.0] * n_ports
         for row, a in zip(report.rows, annotated):
             pressure = [0.0] * n_ports

@@ -84,7 +84,8 @@ class Machine:
 
 @dataclass
 class Run:
-    """Times of every simulated instruction instance, index t = iteration * n + i."""
+    """Times of every simulated instruction instance, index t = iteration * n + i: in the
+    engine's containers (lists, or numpy arrays from schedule_jit)."""
     n: int
     iterations: int
     dispatch: list[float] = field(default_factory=list)
@@ -92,7 +93,7 @@ class Run:
     ready: list[float] = field(default_factory=list)        # result time from data alone
     result: list[float] = field(default_factory=list)
     retire: list[float] = field(default_factory=list)
-    why_dispatch: list[str] = field(default_factory=list)  # FRONT_END or WINDOW
+    why_dispatch: list[int] = field(default_factory=list)  # schedule_arrays.BY_FRONT_END / BY_WINDOW
     why_ready: list[int] = field(default_factory=list)     # producer instance that set `ready`, -1: dispatch
     window: int = 0
     cycles: float = 0.0                                    # steady-state cycles per iteration
@@ -156,13 +157,11 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
     half = iterations // 2
     run.iterations, run.window, run.measured_from = iterations, window, half
     run.cycles = float(engine.steady_step(retire, n, n - 1, half, iterations))
-    total = n * iterations
     if keep:
-        run.dispatch, run.issue, run.ready, run.result, run.retire = (
-            engine.to_list(a)[:total] for a in (dispatch, issue, ready, result, retire))
-        run.why_ready = engine.to_list(why_ready)[:total]
-        run.why_dispatch = [WINDOW if w == schedule_arrays.BY_WINDOW else FRONT_END
-                            for w in engine.to_list(why_dispatch)[:total]]
+        total = n * iterations
+        run.dispatch, run.issue, run.ready, run.result, run.retire, run.why_dispatch, \
+            run.why_ready = (a[:total] for a in (dispatch, issue, ready, result, retire,
+                                                 why_dispatch, why_ready))
     return run
 
 

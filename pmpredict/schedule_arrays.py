@@ -199,12 +199,13 @@ def run_schedule(latency, uop_off, uop_mask, edge_off, edge_src, edge_dist, edge
     return iterations
 
 
-def slack_pass(latency, edge_off, edge_src, edge_dist, edge_w, iterations, window, retire,
-               late_result, late_retire, late_dispatch):
-    """The latest time each instance's result could come, every other time fixed, without
-    delaying the end of the run: a backward pass over the run's constraints (data edges,
-    dispatch order, the window, retirement order). Writes late_result (and the two scratch
-    arrays, all of n * iterations, filled with math.inf by the caller)."""
+def slack_pass(latency, edge_off, edge_src, edge_dist, edge_w, iterations, window, result,
+               retire, measured_from, late_result, late_retire, late_dispatch, slack):
+    """Slack of each instruction: the median over the measured iterations of how much later
+    its result could come, every other time fixed, without delaying the end of the run. A
+    backward pass over the run's constraints (data edges, dispatch order, the window,
+    retirement order) finds the latest time of every instance. late_*: scratch arrays of
+    n * iterations filled with math.inf by the caller; the answer goes to slack (n)."""
     n = len(latency)
     total = n * iterations
     late_retire[total - 1] = retire[total - 1]
@@ -226,6 +227,10 @@ def slack_pass(latency, edge_off, edge_src, edge_dist, edge_w, iterations, windo
             s = t - i + edge_src[e] - edge_dist[e] * n
             if s >= 0 and late_result[t] - edge_w[e] < late_result[s]:
                 late_result[s] = late_result[t] - edge_w[e]
+    start = measured_from * n
+    for i in range(n):
+        values = sorted([late_result[t] - result[t] for t in range(start + i, total, n)])
+        slack[i] = max(0.0, values[len(values) // 2]) if len(values) > 0 else 0.0
 
 
 # the containers these functions run over as plain Python: lists (indexing a list is what
