@@ -90,8 +90,8 @@ def slack(body: Body, machine: Machine, run: Run, engine=None) -> list[float]:
     if total == 0:
         return []
     window = machine.window if machine.window and machine.window > 0 else 0
-    late_result, late_retire, late_dispatch = (engine.floats(total, math.inf) for _ in range(3))
-    out = engine.floats(n)
+    late_result, late_retire, late_dispatch = engine.floats(3, total, math.inf)
+    out, = engine.floats(1, n)
     latency, _, _, edge_off, src, dist, w, _, _ = body.flat(engine)
     engine.slack_pass(latency, edge_off, src, dist, w, run.iterations, window, run.result,
                       run.retire, run.measured_from, late_result, late_retire, late_dispatch, out)

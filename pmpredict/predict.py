@@ -158,6 +158,8 @@ class Predictor:
         # recur across kernels (and within one)
         self._per_instruction: dict[tuple[str, str], tuple] = {}
         self._optimum: dict[tuple, tuple] = {}                 # uop masses -> bound.optimum
+        self._annotations: dict = {}                          # annotate's memo
+        self._kinds: dict = {}                                # instruction kinds, by semantics
 
     def short(self, form: str) -> str:
         s = self._short.get(form)
@@ -198,7 +200,8 @@ class Predictor:
             return report
         loop = sems[-1].branch == "conditional"
         annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop,
-                                      stack_engine=self.semantics.stack_engine_register)
+                                      stack_engine=self.semantics.stack_engine_register,
+                                      memo=self._annotations)
         report.machine = machine
         for row, a in zip(rows, annotated):
             row.annotated = a
@@ -268,8 +271,14 @@ class Predictor:
         """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.kinds)."""
         if self._port_kinds is None:
             self._port_kinds = port_kinds(self.model)
-        rows = [(instruction_kinds(self.model.isa, s), a.uops) for s, a in zip(sems, annotated)]
+        rows = [(self._instruction_kinds(s), a.uops) for s, a in zip(sems, annotated)]
         return kinds_within(self._port_kinds, rows, neck)
+
+    def _instruction_kinds(self, sem) -> tuple[str, ...]:
+        entry = self._kinds.get(id(sem))
+        if entry is None or entry[0] is not sem:           # the id of a live object is unique
+            entry = self._kinds[id(sem)] = (sem, instruction_kinds(self.model.isa, sem))
+        return entry[1]
 
     def _ports(self, report: Report, annotated: list[Annotated]):
         """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal
@@ -282,7 +291,7 @@ class Predictor:
                 mass[mask] = mass.get(mask, 0) + count
         if not mass:
             return 0.0, 0, tuple([1.0] * n_ports)
-        masses = tuple(sorted(mass.items()))
+        masses = tuple(mass.items())         # in order: the order picks among optimal schedules
         found = self._optimum.get(masses)
         if found is None:
             found = self._optimum[masses] = optimum(mass)

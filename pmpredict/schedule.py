@@ -115,11 +115,12 @@ def _first_check(n: int, window: int | None) -> int:
 
 
 def _capacity(body: Body, iterations: int, machine: Machine) -> int:
-    """Cycles the ports' records cover: enough for the run if every instance waited for
-    everything before it (a run that needs more starts again with more)."""
+    """Cycles the ports' records cover at first: a quarter of what the run would take if
+    every instance waited for everything before it, which is ample for real loops (runs take
+    a few percent of it); a run that needs more starts again with four times as many."""
     per = sum(max([lat] + [w for _, _, w in ins]) + len(masks) + 2
               for lat, masks, ins in zip(body.latency, body.uops, body.edges))
-    return int(64 + iterations * (per + machine.taken_branch))
+    return int(64 + iterations * (per + machine.taken_branch) / 4)
 
 
 def simulate(body: Body, machine: Machine, iterations: int | None = None,
@@ -143,12 +144,12 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
     total = n * iterations
     capacity = _capacity(body, iterations, machine)
     while True:
-        dispatch, issue, ready, result, retire = (engine.floats(total) for _ in range(5))
-        why_dispatch, why_ready = engine.ints(total), engine.ints(total)
+        dispatch, issue, ready, result, retire = engine.floats(5, total)
+        why_dispatch, why_ready = engine.ints(2, total)
         done = engine.run_schedule(
             *arrays, width, window, float(machine.taken_branch), ideal_ports, iterations, fixed,
-            _first_check(n, machine.window), engine.ints(body.n_ports * capacity), capacity,
-            engine.ints(body.n_ports), dispatch, issue, ready, result, retire, why_dispatch,
+            _first_check(n, machine.window), *engine.ints(1, body.n_ports * capacity), capacity,
+            *engine.ints(1, body.n_ports), dispatch, issue, ready, result, retire, why_dispatch,
             why_ready)
         if done != OUT_OF_CAPACITY:
             break

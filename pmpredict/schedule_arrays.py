@@ -235,12 +235,14 @@ def slack_pass(latency, edge_off, edge_src, edge_dist, edge_w, iterations, windo
 
 # the containers these functions run over as plain Python: lists (indexing a list is what
 # CPython does fastest); schedule_jit.py gives numpy arrays to the compiled functions
-def floats(n, value=0.0):
-    return [value] * n
+def floats(rows, n, value=0.0):
+    """`rows` arrays of n floats, all `value`."""
+    return [[value] * n for _ in range(rows)]
 
 
-def ints(n):
-    return [0] * n
+def ints(rows, n):
+    """`rows` arrays of n zeros."""
+    return [[0] * n for _ in range(rows)]
 
 
 def float_array(values):

@@ -24,12 +24,12 @@ slack_pass = njit(cache=True)(_plain.slack_pass)
 steady_step = njit(cache=True)(_plain.steady_step)
 
 
-def floats(n, value=0.0):
-    return np.full(n, value, dtype=np.float64)
+def floats(rows, n, value=0.0):
+    return list(np.full((rows, n), value, dtype=np.float64))     # one allocation, row views
 
 
-def ints(n):
-    return np.zeros(n, dtype=np.int64)
+def ints(rows, n):
+    return list(np.zeros((rows, n), dtype=np.int64))
 
 
 def float_array(values):

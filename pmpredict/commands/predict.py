@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 from .. import semantics
@@ -11,7 +12,8 @@ from .common import print_json
 
 def register(sub):
     p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)")
-    p.add_argument("file", metavar="FILE.s", help="assembly as written by gcc/clang -S")
+    p.add_argument("files", nargs="+", metavar="FILE.s",
+                   help="assembly as written by gcc/clang -S (several files: each is predicted)")
     p.add_argument("--model", "-m", metavar="M",
                    help="model file or built-in name (default: skl for x86, a72 for AArch64)")
     p.add_argument("--fallback", metavar="F",
@@ -31,10 +33,18 @@ def register(sub):
     p.add_argument("--bottlenecks", action="store_true",
                    help="also show what each bottleneck costs and how they interact (Fields)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--jsonl", action="store_true",
+                   help="one JSON object per kernel per line (for many files or regions)")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                   help="predict many kernels in N processes (default 1)")
     p.set_defaults(func=run)
 
+# from this many kernels on, the simulation runs compiled (numba: ~0.6 s to load, then
+# ~20x faster per kernel)
+COMPILED_FROM = 100
 
-def _model_for(args, isa: str):
+
+def _model_for(args, isa: str, path: str):
     from ..model import load_model
     from ..models import builtin_path
 
@@ -42,12 +52,12 @@ def _model_for(args, isa: str):
     if spec is None:
         spec = semantics.get(isa).default_model
         if builtin_path(spec) is None:
-            raise InputError(args.file, f"no built-in {isa} model {spec!r} is installed; "
-                                        "give one with --model FILE")
+            raise InputError(path, f"no built-in {isa} model {spec!r} is installed; "
+                                   "give one with --model FILE")
     model = load_model(spec)
     if model.isa != isa:
-        raise InputError(args.file, f"the kernel is {isa} but model {model.name!r} is {model.isa}; "
-                                    "choose a matching --model (or --isa)")
+        raise InputError(path, f"the kernel is {isa} but model {model.name!r} is {model.isa}; "
+                               "choose a matching --model (or --isa)")
     return model
 
 
@@ -65,43 +75,66 @@ def _fallback_for(spec: str, model):
         raise InputError(spec, str(exc)) from None
 
 
-def run(args):
-    # heavy imports (numba, scipy, lark) only when the command runs: `pmpredict --help`
-    # and the other commands stay fast
+def _kernels(program, args):
+    """The kernels of a file: the selected one, or every LLVM-MCA region (as llvm-mca)."""
     from ..asm.kernel import all_regions, select_kernel
+
+    kernel = select_kernel(program, lines=args.lines, region=args.region)
+    if kernel.how == "llvm-mca-region" and args.region is None and kernel.others \
+            and len(kernel.others) > 1:
+        return all_regions(program)
+    return [kernel]
+
+
+def run(args):
+    # heavy imports (lark, the engines) only when the command runs: `pmpredict --help`
+    # and the other commands stay fast
     from ..asm.parse import parse_file
+    from ..batch import render_all
     from ..predict import Predictor
     from ..views import DEFAULT_VIEWS, render_text, to_json
 
-    program = parse_file(args.file, syntax=args.syntax, isa=args.isa)
-    model = _model_for(args, program.isa)
-    kernel = select_kernel(program, lines=args.lines, region=args.region)
-    kernels = [kernel]
-    if kernel.how == "llvm-mca-region" and args.region is None and kernel.others \
-            and len(kernel.others) > 1:
-        kernels = all_regions(program)            # like llvm-mca: every region is reported
-    fallback = None
-    if args.fallback:
-        fallback = _fallback_for(args.fallback, model)
-    predictor = Predictor(model, allow_approx=not args.exact, fallback=fallback)
-    reports = [predictor.predict(k, program.syntax, args.file) for k in kernels]
-    if args.strict:
-        for rep in reports:
-            if rep.unmatched:
-                first = rep.unmatched[0]
-                raise InputError(args.file, f"{len(rep.unmatched)} instruction(s) not in model "
-                                            f"{model.name!r} (--strict), first: {first.text!r} "
-                                            f"[{first.key}]", first.line)
+    files, models = [], {}                       # files: (path, syntax, isa, kernels); models by ISA
+    for path in args.files:
+        program = parse_file(path, syntax=args.syntax, isa=args.isa)
+        if program.isa not in models:
+            models[program.isa] = _model_for(args, program.isa, path)
+        files.append((path, program.syntax, program.isa, _kernels(program, args)))
+    count = sum(len(kernels) for *_, kernels in files)
+    predictors = {isa: Predictor(model, allow_approx=not args.exact,
+                                 fallback=_fallback_for(args.fallback, model) if args.fallback
+                                 else None, compiled=count >= COMPILED_FROM)
+                  for isa, model in models.items()}
     extra = tuple(v for v, on in (("timeline", args.timeline), ("bottlenecks", args.bottlenecks))
                   if on)
-    if args.json:
-        out = to_json(reports[0], extra)
-        if len(reports) > 1:
-            out["regions"] = [to_json(r, extra) for r in reports]
-        print_json(out)
+
+    def render(item):
+        path, syntax, isa, kernel, first = item
+        rep = predictors[isa].predict(kernel, syntax, path)
+        if args.strict and rep.unmatched:
+            miss = rep.unmatched[0]
+            raise InputError(path, f"{len(rep.unmatched)} instruction(s) not in model "
+                                   f"{rep.model!r} (--strict), first: {miss.text!r} "
+                                   f"[{miss.key}]", miss.line)
+        if args.jsonl:
+            return json.dumps(to_json(rep, extra), separators=(",", ":")) + "\n"
+        if args.json:
+            return to_json(rep, extra)
+        return ("" if first else "\n" + "=" * 72 + "\n\n") + render_text(rep, DEFAULT_VIEWS + extra)
+
+    items = [(path, syntax, isa, kernel, not n and not k)
+             for n, (path, syntax, isa, kernels) in enumerate(files)
+             for k, kernel in enumerate(kernels)]
+    out = list(render_all(items, render, max(1, args.jobs)))     # every error before any output
+    if args.json and not args.jsonl:
+        per_file, at = [], 0
+        for *_, kernels in files:
+            obj = out[at]
+            if len(kernels) > 1:                 # as llvm-mca: the first, then every region
+                obj = dict(obj, regions=out[at:at + len(kernels)])
+            per_file.append(obj)
+            at += len(kernels)
+        print_json(per_file[0] if len(per_file) == 1 else per_file)
     else:
-        for i, rep in enumerate(reports):
-            if i:
-                sys.stdout.write("\n" + "=" * 72 + "\n\n")
-            sys.stdout.write(render_text(rep, DEFAULT_VIEWS + extra))
+        sys.stdout.write("".join(out))
     return 0
