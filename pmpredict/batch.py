@@ -10,7 +10,6 @@ compiled simulation) instead of building it again.
 from __future__ import annotations
 
 import gc
-import multiprocessing
 
 from .errors import InputError
 
@@ -38,6 +37,8 @@ def render_all(items: list, render, jobs: int = 1):
         return
     # what exists now (parsed files, models, tables) lives to the end: the garbage collector
     # need not look at it again after every few thousand new objects
+    import multiprocessing                 # here: a single kernel does not pay its import
+
     gc.freeze()
     try:
         yield render(items[0])

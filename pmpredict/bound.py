@@ -19,7 +19,6 @@ from which the sink cannot be reached in the residual network of a maximum flow 
 from __future__ import annotations
 
 from collections import deque
-from fractions import Fraction
 from math import lcm
 
 
@@ -129,10 +128,15 @@ def optimum(uops: dict[int, float]) -> tuple[float, int, dict[int, dict[int, flo
     masks = [m for m, mass in uops.items() if mass > 0]
     if not masks:
         return 0.0, 0, {}
-    exact = [Fraction(uops[m]).limit_denominator(10**9) for m in masks]
     used = len({p for m in masks for p in _ports_of(m)})
-    scale = lcm(*range(1, used + 1)) * lcm(*(q.denominator for q in exact))
-    masses = [int(q * scale) for q in exact]
+    if all(float(uops[m]).is_integer() for m in masks):        # counts: the usual case
+        scale = lcm(*range(1, used + 1))
+        masses = [int(uops[m]) * scale for m in masks]
+    else:
+        from fractions import Fraction
+        exact = [Fraction(uops[m]).limit_denominator(10**9) for m in masks]
+        scale = lcm(*range(1, used + 1)) * lcm(*(q.denominator for q in exact))
+        masses = [int(q * scale) for q in exact]
     t = sum(masses) // used
     while True:
         flow = _Flow(masks, masses, t)

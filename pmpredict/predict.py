@@ -185,6 +185,13 @@ class Predictor:
                 self.semantics.instruction(insn, syntax))
         return hit
 
+    def predict_many(self, kernels, syntax: str, path: str = "<input>"):
+        """Reports of many kernels (e.g. asm.kernel.all_regions of a file), in order, each
+        made when asked for: what depends on an instruction alone is done once for all of
+        them. For hundreds of kernels, make the Predictor with compiled=True."""
+        for kernel in kernels:
+            yield self.predict(kernel, syntax, path)
+
     def predict(self, kernel: Kernel, syntax: str, path: str = "<input>") -> Report:
         model = self.model
         rows, sems = [], []
