@@ -11,7 +11,7 @@ import pytest
 from pmpredict.asm.kernel import all_regions
 from pmpredict.asm.parse import parse_file
 from pmpredict.cli import main
-from pmpredict.commands.predict import COMPILED_FROM
+from pmpredict.commands.predict import COMPILED_FROM_WITH_COSTS
 from pmpredict.model import load_model
 from pmpredict.predict import Predictor
 from pmpredict.views import render_text, to_json
@@ -39,14 +39,15 @@ def bhive_regions(tmp_path, count: int) -> str:
 
 @pytest.mark.slow
 def test_a_batch_reports_what_each_kernel_alone_reports(tmp_path, capsys):
-    path = bhive_regions(tmp_path, COMPILED_FROM + 20)        # the compiled engine runs
+    count = COMPILED_FROM_WITH_COSTS + 30                     # the compiled engine runs
+    path = bhive_regions(tmp_path, count)
     assert main(["predict", path, "--jsonl"]) == 0
     batch = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert len(batch) == COMPILED_FROM + 20
+    assert len(batch) == count
     program = parse_file(path)
     kernels = all_regions(program)
     model = load_model("skl")
-    for k in range(0, len(kernels), 6):
+    for k in range(0, len(kernels), 4):
         # a fresh Predictor (nothing remembered from other kernels), plain Python engine
         alone = Predictor(model).predict(kernels[k], program.syntax, path)
         assert batch[k] == json.loads(json.dumps(to_json(alone)))
@@ -54,10 +55,9 @@ def test_a_batch_reports_what_each_kernel_alone_reports(tmp_path, capsys):
     assert main(["predict", path, "--jsonl", "--jobs", "2"]) == 0
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == batch
     # text: every region's report, in order, as a Predictor reused in this process gives
-    predictor = Predictor(model)
-    want = "".join(("" if i == 0 else "\n" + "=" * 72 + "\n\n") +
-                   render_text(predictor.predict(k, program.syntax, path))
-                   for i, k in enumerate(kernels))
+    reports = Predictor(model).predict_many(kernels, program.syntax, path)
+    want = "".join(("" if i == 0 else "\n" + "=" * 72 + "\n\n") + render_text(report)
+                   for i, report in enumerate(reports))
     assert main(["predict", path, "-j", "2"]) == 0
     assert capsys.readouterr().out == want
 

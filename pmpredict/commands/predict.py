@@ -40,8 +40,9 @@ def register(sub):
     p.set_defaults(func=run)
 
 # from this many kernels on, the simulation runs compiled (numba: ~0.6 s to load, then
-# ~20x faster per kernel)
-COMPILED_FROM = 100
+# ~20x faster); sooner when the report includes the bottlenecks' costs (a simulation each)
+COMPILED_FROM = 200
+COMPILED_FROM_WITH_COSTS = 50
 
 
 def _model_for(args, isa: str, path: str):
@@ -101,9 +102,11 @@ def run(args):
             models[program.isa] = _model_for(args, program.isa, path)
         files.append((path, program.syntax, program.isa, _kernels(program, args)))
     count = sum(len(kernels) for *_, kernels in files)
+    costs = args.json or args.jsonl or args.bottlenecks
+    compiled = count >= (COMPILED_FROM_WITH_COSTS if costs else COMPILED_FROM)
     predictors = {isa: Predictor(model, allow_approx=not args.exact,
                                  fallback=_fallback_for(args.fallback, model) if args.fallback
-                                 else None, compiled=count >= COMPILED_FROM)
+                                 else None, compiled=compiled)
                   for isa, model in models.items()}
     extra = tuple(v for v, on in (("timeline", args.timeline), ("bottlenecks", args.bottlenecks))
                   if on)
