@@ -41,7 +41,8 @@ def bhive_regions(tmp_path, count: int) -> str:
 def test_a_batch_reports_what_each_kernel_alone_reports(tmp_path, capsys):
     count = COMPILED_FROM_WITH_COSTS + 30                     # the compiled engine runs
     path = bhive_regions(tmp_path, count)
-    assert main(["predict", path, "--jsonl"]) == 0
+    views = ("timeline", "bottlenecks")           # every view reads the compiled run
+    assert main(["predict", path, "--jsonl", "--timeline", "--bottlenecks"]) == 0
     batch = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(batch) == count
     program = parse_file(path)
@@ -50,9 +51,9 @@ def test_a_batch_reports_what_each_kernel_alone_reports(tmp_path, capsys):
     for k in range(0, len(kernels), 4):
         # a fresh Predictor (nothing remembered from other kernels), plain Python engine
         alone = Predictor(model).predict(kernels[k], program.syntax, path)
-        assert batch[k] == json.loads(json.dumps(to_json(alone)))
+        assert batch[k] == json.loads(json.dumps(to_json(alone, views)))
     # two processes: the same lines in the same order
-    assert main(["predict", path, "--jsonl", "--jobs", "2"]) == 0
+    assert main(["predict", path, "--jsonl", "--timeline", "--bottlenecks", "--jobs", "2"]) == 0
     assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == batch
     # text: every region's report, in order, as a Predictor reused in this process gives
     reports = Predictor(model).predict_many(kernels, program.syntax, path)
