@@ -29,6 +29,11 @@ def _render_range(bounds: tuple[int, int]) -> list[tuple]:
     return out
 
 
+def _can_fork() -> bool:
+    import multiprocessing               # here: a run in one process does not pay the import
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
 def render_all(items: list, render, jobs: int = 1):
     """Yield render(item) for every item, in order. jobs > 1: that many forked processes
     render contiguous runs of items (an InputError in one is raised here, in order)."""
@@ -37,16 +42,16 @@ def render_all(items: list, render, jobs: int = 1):
         return
     # what exists now (parsed files, models, tables) lives to the end: the garbage collector
     # need not look at it again after every few thousand new objects
-    import multiprocessing                 # here: a single kernel does not pay its import
-
     gc.freeze()
     try:
         yield render(items[0])
         rest = len(items) - 1
-        if jobs <= 1 or rest < 2 * jobs or "fork" not in multiprocessing.get_all_start_methods():
+        forks = jobs > 1 and rest >= 2 * jobs and _can_fork()
+        if not forks:
             for item in items[1:]:
                 yield render(item)
             return
+        import multiprocessing
         # a few runs per worker: an uneven run does not leave the other worker idle for long
         runs = min(rest, 4 * jobs)
         cuts = [1 + rest * k // runs for k in range(runs + 1)]
