@@ -40,7 +40,7 @@ def periodic_step(ends, stride, offset, first, last):
     m = last - first
     for p in range(1, m // 4 + 1):
         span = max(3 * p, 24)
-        if span >= m:
+        if span + p > m:             # the last `span` ends and the p before them are given
             break
         step = ends[offset + (last - 1) * stride] - ends[offset + (last - 1 - p) * stride]
         ok = True
