@@ -1,25 +1,33 @@
-"""Speed of the assembly front end and `pmpredict predict`, side by side with OSACA and llvm-mca.
+"""Speed of `pmpredict predict`, side by side with llvm-mca-19 (and OSACA).
 
-    python3 benchmarks/bench_predict.py [--repeat N] [--skip-osaca]
+    python3 benchmarks/bench_predict.py [--rounds N] [--sections startup,batch,kernels,parse]
 
-Measured in one run on the same kernels (the innermost loops of examples/*.s, marked
-with OSACA and LLVM-MCA comment markers in a temporary copy):
-  * pmpredict CLI per kernel (a fresh `python3 -m pmpredict predict` process),
-  * pmpredict in-process per kernel (parse the file + select the kernel + match + predict;
-    model loaded once),
-  * the OSACA CLI (`osaca --arch SKX`, `--arch A72` for AArch64) and `llvm-mca-19`
-    (`-mcpu=skylake` / `-mcpu=cortex-a72`) per kernel (subprocess wall time),
-  * kernels per second in-process for a batch (every innermost loop of a ~1,000-line
-    gcc -O3 file plus the examples, files parsed once),
-  * the parse time of that ~1,000-line gcc output file (AT&T, Intel) and of aarch64-gcc output.
-Medians over --repeat runs. Models: the built-in skl/a72 if installed, else the PMEvo
-artifact mappings from ../shared.
+Sections (default: all):
+  * startup  one warm call, `python3 -m pmpredict predict examples/mix_avx2.s` (and the
+             installed `pmpredict` console script of this interpreter, if any), alternating
+             with `llvm-mca-19 -mcpu=native` on the same file: wall and CPU (user + sys) time
+             per process, medians over --rounds, and the ratio. "Warm": the files read and
+             the bytecode compiled (.pyc) by an untimed call first, as on a machine that has
+             run pmpredict before (PYTHONDONTWRITEBYTECODE is dropped for the calls).
+  * batch    the first --blocks blocks of ../shared/data/bhive/blocks.csv, each an
+             LLVM-MCA region of one file: one llvm-mca-19 -mcpu=znver4 process over the file
+             against one pmpredict process (default text report; --jsonl; --jobs 2), blocks per
+             second of process CPU time (and wall); the marginal rate (the start-up, measured
+             on a one-block file, taken off); pmpredict in-process with its start-up paid
+             (Predictor(compiled=True).predict_many).
+  * kernels  the innermost loops of examples/*.s, per kernel, against the OSACA CLI and
+             llvm-mca-19 (--skip-osaca to leave OSACA out).
+  * parse    parse time of ~1,000-line gcc/clang outputs, and a batch of their loops in-process.
+CPU time is what wall time is on a quiet machine; the load average is printed with each
+section (other jobs on the machine inflate wall times, not CPU times much).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -31,13 +39,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from pmpredict.asm.kernel import find_loops, innermost, select_kernel  # noqa: E402
+from pmpredict.asm.kernel import Kernel, all_regions, find_loops, innermost, select_kernel  # noqa: E402
 from pmpredict.asm.parse import Instruction, Label, parse_file  # noqa: E402
 from pmpredict.model import load_model  # noqa: E402
 from pmpredict.models import builtin_path  # noqa: E402
 from pmpredict.predict import Predictor  # noqa: E402
+from pmpredict.views import render_text  # noqa: E402
 
 ARTIFACT = os.path.join(ROOT, "..", "shared", "data", "pmevo-artifact")
+BHIVE = os.path.join(ROOT, "..", "shared", "data", "bhive", "blocks.csv")
+SECTIONS = ("startup", "batch", "kernels", "parse")
 KERNELS = ["mix_avx2.s", "mix_avx2_intel.s", "triad_avx.s", "triad_neon.s"]
 
 BIG_TEMPLATE = r"""
@@ -78,6 +89,145 @@ def run(cmd) -> float:
     return time.perf_counter() - t
 
 
+def warm_env() -> dict:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)     # a warm machine has the .pyc files
+    return env
+
+
+def timed_process(cmd, env=None) -> tuple[float, float]:
+    """(wall, CPU user + sys) seconds of one process and the children it waited for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def alternate(commands: dict, rounds: int, env=None) -> dict:
+    """{name: ([walls], [cpus])}: every command once per round, in turn."""
+    out = {name: ([], []) for name in commands}
+    for _ in range(rounds):
+        for name, cmd in commands.items():
+            wall, cpu = timed_process(cmd, env)
+            out[name][0].append(wall)
+            out[name][1].append(cpu)
+    return out
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def console_script() -> str | None:
+    """The `pmpredict` console script installed for this interpreter, if there is one."""
+    here = os.path.join(os.path.dirname(sys.executable), "pmpredict")
+    return here if os.path.exists(here) else None
+
+
+def startup(rounds: int) -> None:
+    src = os.path.join(ROOT, "examples", "mix_avx2.s")
+    commands = {"pmpredict (python3 -m pmpredict)": [sys.executable, "-m", "pmpredict", "predict", src]}
+    script = console_script()
+    if script:
+        commands["pmpredict (console script)"] = [script, "predict", src]
+    commands["python3 -c pass (the interpreter alone)"] = [sys.executable, "-c", "pass"]
+    mca = shutil.which("llvm-mca-19")
+    if mca:
+        commands["llvm-mca-19 -mcpu=native"] = [mca, "-mcpu=native", src]
+    env = warm_env()
+    for cmd in commands.values():
+        timed_process(cmd, env)                   # warm: .pyc written, caches filled
+    print(f"\n## startup: one warm call on examples/mix_avx2.s ({rounds} rounds, alternating; {load()})")
+    got = alternate(commands, rounds, env)
+    print(f"{'command':42s} {'wall median':>11s} {'CPU median':>10s} {'CPU min':>8s}")
+    for name, (walls, cpus) in got.items():
+        print(f"{name:42s} {statistics.median(walls):10.3f}s {statistics.median(cpus):9.3f}s "
+              f"{min(cpus):7.3f}s")
+    if mca:
+        ref = got["llvm-mca-19 -mcpu=native"]
+        for name, (walls, cpus) in got.items():
+            if name.startswith("pmpredict"):
+                print(f"{name} / llvm-mca: wall {statistics.median(walls) / statistics.median(ref[0]):.1f}x, "
+                      f"CPU {statistics.median(cpus) / statistics.median(ref[1]):.1f}x "
+                      "(goal: a warm call <= 0.3 s)")
+    print(f"({load()})")
+
+
+def bhive_file(tmp: str, count: int) -> str | None:
+    """The first `count` BHive blocks, each between LLVM-MCA-BEGIN/END bN (AT&T)."""
+    if not os.path.exists(BHIVE):
+        return None
+    lines = []
+    with open(BHIVE) as fh:
+        for k, row in enumerate(csv.DictReader(fh)):
+            if k == count:
+                break
+            lines += [f"# LLVM-MCA-BEGIN b{k}"] + ["\t" + s.strip() for s in row["asm_att"].split(" ; ")]
+            lines.append(f"# LLVM-MCA-END b{k}")
+    path = os.path.join(tmp, f"bhive{count}.s")
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+def batch(tmp: str, rounds: int, count: int) -> None:
+    path, one = bhive_file(tmp, count), bhive_file(tmp, 1)
+    if path is None:
+        print(f"\n## batch: skipped ({BHIVE} not found)")
+        return
+    mca = shutil.which("llvm-mca-19")
+    pm = [sys.executable, "-m", "pmpredict", "predict"]
+    variants = {"pmpredict, text": [], "pmpredict --jsonl": ["--jsonl"],
+                "pmpredict, text, --jobs 2": ["--jobs", "2"]}
+    commands = {}
+    if mca:
+        commands["llvm-mca-19 -mcpu=znver4"] = lambda f: [mca, "-mcpu=znver4", f]
+    for name, extra in variants.items():
+        commands[name] = lambda f, extra=extra: pm + [f] + extra
+    env = warm_env()
+    for cmd in commands.values():
+        timed_process(cmd(one), env)
+    print(f"\n## batch: {count} BHive blocks as LLVM-MCA regions of one file, one process each "
+          f"({rounds} rounds, alternating; {load()})")
+    full = alternate({n: c(path) for n, c in commands.items()}, rounds, env)
+    single = alternate({n: c(one) for n, c in commands.items()}, rounds, env)
+    print(f"{'command':28s} {'CPU':>7s} {'wall':>7s} {'blocks/s CPU':>12s} {'blocks/s wall':>13s} "
+          f"{'start-up CPU':>12s} {'marginal blocks/s CPU':>21s}")
+    rates = {}
+    for name in commands:
+        cpu, wall = statistics.median(full[name][1]), statistics.median(full[name][0])
+        start = statistics.median(single[name][1])
+        marginal = (count - 1) / max(cpu - start, 1e-9)
+        rates[name] = (count / cpu, count / wall, marginal)
+        print(f"{name:28s} {cpu:6.2f}s {wall:6.2f}s {count / cpu:12,.0f} {count / wall:13,.0f} "
+              f"{start:11.3f}s {marginal:21,.0f}")
+    if mca:
+        ref = rates["llvm-mca-19 -mcpu=znver4"]
+        for name, (cpu_rate, wall_rate, marginal) in rates.items():
+            if name.startswith("pmpredict"):
+                print(f"{name} / llvm-mca: {cpu_rate / ref[0]:.2f}x by CPU, {wall_rate / ref[1]:.2f}x "
+                      f"by wall, {marginal / ref[2]:.2f}x marginal by CPU (goal >= 10x)")
+    # in-process: what the Python API costs per block once pmpredict is loaded
+    program = parse_file(path)
+    kernels = all_regions(program)
+    t = time.process_time()
+    predictor = Predictor(load_model("skl"), compiled=True)
+    for report in predictor.predict_many(kernels, program.syntax, path):
+        if report.run is not None:
+            break                                 # the compiled simulation is loaded
+    loaded = time.process_time() - t
+    t = time.process_time()
+    for report in predictor.predict_many(kernels, program.syntax, path):
+        render_text(report)
+    warm = time.process_time() - t
+    print(f"in-process, Predictor(compiled=True).predict_many + the text report: loading the model "
+          f"and the compiled simulation {loaded:.2f}s CPU, then {count} blocks in {warm:.2f}s CPU "
+          f"({count / warm:,.0f} blocks/s; the parse of the file not counted)")
+    print(f"({load()})")
+
+
 def marked_copy(src: str, dst_dir: str) -> tuple[str, str, str]:
     """Two copies of src with markers around pmpredict's innermost loop (label .. branch):
     OSACA comment markers (read by OSACA and pmpredict), LLVM-MCA markers (llvm-mca).
@@ -116,26 +266,54 @@ def big_file(tmp: str, compiler: str, flags: list[str], lines_wanted: int = 1000
         n += 1
 
 
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            return next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return "unknown CPU"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (startup, batch)")
+    ap.add_argument("--blocks", type=int, default=2000, help="BHive blocks in the batch file")
+    ap.add_argument("--repeat", type=int, default=5, help="repetitions (kernels, parse)")
     ap.add_argument("--skip-osaca", action="store_true")
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help=f"comma-separated, of {', '.join(SECTIONS)}")
     args = ap.parse_args()
+    sections = [x.strip() for x in args.sections.split(",") if x.strip()]
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown section(s) {', '.join(sorted(unknown))}")
     tmp = tempfile.mkdtemp(prefix="bench_predict_")
-    models = {"x86": model_spec("skl", "SKL"), "aarch64": model_spec("a72", "A72")}
-    predictors = {isa: Predictor(load_model(spec)) for isa, spec in models.items()}
+    print(f"# bench_predict  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  {cpu_model()}, "
+          f"{os.cpu_count()} cores, {load()}")
+    print(f"# command: python3 benchmarks/bench_predict.py {' '.join(sys.argv[1:])}")
+    if "startup" in sections:
+        startup(args.rounds)
+    if "batch" in sections:
+        batch(tmp, args.rounds, args.blocks)
+    if "kernels" in sections or "parse" in sections:
+        models = {"x86": model_spec("skl", "SKL"), "aarch64": model_spec("a72", "A72")}
+        predictors = {isa: Predictor(load_model(spec)) for isa, spec in models.items()}
+        print(f"# models: x86 {models['x86']}, aarch64 {models['aarch64']}; repeat {args.repeat}")
+        # warm up: the grammar tables, the first prediction
+        for isa, p in predictors.items():
+            src = os.path.join(ROOT, "examples", "triad_neon.s" if isa == "aarch64" else "triad_avx.s")
+            prog = parse_file(src)
+            p.predict(select_kernel(prog), prog.syntax, src)
+        if "kernels" in sections:
+            kernels(args, tmp, models, predictors)
+        if "parse" in sections:
+            parse_files(args, tmp, predictors)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def kernels(args, tmp, models, predictors) -> None:
     osaca = shutil.which("osaca") if not args.skip_osaca else None
     mca = shutil.which("llvm-mca-19")
-    print(f"# bench_predict  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
-          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared machine)")
-    print(f"# models: x86 {models['x86']}, aarch64 {models['aarch64']}; repeat {args.repeat}")
-
-    # warm up: grammar construction, numba JIT cache load, scipy import
-    for isa, p in predictors.items():
-        src = os.path.join(ROOT, "examples", "triad_neon.s" if isa == "aarch64" else "triad_avx.s")
-        prog = parse_file(src)
-        p.predict(select_kernel(prog), prog.syntax, src)
-
     print("\n## per kernel (seconds, median)")
     print(f"{'kernel':18s} {'insns':>5s} {'in-process':>10s} {'pmpredict CLI':>13s} "
           f"{'OSACA CLI':>10s} {'llvm-mca-19':>11s} {'OSACA/in-proc':>13s}   cycles: pmpredict / OSACA / llvm-mca")
@@ -177,6 +355,8 @@ def main():
     if ratios:
         print(f"in-process vs OSACA CLI: {min(ratios):.0f}x .. {max(ratios):.0f}x faster (goal >= 10x)")
 
+
+def parse_files(args, tmp, predictors) -> None:
     print("\n## ~1,000-line compiler output files: parse time (seconds, median)")
     big = {}
     for label, compiler, flags in [("gcc AT&T", "gcc", ["-mavx2"]), ("gcc Intel", "gcc", ["-mavx2", "-masm=intel"]),
@@ -197,7 +377,6 @@ def main():
     for label, (path, prog) in big.items():
         for lo, hi, lab in innermost(find_loops(prog.statements, prog.isa)):
             insns = [s for s in prog.statements[lo:hi + 1] if isinstance(s, Instruction)]
-            from pmpredict.asm.kernel import Kernel
             batch.append((prog, Kernel(insns, "loop", lab, insns[0].line, insns[-1].line, lab)))
     for name in KERNELS:
         prog = parse_file(os.path.join(ROOT, "examples", name))
@@ -221,7 +400,6 @@ def main():
     t = median_time(parse_and_predict, args.repeat)
     print(f"{len(files)} example files parse + select + predict: {t / len(files) * 1000:.1f} ms per kernel "
           f"-> {len(files) / t:,.0f} kernels/s")
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def osaca_throughput(text: str):

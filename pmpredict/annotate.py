@@ -16,6 +16,7 @@ DEFAULTS and listed, per instruction and per machine fact.
 
 from __future__ import annotations
 
+from copy import copy
 from dataclasses import dataclass, field
 
 from .deps import MemRef, Node, Source
@@ -92,15 +93,26 @@ def _pure_load(sem: InstructionSemantics) -> bool:
         r.role == DATA and r.kind != FLAG for r in sem.reads)
 
 
-def annotate(forms, semantics, model, loop: bool = True,
-             stack_engine: str = "") -> tuple[list[Annotated], Machine]:
+def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
+             memo: dict | None = None) -> tuple[list[Annotated], Machine]:
     """forms[i]: the model form of instruction i (None: not in the model); semantics[i]: its
     InstructionSemantics; stack_engine: the register whose implicit updates (push, pop) the
-    front end makes at no latency (the ISA's stack_engine_register)."""
+    front end makes at no latency (the ISA's stack_engine_register). memo: a dict the caller
+    keeps across kernels of one model: an instruction's annotation depends on its form and
+    semantics alone (until macro-fusion pairs it), so each is made once."""
     machine = machine_facts(model, loop)
     out = []
     for i, (form, sem) in enumerate(zip(forms, semantics)):
-        out.append(_one(i, form, sem, model, machine, stack_engine))
+        if memo is None:
+            out.append(_one(i, form, sem, model, machine, stack_engine))
+            continue
+        entry = memo.get((id(sem), form))
+        if entry is None or entry[0] is not sem:        # the id of a live object is unique
+            entry = memo[(id(sem), form)] = (sem, _one(i, form, sem, model, machine,
+                                                       stack_engine))
+        a = copy(entry[1])
+        a.index = i
+        out.append(a)
     if machine.macro_fusion:
         for a, b in zip(out, out[1:]):
             if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \

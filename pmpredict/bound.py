@@ -3,7 +3,9 @@
 Engine layer. sim.py computes the same optimum for millions of experiments (numba); a single
 prediction has a few dozen uops, and here costs less than importing numba or scipy would.
 The optimum of PMEvo's LP is  t* = max over uop sets S of mass(S) / |ports(S)|  (DESIGN.md).
-It is found by Dinkelbach's iteration on max-flow feasibility, in exact rational arithmetic:
+It is found by Dinkelbach's iteration on max-flow feasibility, in exact arithmetic (integers:
+every quantity is scaled by lcm(1..|ports|) times the masses' common denominator, so every t
+the iteration visits, mass(S) / |ports(S)|, is an integer too):
 
   start at t = total mass / |ports used| (a lower bound); route every uop's mass to its ports
   with each port capped at t (max flow); if some mass does not fit, the uops still reachable
@@ -17,7 +19,7 @@ from which the sink cannot be reached in the residual network of a maximum flow 
 from __future__ import annotations
 
 from collections import deque
-from fractions import Fraction
+from math import lcm
 
 
 def _ports_of(mask: int) -> list[int]:
@@ -33,11 +35,11 @@ def _ports_of(mask: int) -> list[int]:
 class _Flow:
     """Max flow from the source through uops (supply = mass) to ports (capacity = t)."""
 
-    def __init__(self, masks: list[int], masses: list[Fraction], cap: Fraction):
+    def __init__(self, masks: list[int], masses: list[int], cap: int):
         self.masks, self.masses, self.cap = masks, masses, cap
         self.ports = sorted({p for m in masks for p in _ports_of(m)})
-        self.x = [dict.fromkeys(_ports_of(m), Fraction(0)) for m in masks]   # uop -> port flow
-        self.load = dict.fromkeys(self.ports, Fraction(0))
+        self.x = [dict.fromkeys(_ports_of(m), 0) for m in masks]          # uop -> port flow
+        self.load = dict.fromkeys(self.ports, 0)
         self.left = list(masses)                                          # unrouted mass
         for u in range(len(masks)):
             while self.left[u] > 0 and self._augment(u):
@@ -126,17 +128,25 @@ def optimum(uops: dict[int, float]) -> tuple[float, int, dict[int, dict[int, flo
     masks = [m for m, mass in uops.items() if mass > 0]
     if not masks:
         return 0.0, 0, {}
-    masses = [Fraction(uops[m]).limit_denominator(10**9) for m in masks]
     used = len({p for m in masks for p in _ports_of(m)})
-    t = sum(masses) / used
+    if all(float(uops[m]).is_integer() for m in masks):        # counts: the usual case
+        scale = lcm(*range(1, used + 1))
+        masses = [int(uops[m]) * scale for m in masks]
+    else:
+        from fractions import Fraction
+        exact = [Fraction(uops[m]).limit_denominator(10**9) for m in masks]
+        scale = lcm(*range(1, used + 1)) * lcm(*(q.denominator for q in exact))
+        masses = [int(q * scale) for q in exact]
+    t = sum(masses) // used
     while True:
         flow = _Flow(masks, masses, t)
         if all(left == 0 for left in flow.left):
             break
         group, ports = flow.residual_reach_from_source()
-        t = sum(masses[u] for u in group) / len(ports)
+        t = sum(masses[u] for u in group) // len(ports)
     neck = 0
     for p in flow.cannot_reach_sink():
         neck |= 1 << p
-    schedule = {m: {p: float(a) for p, a in flow.x[u].items() if a > 0} for u, m in enumerate(masks)}
-    return float(t), neck, schedule
+    schedule = {m: {p: a / scale for p, a in flow.x[u].items() if a > 0}
+                for u, m in enumerate(masks)}
+    return t / scale, neck, schedule

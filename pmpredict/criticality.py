@@ -25,8 +25,9 @@ import math
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from .schedule import (DATA, FRONT_END, ISSUE_DELAY, PORT, RETIRE_DELAY, RETIREMENT, WINDOW, Body,
-                       Machine, Run, simulate)
+from . import schedule_arrays
+from .schedule import (DATA, FRONT_END, PORT, RETIRE_DELAY, RETIREMENT, WINDOW, Body, Machine, Run,
+                       simulate)
 
 
 @dataclass(frozen=True)
@@ -76,40 +77,25 @@ def idealize(body: Body, machine: Machine, classes) -> tuple[Body, Machine, int]
     return body, Machine(width, window, taken), ports
 
 
-def _cycles(body: Body, machine: Machine, classes, iterations: int) -> float:
+def _cycles(body: Body, machine: Machine, classes, iterations: int, engine=None) -> float:
     b, m, ports = idealize(body, machine, classes)
-    return simulate(b, m, iterations, ideal_ports=ports, keep=False).cycles
+    return simulate(b, m, iterations, ideal_ports=ports, keep=False, engine=engine).cycles
 
 
-def slack(body: Body, machine: Machine, run: Run) -> list[float]:
-    """Per instruction of the body: median slack of its result over the measured iterations."""
+def slack(body: Body, machine: Machine, run: Run, engine=None) -> list[float]:
+    """Per instruction of the body: median slack of its result over the measured iterations
+    (schedule_arrays.slack_pass). The run must have kept its records."""
+    engine = engine or schedule_arrays
     n, total = run.n, run.n * run.iterations
     if total == 0:
         return []
     window = machine.window if machine.window and machine.window > 0 else 0
-    late_result = [math.inf] * total
-    late_retire = [math.inf] * total
-    late_dispatch = [math.inf] * total
-    late_retire[total - 1] = run.retire[total - 1]
-    for t in range(total - 1, -1, -1):
-        i = t % n
-        if t + 1 < total:
-            late_retire[t] = min(late_retire[t], late_retire[t + 1])
-            late_dispatch[t] = min(late_dispatch[t], late_dispatch[t + 1])
-        if window and t + window < total:
-            late_retire[t] = min(late_retire[t], late_dispatch[t + window] - 1)
-        late_result[t] = min(late_result[t], late_retire[t] - RETIRE_DELAY)
-        late_dispatch[t] = min(late_dispatch[t], late_result[t] - body.latency[i] - ISSUE_DELAY)
-        for src, dist, w in body.edges[i]:
-            s = t - i + src - dist * n
-            if s >= 0:
-                late_result[s] = min(late_result[s], late_result[t] - w)
-    out = []
-    start = run.measured_from * n
-    for i in range(n):
-        vals = sorted(late_result[t] - run.result[t] for t in range(start + i, total, n))
-        out.append(max(0.0, vals[len(vals) // 2]) if vals else 0.0)
-    return out
+    late_result, late_retire, late_dispatch = engine.floats(3, total, math.inf)
+    out, = engine.floats(1, n)
+    latency, _, _, edge_off, src, dist, w, _, _ = body.flat(engine)
+    engine.slack_pass(latency, edge_off, src, dist, w, run.iterations, window, run.result,
+                      run.retire, run.measured_from, late_result, late_retire, late_dispatch, out)
+    return engine.to_list(out)
 
 
 def path_share(run: Run) -> dict[str, float]:
@@ -117,7 +103,7 @@ def path_share(run: Run) -> dict[str, float]:
     iterations, and split its length by what set each step: data latency, port contention,
     dispatch (front end), a full window, in-order retirement. Shares sum to 1."""
     n = run.n
-    if not run.why_ready or n == 0:
+    if n == 0 or len(run.why_ready) == 0:
         return {}
     share = dict.fromkeys((DATA, PORT, FRONT_END, WINDOW, RETIREMENT), 0.0)
     stop = run.measured_from * n
@@ -141,7 +127,7 @@ def path_share(run: Run) -> dict[str, float]:
                 share[DATA] += run.ready[t] - run.dispatch[t]
                 where = "dispatch"
         else:
-            if run.why_dispatch[t] == WINDOW:
+            if run.why_dispatch[t] == schedule_arrays.BY_WINDOW:
                 s = t - run.window
                 share[WINDOW] += run.dispatch[t] - run.retire[s]
                 t, where = s, "retire"
@@ -155,18 +141,18 @@ def path_share(run: Run) -> dict[str, float]:
 
 
 def analyse(body: Body, machine: Machine, run: Run, classes: list[EventClass],
-            pairs: int = 3) -> Criticality:
+            pairs: int = 3, engine=None) -> Criticality:
     """Costs of each class, interaction costs of the `pairs` costliest classes pairwise, slack
-    per instruction and the critical path's composition."""
+    per instruction and the critical path's composition. engine: as schedule.simulate's."""
     iterations = run.iterations
     base = run.cycles
     out = Criticality(base, classes=list(classes))
     for c in classes:
-        out.cost[c.name] = max(0.0, base - _cycles(body, machine, [c], iterations))
+        out.cost[c.name] = max(0.0, base - _cycles(body, machine, [c], iterations, engine))
     ranked = sorted(classes, key=lambda c: -out.cost[c.name])[:pairs]
     for a, b in combinations(ranked, 2):
-        both = max(0.0, base - _cycles(body, machine, [a, b], iterations))
+        both = max(0.0, base - _cycles(body, machine, [a, b], iterations, engine))
         out.icost[(a.name, b.name)] = both - out.cost[a.name] - out.cost[b.name]
-    out.slack = slack(body, machine, run)
+    out.slack = slack(body, machine, run, engine)
     out.path_share = path_share(run)
     return out

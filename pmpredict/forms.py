@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from . import semantics
 
@@ -154,6 +155,7 @@ def _operand(text: str) -> OperandTemplate:
     return OperandTemplate("literal", text, slots)
 
 
+@lru_cache(maxsize=8192)          # the matcher, kinds and views parse the same forms
 def parse_form(name: str, isa: str | None = None) -> FormTemplate:
     """Parse a PMEvo form string. Raises ValueError on malformed placeholders."""
     if isa is None:

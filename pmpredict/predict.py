@@ -136,9 +136,10 @@ class Predictor:
     """A model prepared for many predictions (arrays, form index, matcher built once)."""
 
     def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
-                 fallback=None):
+                 fallback=None, compiled: bool = False):
         """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
-        lacks are matched in the fallback's."""
+        lacks are matched in the fallback's. compiled: run the simulation compiled by numba
+        (schedule_jit: ~0.6 s to load once, then many times faster; for many kernels)."""
         if fallback is not None:
             model = fallback.model
         self.model = model
@@ -147,8 +148,18 @@ class Predictor:
         self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
                         if fallback is None else fallback.matcher(allow_approx))
         self.criticality = criticality
+        self.engine = None
+        if compiled:
+            from . import schedule_jit
+            self.engine = schedule_jit
         self._short: dict[str, str] = {}
         self._port_kinds = None
+        # what depends on an instruction alone, by (its text, syntax): a kernel's instructions
+        # recur across kernels (and within one)
+        self._per_instruction: dict[tuple[str, str], tuple] = {}
+        self._optimum: dict[tuple, tuple] = {}                 # uop masses -> bound.optimum
+        self._annotations: dict = {}                          # annotate's memo
+        self._kinds: dict = {}                                # instruction kinds, by semantics
 
     def short(self, form: str) -> str:
         s = self._short.get(form)
@@ -160,17 +171,35 @@ class Predictor:
     def match(self, insn: Instruction, syntax: str) -> Match:
         return self.matcher.match(normalize(insn, syntax))
 
+    def _instruction(self, insn: Instruction, syntax: str) -> tuple:
+        """(match, whose form, the form in key notation, semantics) of an instruction: what
+        depends on the instruction's text alone, computed once per text."""
+        key = (insn.text, syntax)
+        hit = self._per_instruction.get(key)
+        if hit is None:
+            m = self.match(insn, syntax)
+            source = None if m.form is None else \
+                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
+            hit = self._per_instruction[key] = (
+                m, str(m.key), source, self.short(m.form) if m.form else "",
+                self.semantics.instruction(insn, syntax))
+        return hit
+
+    def predict_many(self, kernels, syntax: str, path: str = "<input>"):
+        """Reports of many kernels (e.g. asm.kernel.all_regions of a file), in order, each
+        made when asked for: what depends on an instruction alone is done once for all of
+        them. For hundreds of kernels, make the Predictor with compiled=True."""
+        for kernel in kernels:
+            yield self.predict(kernel, syntax, path)
+
     def predict(self, kernel: Kernel, syntax: str, path: str = "<input>") -> Report:
         model = self.model
         rows, sems = [], []
         for insn in kernel.instructions:
-            m = self.match(insn, syntax)
-            source = None if m.form is None else \
-                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
-            rows.append(InstructionRow(insn.line, insn.text, str(m.key), m.form,
-                                       self.short(m.form) if m.form else "", m.approx, m.reason,
-                                       source))
-            sems.append(self.semantics.instruction(insn, syntax))
+            m, key, source, short, sem = self._instruction(insn, syntax)
+            rows.append(InstructionRow(insn.line, insn.text, key, m.form, short, m.approx,
+                                       m.reason, source))
+            sems.append(sem)
         report = Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, None, [],
                         {p: 0.0 for p in model.ports}, model.r_max, fallback=self.fallback)
         if not rows:
@@ -178,7 +207,8 @@ class Predictor:
             return report
         loop = sems[-1].branch == "conditional"
         annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop,
-                                      stack_engine=self.semantics.stack_engine_register)
+                                      stack_engine=self.semantics.stack_engine_register,
+                                      memo=self._annotations)
         report.machine = machine
         for row, a in zip(rows, annotated):
             row.annotated = a
@@ -217,7 +247,7 @@ class Predictor:
                           for incoming in graph.in_edges()),
                     tuple(node_slots), len(model.ports), balance)
         sim_machine = SimMachine(model.r_max, machine.window, machine.taken_branch)
-        run = simulate_schedule(body, sim_machine)
+        run = simulate_schedule(body, sim_machine, engine=self.engine)
         # the run is exact in the limit; a finite run can sit a hair under a bound
         cycles = max(run.cycles, bounds.throughput or 0.0, bounds.loop_carried,
                      bounds.front_end or 0.0)
@@ -236,20 +266,26 @@ class Predictor:
         if chains:
             for i in chains[0].nodes:
                 rows[i].on_loop_carried = True
-        for k, s in enumerate(slack(body, sim_machine, run)):
+        for k, s in enumerate(slack(body, sim_machine, run, self.engine)):
             row = rows[node_rows[k]]
             row.slack = s if row.slack is None else min(row.slack, s)
         if self.criticality:
             classes = event_classes(chains, neck, model, sim_machine)
-            report._analyse = lambda: analyse(body, sim_machine, run, classes)
+            report._analyse = lambda: analyse(body, sim_machine, run, classes, engine=self.engine)
         return report
 
     def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
         """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.kinds)."""
         if self._port_kinds is None:
             self._port_kinds = port_kinds(self.model)
-        rows = [(instruction_kinds(self.model.isa, s), a.uops) for s, a in zip(sems, annotated)]
+        rows = [(self._instruction_kinds(s), a.uops) for s, a in zip(sems, annotated)]
         return kinds_within(self._port_kinds, rows, neck)
+
+    def _instruction_kinds(self, sem) -> tuple[str, ...]:
+        entry = self._kinds.get(id(sem))
+        if entry is None or entry[0] is not sem:           # the id of a live object is unique
+            entry = self._kinds[id(sem)] = (sem, instruction_kinds(self.model.isa, sem))
+        return entry[1]
 
     def _ports(self, report: Report, annotated: list[Annotated]):
         """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal
@@ -262,7 +298,11 @@ class Predictor:
                 mass[mask] = mass.get(mask, 0) + count
         if not mass:
             return 0.0, 0, tuple([1.0] * n_ports)
-        cycles, neck, schedule = optimum(mass)
+        masses = tuple(mass.items())         # in order: the order picks among optimal schedules
+        found = self._optimum.get(masses)
+        if found is None:
+            found = self._optimum[masses] = optimum(mass)
+        cycles, neck, schedule = found
         load = [0.0] * n_ports
         for row, a in zip(report.rows, annotated):
             pressure = [0.0] * n_ports

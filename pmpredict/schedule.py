@@ -31,10 +31,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-# pipeline stages between events, in cycles (as llvm-mca's timeline shows them): an instruction
-# issues at the earliest the cycle after its dispatch, and retires the cycle after its result
-ISSUE_DELAY = 1.0
-RETIRE_DELAY = 1.0
+from . import schedule_arrays
+from .schedule_arrays import ISSUE_DELAY, OUT_OF_CAPACITY, RETIRE_DELAY  # noqa: F401 (re-exported)
 
 # what set a time on the run's critical path (criticality.path_share)
 FRONT_END, WINDOW, DATA, PORT, RETIREMENT = "front end", "window", "latency", "ports", "retirement"
@@ -54,6 +52,28 @@ class Body:
     def n(self) -> int:
         return len(self.latency)
 
+    def flat(self, engine) -> tuple:
+        """The body as schedule_arrays' flat arrays, in `engine`'s containers (kept)."""
+        cache = self.__dict__.setdefault("_flat", {})
+        arrays = cache.get(engine)
+        if arrays is None:
+            uop_off, uop_mask, edge_off, src, dist, w = [0], [], [0], [], [], []
+            for masks, ins in zip(self.uops, self.edges):
+                uop_mask.extend(masks)
+                uop_off.append(len(uop_mask))
+                for s, d, x in ins:
+                    src.append(s)
+                    dist.append(d)
+                    w.append(x)
+                edge_off.append(len(src))
+            share = self.balance if self.balance else [1.0] * self.n_ports
+            arrays = cache[engine] = (
+                engine.float_array(self.latency), engine.int_array(uop_off),
+                engine.int_array(uop_mask), engine.int_array(edge_off), engine.int_array(src),
+                engine.int_array(dist), engine.float_array(w), engine.int_array(self.slots),
+                engine.float_array(share))
+        return arrays
+
 
 @dataclass(frozen=True)
 class Machine:
@@ -64,7 +84,8 @@ class Machine:
 
 @dataclass
 class Run:
-    """Times of every simulated instruction instance, index t = iteration * n + i."""
+    """Times of every simulated instruction instance, index t = iteration * n + i: in the
+    engine's containers (lists, or numpy arrays from schedule_jit)."""
     n: int
     iterations: int
     dispatch: list[float] = field(default_factory=list)
@@ -72,34 +93,11 @@ class Run:
     ready: list[float] = field(default_factory=list)        # result time from data alone
     result: list[float] = field(default_factory=list)
     retire: list[float] = field(default_factory=list)
-    uop_start: list[list[int]] = field(default_factory=list)
-    uop_port: list[list[int]] = field(default_factory=list)
-    why_dispatch: list[str] = field(default_factory=list)  # FRONT_END or WINDOW
+    why_dispatch: list[int] = field(default_factory=list)  # schedule_arrays.BY_FRONT_END / BY_WINDOW
     why_ready: list[int] = field(default_factory=list)     # producer instance that set `ready`, -1: dispatch
     window: int = 0
     cycles: float = 0.0                                    # steady-state cycles per iteration
     measured_from: int = 0                                 # first iteration of the measurement
-
-
-class _Port:
-    """Occupied cycles of one port; `first_free(c)` with path compression."""
-    __slots__ = ("next",)
-
-    def __init__(self):
-        self.next: dict[int, int] = {}
-
-    def first_free(self, cycle: int) -> int:
-        nxt = self.next
-        path = []
-        while cycle in nxt:
-            path.append(cycle)
-            cycle = nxt[cycle]
-        for c in path:
-            nxt[c] = cycle
-        return cycle
-
-    def take(self, cycle: int) -> None:
-        self.next[cycle] = cycle + 1
 
 
 def iterations_for(n: int, window: int | None) -> int:
@@ -116,156 +114,59 @@ def _first_check(n: int, window: int | None) -> int:
     return max(48, math.ceil(2 * (window or 256) / max(n, 1)))
 
 
-CHECK_EVERY = 24          # iterations between two looks for a periodic steady state
+def _capacity(body: Body, iterations: int, machine: Machine) -> int:
+    """Cycles the ports' records cover at first: a quarter of what the run would take if
+    every instance waited for everything before it, which is ample for real loops (runs take
+    a few percent of it); a run that needs more starts again with four times as many."""
+    per = sum(max([lat] + [w for _, _, w in ins]) + len(masks) + 2
+              for lat, masks, ins in zip(body.latency, body.uops, body.edges))
+    return int(64 + iterations * (per + machine.taken_branch) / 4)
 
 
 def simulate(body: Body, machine: Machine, iterations: int | None = None,
-             ideal_ports: int = 0, keep: bool = True) -> Run:
+             ideal_ports: int = 0, keep: bool = True, engine=None) -> Run:
     """Simulate `iterations` iterations, or (None) until the steady state is periodic (at
     most iterations_for(n, window)); ideal_ports: a port mask whose uops (those confined to it)
-    run without any port limit (for criticality). keep=False drops the per-instance records
-    the views need (faster)."""
+    run without any port limit (for criticality). keep=False skips the per-instance records
+    the views need. engine: where the passes run, schedule_arrays (plain Python, the default)
+    or schedule_jit (the same functions compiled by numba)."""
+    engine = engine or schedule_arrays
     n = body.n
     fixed = iterations is not None
     if iterations is None:
         iterations = iterations_for(n, machine.window)
-    check = iterations if fixed else _first_check(n, machine.window)
     run = Run(n, iterations)
     if n == 0:
         return run
     width = machine.width if machine.width and machine.width > 0 else math.inf
     window = machine.window if machine.window and machine.window > 0 else 0
-    ports = [_Port() for _ in range(body.n_ports)]
-    load = [0] * body.n_ports
-    share = list(body.balance) if body.balance else [1.0] * body.n_ports
+    arrays = body.flat(engine)
     total = n * iterations
-    dispatch = [0.0] * total
-    ready_at = [0.0] * total
-    result = [0.0] * total
-    retire = [0.0] * total
-    issue = [0.0] * total
-    cur, used = 0.0, 0.0               # front end: current cycle and slots used in it
-    rcur, rused = 0.0, 0               # retirement: current cycle and instructions retired in it
-    first_of_prev = -math.inf
-    keep_uops = keep
-    k = 0
-    while k < iterations:
-        if k == check and k < iterations:
-            half = k // 2
-            if periodic([retire[j * n + n - 1] for j in range(half, k)]) is not None:
-                iterations = k
-                break
-            check += CHECK_EVERY
-        for i in range(n):
-            t = k * n + i
-            # --- dispatch: in order, `width` slots a cycle, a free window entry
-            why = FRONT_END
-            slot = body.slots[i]
-            if slot and used + slot > width + 1e-9:
-                cur, used = cur + 1, 0.0
-            d = cur
-            if i == 0 and machine.taken_branch and first_of_prev + machine.taken_branch > d:
-                d = first_of_prev + machine.taken_branch
-            if window and t >= window and retire[t - window] + 1 > d:
-                d = retire[t - window] + 1
-                why = WINDOW
-            if d > cur:
-                cur, used = d, 0.0
-            used += slot
-            if i == 0:
-                first_of_prev = d
-            dispatch[t] = d
-            # --- when the result could be ready, from data alone
-            lat = body.latency[i]
-            ready, why_r = d + ISSUE_DELAY + lat, -1
-            for src, dist, w in body.edges[i]:
-                s = t - i + src - dist * n
-                if s >= 0 and result[s] + w > ready:
-                    ready, why_r = result[s] + w, s
-            ready_at[t] = ready
-            earliest = ready - lat
-            # --- uops: earliest free cycle on an allowed port, oldest first
-            masks = body.uops[i]
-            if masks:
-                starts, chosen = [], []
-                for mask in masks:
-                    if ideal_ports and mask & ~ideal_ports == 0:
-                        starts.append(int(math.ceil(earliest - 1e-9)))
-                        chosen.append(-1)
-                        continue
-                    best = best_p = None
-                    m, p = mask, 0
-                    c0 = int(math.ceil(earliest - 1e-9))
-                    while m:
-                        if m & 1:
-                            c = ports[p].first_free(c0)
-                            key = (c, load[p] / share[p] if share[p] > 0 else math.inf, p)
-                            if best is None or key < best:
-                                best, best_p = key, p
-                        m >>= 1
-                        p += 1
-                    c = best[0]
-                    ports[best_p].take(c)
-                    load[best_p] += 1
-                    starts.append(c)
-                    chosen.append(best_p)
-                first, last = min(starts), max(starts)
-                res = max(ready + (first - earliest), last + min(1.0, lat))
-                issue[t] = first
-                if keep_uops:
-                    run.uop_start.append(starts)
-                    run.uop_port.append(chosen)
-            else:
-                res = ready
-                issue[t] = earliest
-                if keep_uops:
-                    run.uop_start.append([])
-                    run.uop_port.append([])
-            result[t] = res
-            # --- retirement: in order, `width` a cycle (a fused pair is one), once the result is there
-            r = max(res + RETIRE_DELAY, retire[t - 1] if t else 0.0)
-            r = float(math.ceil(r - 1e-9))
-            if r > rcur:
-                rcur, rused = r, 0
-            elif slot and rused + slot > width + 1e-9:
-                rcur, rused = rcur + 1, 0
-            r = rcur
-            rused += slot
-            retire[t] = r
-            if keep:
-                run.why_dispatch.append(why)
-                run.why_ready.append(why_r)
-        k += 1
-    total = n * iterations
-    run.iterations = iterations
-    del dispatch[total:], issue[total:], ready_at[total:], result[total:], retire[total:]
-    run.dispatch, run.issue, run.ready, run.result, run.retire = dispatch, issue, ready_at, result, retire
-    run.window = window
-    half = iterations // 2
-    run.measured_from = half
-    run.cycles = steady_cycles([retire[k * n + n - 1] for k in range(half, iterations)])
-    return run
-
-
-def periodic(ends: list[float]) -> float | None:
-    """Cycles per iteration if the times the iterations end have become periodic (the same
-    increment over p iterations, repeated over a long enough stretch), else None."""
-    m = len(ends)
-    for p in range(1, m // 4 + 1):
-        span = max(3 * p, 24)
-        if span >= m:
+    capacity = _capacity(body, iterations, machine)
+    while True:
+        dispatch, issue, ready, result, retire = engine.floats(5, total)
+        why_dispatch, why_ready = engine.ints(2, total)
+        done = engine.run_schedule(
+            *arrays, width, window, float(machine.taken_branch), ideal_ports, iterations, fixed,
+            _first_check(n, machine.window), *engine.ints(1, body.n_ports * capacity), capacity,
+            *engine.ints(1, body.n_ports), dispatch, issue, ready, result, retire, why_dispatch,
+            why_ready)
+        if done != OUT_OF_CAPACITY:
             break
-        step = ends[-1] - ends[-1 - p]
-        if all(abs(ends[k] - ends[k - p] - step) <= 1e-9 * (1 + abs(step))
-               for k in range(m - span, m)):
-            return step / p
-    return None
+        capacity *= 4
+    iterations = done
+    half = iterations // 2
+    run.iterations, run.window, run.measured_from = iterations, window, half
+    run.cycles = float(engine.steady_step(retire, n, n - 1, half, iterations))
+    if keep:
+        total = n * iterations
+        run.dispatch, run.issue, run.ready, run.result, run.retire, run.why_dispatch, \
+            run.why_ready = (a[:total] for a in (dispatch, issue, ready, result, retire,
+                                                 why_dispatch, why_ready))
+    return run
 
 
 def steady_cycles(ends: list[float]) -> float:
     """Cycles per iteration from the times the iterations end: exact when they are periodic,
     else the mean increment."""
-    if len(ends) < 2:
-        return 0.0
-    found = periodic(ends)
-    return found if found is not None else (ends[-1] - ends[0]) / (len(ends) - 1)
+    return schedule_arrays.steady_step(ends, 1, 0, 0, len(ends))

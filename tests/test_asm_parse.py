@@ -133,6 +133,9 @@ def test_aarch64_hash_comment_only_at_line_start():
     ("att", "\tmovq %rax, %rbx\n\tmovq %rax,, %rbx\n", 2, 12),
     ("intel", "mov rax, rbx\nmov rax, [rbx\n", 2, 14),
     ("aarch64", "add x0, x1, x2\nldr x0, [x1 x2]\n", 2, 13),
+    # a repeated line is parsed once: the error is located at its first occurrence
+    ("att", "\tmovq %rax, %rbx\n\n\taddq $1,, %rax\n\tmovq %rax, %rbx\n\taddq $1,, %rax\n", 3, 10),
+    ("att", "/* a C comment\n   over two lines */\n\taddq $1,, %rax\n", 3, 10),
 ])
 def test_rejected_line_is_located(syntax, text, line, column):
     with pytest.raises(InputError) as info:
@@ -140,6 +143,21 @@ def test_rejected_line_is_located(syntax, text, line, column):
     err = info.value
     assert (err.path, err.line, err.column) == ("k.s", line, column)
     assert "cannot parse" in err.message
+
+
+def test_repeated_lines_are_statements_of_their_own_lines():
+    text = ".L2:\n\taddq $1, %rax\n\taddq $1, %rax  # x\n\taddq $1, %rax\n.L3: addq $1, %rax\n"
+    statements = parse(text, "att", "k.s").statements
+    assert [(type(s).__name__, s.line) for s in statements] == [
+        ("Label", 1), ("Instruction", 2), ("Instruction", 3), ("Comment", 3),
+        ("Instruction", 4), ("Label", 5), ("Instruction", 5)]
+    same = [(s.column, s.mnemonic, s.operands) for s in statements if isinstance(s, Instruction)]
+    assert same[:3] == [same[0]] * 3
+    assert [s.text for s in statements if isinstance(s, Instruction)] == ["addq $1, %rax"] * 4
+    # a C comment over several lines: the file is read as a whole, with the same statements
+    commented = parse("/* a\n b */" + text, "att", "k.s").statements
+    assert [(type(s).__name__, s.line) for s in commented] == \
+        [(type(s).__name__, s.line + 1) for s in statements]
 
 
 def test_cli_reports_parse_error_in_one_line(tmp_path, capsys):

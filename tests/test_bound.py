@@ -28,6 +28,15 @@ def test_known_values_of_the_design():
     assert optimum({0b1111: 1})[0] == 0.25
 
 
+def test_fractional_masses_are_exact():
+    # half a uop on port 0, three on ports {0, 3}: (0.5 + 3) / 2 = 1.75 on both ports
+    t, neck, schedule = optimum({0b0001: 0.5, 0b1001: 3})
+    assert t == 1.75 and neck == 0b1001
+    assert sum(schedule[0b1001].values()) == 3.0
+    # thirds: a third of a uop on port 0 and one on {0, 1}: 2/3 per port
+    assert optimum({0b01: 1 / 3, 0b11: 1})[0] == pytest.approx(2 / 3, rel=1e-15)
+
+
 @pytest.mark.parametrize("seed", range(100))
 def test_equals_the_engine_and_the_lp(seed):
     rnd = random.Random(seed)

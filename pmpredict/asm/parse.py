@@ -543,16 +543,57 @@ def parse(text: str, syntax: str, path: str = "<input>") -> Program:
     if not text.endswith("\n"):
         text += "\n"
     lines = text.splitlines()
+    if "/*" in text:                 # a C comment may span lines: the text as a whole
+        statements = _with_text(_parse_text(text, syntax, path, lines, None), lines)
+    else:
+        statements = _parse_distinct_lines(text, syntax, path)
+    return Program(path, syntax, statements, lines)
+
+
+def _parse_distinct_lines(text: str, syntax: str, path: str) -> list:
+    """The statements of `text`, each distinct line parsed once (the grammar reads every line
+    on its own, and compiler output repeats lines: blank ones, directives, instructions)."""
+    raw = text.split("\n")[:-1]                     # the lines as the grammar sees them
+    number: dict[str, int] = {}                     # a line's text -> its distinct number
+    first: list[int] = []                           # distinct number - 1 -> its first line
+    for n, line in enumerate(raw, 1):
+        if line not in number:
+            number[line] = len(first) + 1
+            first.append(n)
+    distinct = list(number)
+    parsed = _with_text(_parse_text("\n".join(distinct) + "\n", syntax, path, distinct, first),
+                        distinct)
+    on_line: dict[int, list] = {}
+    for st in parsed:
+        on_line.setdefault(st.line, []).append(st)
+    out = []
+    for n, line in enumerate(raw, 1):
+        for st in on_line.get(number[line], ()):
+            out.append(st if st.line == n else _at_line(st, n))
+    return out
+
+
+def _at_line(statement, line: int):
+    """A copy of a (frozen) statement on another line."""
+    copy = object.__new__(type(statement))
+    copy.__dict__.update(statement.__dict__)
+    object.__setattr__(copy, "line", line)
+    return copy
+
+
+def _parse_text(text: str, syntax: str, path: str, lines: list[str], first) -> list:
+    """Lark's statements of `text`; first: where each line of `text` first is in the file
+    (None: the text is the file), for the line number of an error."""
     try:
-        statements = get_parser(syntax).parse(text).children
+        return get_parser(syntax).parse(text).children
     except UnexpectedInput as exc:
         line = exc.line if isinstance(getattr(exc, "line", None), int) and exc.line > 0 else None
         column = exc.column if line and isinstance(getattr(exc, "column", None), int) else None
+        where = first[line - 1] if first and line and line <= len(first) else line
         raise InputError(path, f"cannot parse {syntax} assembly: {_describe(exc, lines)}",
-                         line, column) from None
+                         where, column) from None
     except (ValueError, RecursionError) as exc:          # e.g. a malformed number literal
         raise InputError(path, f"cannot parse {syntax} assembly: {exc}") from None
-    return Program(path, syntax, _with_text(statements, lines), lines)
 
 
 def _with_text(statements: list, lines: list[str]) -> list:

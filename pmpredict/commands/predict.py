@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -12,10 +13,11 @@ from .common import print_json
 
 def register(sub):
     p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)")
-    p.add_argument("file", metavar="FILE.s", help="assembly as written by gcc/clang -S")
+    p.add_argument("files", nargs="+", metavar="FILE.s",
+                   help="assembly as written by gcc/clang -S (several files: each is predicted)")
     p.add_argument("--model", "-m", metavar="M",
                    help="model file or built-in name (default: skl for x86, a72 for AArch64); "
-                        "host: this machine's model, measuring the kernel's forms it lacks")
+                        "host: this machine's model, measuring the kernels' forms it lacks")
     p.add_argument("--fallback", metavar="F",
                    help="forms the model lacks are taken from F (an OSACA machine file, a model "
                         "file or a built-in name), its ports mapped onto the model's by "
@@ -33,10 +35,19 @@ def register(sub):
     p.add_argument("--bottlenecks", action="store_true",
                    help="also show what each bottleneck costs and how they interact (Fields)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--jsonl", action="store_true",
+                   help="one JSON object per kernel per line (for many files or regions)")
+    p.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                   help="predict many kernels in N processes (default 1)")
     p.set_defaults(func=run)
 
+# from this many kernels on, the simulation runs compiled (numba: ~0.6 s to load, then
+# ~20x faster); sooner when the report includes the bottlenecks' costs (a simulation each)
+COMPILED_FROM = 200
+COMPILED_FROM_WITH_COSTS = 50
 
-def _model_for(args, isa: str):
+
+def _model_for(args, isa: str, path: str):
     from ..model import load_model
     from ..models import builtin_path
 
@@ -44,12 +55,12 @@ def _model_for(args, isa: str):
     if spec is None:
         spec = semantics.get(isa).default_model
         if builtin_path(spec) is None:
-            raise InputError(args.file, f"no built-in {isa} model {spec!r} is installed; "
-                                        "give one with --model FILE")
+            raise InputError(path, f"no built-in {isa} model {spec!r} is installed; "
+                                   "give one with --model FILE")
     model = load_model(spec)
     if model.isa != isa:
-        raise InputError(args.file, f"the kernel is {isa} but model {model.name!r} is {model.isa}; "
-                                    "choose a matching --model (or --isa)")
+        raise InputError(path, f"the kernel is {isa} but model {model.name!r} is {model.isa}; "
+                               "choose a matching --model (or --isa)")
     return model
 
 
@@ -58,19 +69,21 @@ def _is_host(spec) -> bool:
     return spec == HOST_MODEL and not os.path.exists(spec)
 
 
-def _host_model(args, program, kernels):
-    """This machine's model with the kernels' forms measured into it (infer.hostmodel)."""
+def _host_model(files):
+    """This machine's model with the forms of every kernel measured into it (infer.hostmodel).
+    files: [(path, syntax, isa, kernels)], all x86."""
     from ..infer.hostmodel import kernel_forms, host_model
     from .measure_progress import MeasureProgress
 
-    if program.isa != "x86":
-        raise InputError(args.file, f"the kernel is {program.isa}; this machine's model "
-                                    "(--model host) is measured for x86-64 only")
     forms, left_out = [], []
-    for k in kernels:
-        more, left = kernel_forms(k.instructions, program.syntax, program.isa)
-        forms += [f for f in more if f not in forms]
-        left_out += left
+    for path, syntax, isa, kernels in files:
+        if isa != "x86":
+            raise InputError(path, f"the kernel is {isa}; this machine's model "
+                                   "(--model host) is measured for x86-64 only")
+        for k in kernels:
+            more, left = kernel_forms(k.instructions, syntax, isa)
+            forms += [f for f in more if f not in forms]
+            left_out += left
     progress = MeasureProgress() if sys.stderr.isatty() else None
     model, update = host_model(forms, progress=progress,
                                notify=lambda text: print(f"pmpredict: {text}", file=sys.stderr))
@@ -94,51 +107,79 @@ def _fallback_for(spec: str, model):
         raise InputError(spec, str(exc)) from None
 
 
-def run(args):
-    # heavy imports (numba, scipy, lark) only when the command runs: `pmpredict --help`
-    # and the other commands stay fast
+def _kernels(program, args):
+    """The kernels of a file: the selected one, or every LLVM-MCA region (as llvm-mca)."""
     from ..asm.kernel import all_regions, select_kernel
+
+    kernel = select_kernel(program, lines=args.lines, region=args.region)
+    if kernel.how == "llvm-mca-region" and args.region is None and kernel.others \
+            and len(kernel.others) > 1:
+        return all_regions(program)
+    return [kernel]
+
+
+def run(args):
+    # heavy imports (lark, the engines) only when the command runs: `pmpredict --help`
+    # and the other commands stay fast
     from ..asm.parse import parse_file
+    from ..batch import render_all
     from ..predict import Predictor
     from ..views import DEFAULT_VIEWS, render_text, to_json
 
-    program = parse_file(args.file, syntax=args.syntax, isa=args.isa)
-    kernel = select_kernel(program, lines=args.lines, region=args.region)
-    kernels = [kernel]
-    if kernel.how == "llvm-mca-region" and args.region is None and kernel.others \
-            and len(kernel.others) > 1:
-        kernels = all_regions(program)            # like llvm-mca: every region is reported
-    host = None
-    if _is_host(args.model):
-        model, host = _host_model(args, program, kernels)
-    else:
-        model = _model_for(args, program.isa)
-    fallback = None
-    if args.fallback:
-        fallback = _fallback_for(args.fallback, model)
-    predictor = Predictor(model, allow_approx=not args.exact, fallback=fallback)
-    reports = [predictor.predict(k, program.syntax, args.file) for k in kernels]
-    if args.strict:
-        for rep in reports:
-            if rep.unmatched:
-                first = rep.unmatched[0]
-                raise InputError(args.file, f"{len(rep.unmatched)} instruction(s) not in model "
-                                            f"{model.name!r} (--strict), first: {first.text!r} "
-                                            f"[{first.key}]", first.line)
+    files, models = [], {}                       # files: (path, syntax, isa, kernels); models by ISA
+    host = _is_host(args.model)
+    for path in args.files:
+        program = parse_file(path, syntax=args.syntax, isa=args.isa)
+        if program.isa not in models and not host:
+            models[program.isa] = _model_for(args, program.isa, path)
+        files.append((path, program.syntax, program.isa, _kernels(program, args)))
+    update = None
+    if host:
+        models["x86"], update = _host_model(files)
+    count = sum(len(kernels) for *_, kernels in files)
+    costs = args.json or args.jsonl or args.bottlenecks
+    compiled = count >= (COMPILED_FROM_WITH_COSTS if costs else COMPILED_FROM)
+    predictors = {isa: Predictor(model, allow_approx=not args.exact,
+                                 fallback=_fallback_for(args.fallback, model) if args.fallback
+                                 else None, compiled=compiled)
+                  for isa, model in models.items()}
     extra = tuple(v for v, on in (("timeline", args.timeline), ("bottlenecks", args.bottlenecks))
                   if on)
-    if args.json:
-        out = to_json(reports[0], extra)
-        if len(reports) > 1:
-            out["regions"] = [to_json(r, extra) for r in reports]
-        if host is not None:
-            out["host"] = host.to_json()
-        print_json(out)
+
+    def render(item):
+        path, syntax, isa, kernel, first = item
+        rep = predictors[isa].predict(kernel, syntax, path)
+        if args.strict and rep.unmatched:
+            miss = rep.unmatched[0]
+            raise InputError(path, f"{len(rep.unmatched)} instruction(s) not in model "
+                                   f"{rep.model!r} (--strict), first: {miss.text!r} "
+                                   f"[{miss.key}]", miss.line)
+        if args.jsonl:
+            return json.dumps(to_json(rep, extra), separators=(",", ":")) + "\n"
+        if args.json:
+            return to_json(rep, extra)
+        return ("" if first else "\n" + "=" * 72 + "\n\n") + render_text(rep, DEFAULT_VIEWS + extra)
+
+    items = [(path, syntax, isa, kernel, not n and not k)
+             for n, (path, syntax, isa, kernels) in enumerate(files)
+             for k, kernel in enumerate(kernels)]
+    out = list(render_all(items, render, max(1, args.jobs)))     # every error before any output
+    if args.json and not args.jsonl:
+        per_file, at = [], 0
+        for *_, kernels in files:
+            obj = out[at]
+            if len(kernels) > 1:                 # as llvm-mca: the first, then every region
+                obj = dict(obj, regions=out[at:at + len(kernels)])
+            if update is not None:
+                obj = dict(obj, host=update.to_json())
+            per_file.append(obj)
+            at += len(kernels)
+        print_json(per_file[0] if len(per_file) == 1 else per_file)
     else:
-        if host is not None:
-            sys.stdout.write(host.line() + "\n\n")
-        for i, rep in enumerate(reports):
-            if i:
-                sys.stdout.write("\n" + "=" * 72 + "\n\n")
-            sys.stdout.write(render_text(rep, DEFAULT_VIEWS + extra))
+        if update is not None:                # --jsonl: one record per kernel, so the note goes to stderr
+            if args.jsonl:
+                print(f"pmpredict: {update.line()}", file=sys.stderr)
+            else:
+                sys.stdout.write(update.line() + "\n\n")
+        sys.stdout.write("".join(out))
     return 0

@@ -1,0 +1,91 @@
+"""Many kernels in one process (`pmpredict predict` over several files or many LLVM-MCA
+regions, Predictor reused): the same reports as one kernel at a time, whatever the order,
+the engine (compiled from COMPILED_FROM kernels on) or the number of processes."""
+
+import csv
+import json
+import os
+
+import pytest
+
+from pmpredict.asm.kernel import all_regions
+from pmpredict.asm.parse import parse_file
+from pmpredict.cli import main
+from pmpredict.commands.predict import COMPILED_FROM_WITH_COSTS
+from pmpredict.model import load_model
+from pmpredict.predict import Predictor
+from pmpredict.views import render_text, to_json
+
+BHIVE = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
+                                      "bhive", "blocks.csv"))
+
+
+def bhive_regions(tmp_path, count: int) -> str:
+    """The first `count` BHive blocks, each an LLVM-MCA region (as bench_predict builds them)."""
+    if not os.path.exists(BHIVE):
+        pytest.skip(f"BHive blocks not found at {BHIVE}")
+    lines = []
+    with open(BHIVE) as fh:
+        for k, row in enumerate(csv.DictReader(fh)):
+            if k == count:
+                break
+            lines += [f"# LLVM-MCA-BEGIN b{k}"] + ["\t" + s.strip() for s in
+                                                   row["asm_att"].split(" ; ")]
+            lines.append(f"# LLVM-MCA-END b{k}")
+    path = tmp_path / "blocks.s"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.slow
+def test_a_batch_reports_what_each_kernel_alone_reports(tmp_path, capsys):
+    count = COMPILED_FROM_WITH_COSTS + 30                     # the compiled engine runs
+    path = bhive_regions(tmp_path, count)
+    views = ("timeline", "bottlenecks")           # every view reads the compiled run
+    assert main(["predict", path, "--jsonl", "--timeline", "--bottlenecks"]) == 0
+    batch = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(batch) == count
+    program = parse_file(path)
+    kernels = all_regions(program)
+    model = load_model("skl")
+    for k in range(0, len(kernels), 4):
+        # a fresh Predictor (nothing remembered from other kernels), plain Python engine
+        alone = Predictor(model).predict(kernels[k], program.syntax, path)
+        assert batch[k] == json.loads(json.dumps(to_json(alone, views)))
+    # two processes: the same lines in the same order
+    assert main(["predict", path, "--jsonl", "--timeline", "--bottlenecks", "--jobs", "2"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == batch
+    # text: every region's report, in order, as a Predictor reused in this process gives
+    reports = Predictor(model).predict_many(kernels, program.syntax, path)
+    want = "".join(("" if i == 0 else "\n" + "=" * 72 + "\n\n") + render_text(report)
+                   for i, report in enumerate(reports))
+    assert main(["predict", path, "-j", "2"]) == 0
+    assert capsys.readouterr().out == want
+
+
+def test_several_files(tmp_path, capsys):
+    examples = os.path.join(os.path.dirname(__file__), "..", "examples")
+    a, b = (os.path.join(examples, name) for name in ("mix_avx2.s", "triad_neon.s"))
+    assert main(["predict", a, b, "--json"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert [x["file"] for x in both] == [a, b] and [x["isa"] for x in both] == ["x86", "aarch64"]
+    for path, obj in zip((a, b), both):
+        assert main(["predict", path, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out) == obj
+    assert main(["predict", a, b, "--jsonl"]) == 0
+    assert [json.loads(line) for line in capsys.readouterr().out.splitlines()] == both
+    assert main(["predict", a, b]) == 0
+    text = capsys.readouterr().out
+    assert text.count("\n" + "=" * 72 + "\n") == 1
+    assert "File:       " + a in text and "File:       " + b in text
+
+
+def test_an_error_in_any_file_prints_nothing_else(tmp_path, capsys):
+    examples = os.path.join(os.path.dirname(__file__), "..", "examples")
+    bad = tmp_path / "bad.s"
+    bad.write_text("\taddq $1, %rax\n\tfrobnicate %rax, %rbx\n")
+    good = os.path.join(examples, "mix_avx2.s")
+    assert main(["predict", good, str(bad), "--strict"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("pmpredict: error: ") and "--strict" in err
+    assert err.count("\n") == 1
