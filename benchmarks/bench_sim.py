@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from pmpredict import sim  # noqa: E402
 from pmpredict.data.experiments import load_experiments, load_many  # noqa: E402
-from pmpredict.model import load_model  # noqa: E402
+from pmpredict.data.model_files import load_model  # noqa: E402
 
 ARTIFACT = os.path.join(os.path.dirname(HERE), "..", "shared", "data", "pmevo-artifact")
 # PMEvo's C++ simulator (AVX2 build, no I/O), measured on this machine (issue #2)

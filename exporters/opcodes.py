@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass
 
 from pmpredict import semantics
-from pmpredict.data.osaca import FOREIGN_PREFIX
+from pmpredict.osaca_forms import is_foreign
 from pmpredict.forms import example_instance, parse_form
 
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "opcodes.json")
@@ -89,7 +89,7 @@ def _write_table(path, table: dict) -> None:
 
 def instance_of(form: str, isa: str) -> str:
     """The instruction llvm-mc is asked about (raises ValueError if the form has none)."""
-    if form.startswith(FOREIGN_PREFIX):
+    if is_foreign(form):
         raise ValueError("a form imported from a foreign OSACA file has no concrete instance")
     return example_instance(parse_form(form, isa))
 

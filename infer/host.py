@@ -12,7 +12,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from pmpredict import semantics
 from pmpredict.data.experiments import ExperimentSet
+from pmpredict.errors import InputError, find_line
+from pmpredict.files import read_text
 
 from .experiments import (pair_experiments, singleton_experiments, singleton_throughputs,
                           weighted_pair_experiments)
@@ -69,3 +72,18 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
     pairs = measure("pairs", pair_experiments(usable), usable)
     weighted = measure("weighted", weighted_pair_experiments(usable, throughput), usable)
     return TrainingSet(single, pairs, weighted, left_out)
+
+
+def read_form_list(path: str) -> list[str]:
+    """The forms of a form-list file (UTF-8, one form string a line), each one a form the
+    semantics know (a line of junk is an error, not a form to measure)."""
+    from .measure.host_forms import parse_form_list
+    text = read_text(path)
+    forms = parse_form_list(text, path)
+    if not forms:
+        raise InputError(path, "no forms in the list", 1, 1)
+    for form in forms:
+        if not semantics.get(semantics.isa_of_form(form)).form(form).known:
+            raise InputError(path, f"{form!r} is not an instruction form pmpredict knows",
+                             find_line(text, form))
+    return forms

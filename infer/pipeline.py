@@ -32,7 +32,7 @@ import numpy as np
 from . import evolve
 from .distill import distillation_problem
 from .problem import Problem
-from .refine import ExactRefiner, penalty, relative_errors
+from .refine import ExactRefiner, relative_errors
 from .start import random_start, singleton_start
 
 METHODS = ("exact", "pmevo", "pmevo+exact")
@@ -130,7 +130,6 @@ class Inference:
     def run(self, progress=None, on_snapshot=None, should_stop=None):
         """Advance to the end (or until should_stop()); returns (masks, counts) of the best mapping."""
         t0 = time.monotonic() - self.snap["elapsed"]
-        self._t0 = t0
 
         def emit(**info):
             self.snap["elapsed"] = time.monotonic() - t0

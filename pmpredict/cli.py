@@ -8,17 +8,25 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from . import __version__
-from .errors import InputError
+from .errors import InputError, Terminated
 
 # the order of `pmpredict --help`
 COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "models"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with pmpredict's one-line errors (exit status 2, as argparse's own)."""
+
+    def error(self, message):
+        raise InputError("<command line>", f"{message} (see `{self.prog} -h`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pmpredict",
         description="Port-mapping inference (PMEvo) and basic-block throughput prediction.")
     parser.add_argument("--version", action="version", version=f"pmpredict {__version__}")
@@ -34,19 +42,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum, frame):
+    raise Terminated()
+
+
+def _on_sigterm(handler):
+    """Install a SIGTERM handler; returns the previous one (None off the main thread)."""
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return None
+
+
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    previous = _on_sigterm(_terminate)
     try:
+        args = parser.parse_args(argv)
+        args.argv = argv
         status = args.func(args)
     except InputError as exc:
         print(f"pmpredict: error: {exc}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("pmpredict: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("pmpredict: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if previous is not None:
+            _on_sigterm(previous)
     return int(status or 0)
 
 

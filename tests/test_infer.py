@@ -19,7 +19,8 @@ from pmpredict.infer.prepare import prepare
 from pmpredict.infer.problem import build_problem
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.metrics import mape
-from pmpredict.model import MachineModel, load_model
+from pmpredict.model import MachineModel
+from pmpredict.data.model_files import load_model
 from pmpredict.sim import simulate, simulate_arrays
 
 

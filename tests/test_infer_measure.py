@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from pmpredict.data.experiments import load_experiments
-from pmpredict.model import load_model
+from pmpredict.data.model_files import load_model
 
 pytestmark = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")

@@ -249,7 +249,7 @@ def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
 
 
 def test_host_model_covers_the_host_forms():
-    from pmpredict.model import load_model
+    from pmpredict.data.model_files import load_model
     model = load_model("host")
     assert set(model.uops) == set(default_forms())
     assert model.isa == "x86" and "cpu" in model.provenance

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 from .. import semantics
-from ..data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
+from ..osaca_forms import FOREIGN_PREFIX, is_foreign, operand_tokens, parse_foreign_form_name
 from ..forms import parse_form
 from .normalize import FormKey, render_key
 
@@ -70,16 +70,13 @@ def _number(text: str):
             return None
 
 
-_OSACA_TOKEN = re.compile(r"mem\([^)]*\)|[^,]+")
-
-
 def form_pattern(template) -> tuple:
     """FormTemplate -> (mnemonic, operand patterns) in the FormKey vocabulary.
 
     A foreign OSACA form keeps its own operand tokens (kind "osaca"), for display."""
-    if template.name.startswith(FOREIGN_PREFIX):
+    if is_foreign(template.name):
         mnemonic, _, rest = template.name.partition(" ")
-        return mnemonic, tuple(("osaca", t) for t in _OSACA_TOKEN.findall(rest))
+        return mnemonic, tuple(("osaca", t) for t in operand_tokens(rest))
     pats = []
     isa = semantics.get(template.isa)
     for op in template.operands:
@@ -346,10 +343,10 @@ class FormMatcher:
         self.osaca_index: dict[tuple[str, int], list[tuple[int, str, tuple]]] = {}
         self.osaca_by_mnemonic: dict[str, list[str]] = {}
         for order, name in enumerate(forms):
-            if name.startswith(FOREIGN_PREFIX):
+            if is_foreign(name):
                 self._add_osaca(order, name)
         for name in sorted(forms):
-            if name.startswith(FOREIGN_PREFIX):
+            if is_foreign(name):
                 continue
             try:
                 template = parse_form(name, isa)

@@ -1,24 +1,39 @@
-"""`pmpredict models`: list the built-in models."""
+"""`pmpredict models`: list the built-in models, or show one model and its forms."""
 
 from __future__ import annotations
 
-from ..model import load_model
-from ..models import builtin_names
+from dataclasses import dataclass
+
+from ..errors import InputError
+from .common import emit
+
+
+@dataclass(frozen=True)
+class ModelListing:
+    models: tuple                 # (name, MachineModel) pairs
+    forms: bool = False           # list the forms of the (one) model
 
 
 def register(sub):
-    p = sub.add_parser("models", help="list the built-in machine models")
+    p = sub.add_parser("models", help="list the built-in machine models, or one model's forms",
+                       description="Without M: the built-in models (name, ISA, ports, forms, "
+                                   "uop volume, where they come from). With M (a built-in name "
+                                   "or a model file): that model; with --forms, every form and "
+                                   "its uops.")
+    p.add_argument("model", nargs="?", metavar="M", help="a built-in name or a model file")
+    p.add_argument("--forms", action="store_true", help="list the forms of M and their uops")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
 
 def run(args):
-    names = builtin_names()
-    if not names:
-        print("no built-in models are installed")
-        return 0
-    for name in names:
-        model = load_model(name)
-        source = model.provenance.get("description", "")
-        print(f"{name:8s} {model.isa:8s} {len(model.ports):2d} ports {len(model.uops):4d} forms"
-              f"  volume {model.volume():5d}  {source}")
+    from ..data.model_files import load_model
+    from ..models import builtin_names
+    from ..views import models as view
+
+    if args.forms and args.model is None:
+        raise InputError("<command line>", "--forms lists the forms of one model: give M")
+    names = [args.model] if args.model is not None else builtin_names()
+    listing = ModelListing(tuple((name, load_model(name)) for name in names), args.forms)
+    emit(view, listing, args.json)
     return 0

@@ -10,8 +10,15 @@ from .common import print_json
 
 
 def register(sub):
-    p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)")
-    p.add_argument("file", metavar="FILE.s", help="assembly as written by gcc/clang -S")
+    p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)",
+                       description="Find the kernel of an assembly file (LLVM-MCA / OSACA / IACA "
+                                   "markers, or the innermost loop), match its instructions to "
+                                   "a model's forms and predict cycles per iteration: the port "
+                                   "bound (exact LP), the loop-carried dependency bound, the "
+                                   "front end, and an out-of-order simulation; per-instruction "
+                                   "port pressure and the bottleneck.")
+    p.add_argument("file", metavar="FILE.s",
+                   help="assembly as written by gcc/clang -S; - reads standard input")
     p.add_argument("--model", "-m", metavar="M",
                    help="model file or built-in name (default: skl for x86, a72 for AArch64)")
     p.add_argument("--isa", choices=list(semantics.ISAS), help="instruction set (default: detected)")
@@ -31,7 +38,7 @@ def register(sub):
 
 
 def _model_for(args, isa: str):
-    from ..model import load_model
+    from ..data.model_files import load_model
     from ..models import builtin_path
 
     spec = args.model
@@ -51,11 +58,17 @@ def run(args):
     # heavy imports (numba, scipy, lark) only when the command runs: `pmpredict --help`
     # and the other commands stay fast
     from ..asm.kernel import all_regions, select_kernel
-    from ..asm.parse import parse_file
+    from ..asm.parse import parse_file, parse_source
+    from ..files import decode_utf8
     from ..predict import Predictor
     from ..views import DEFAULT_VIEWS, render_text, to_json
 
-    program = parse_file(args.file, syntax=args.syntax, isa=args.isa)
+    if args.file == "-":
+        args.file = "<stdin>"
+        text = decode_utf8(sys.stdin.buffer.read(), args.file)
+        program = parse_source(text, args.file, syntax=args.syntax, isa=args.isa)
+    else:
+        program = parse_file(args.file, syntax=args.syntax, isa=args.isa)
     model = _model_for(args, program.isa)
     kernel = select_kernel(program, lines=args.lines, region=args.region)
     kernels = [kernel]

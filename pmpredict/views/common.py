@@ -26,3 +26,10 @@ def chain_text(report, chain) -> str:
     if len(set(names)) == 1:
         return f"{len(names)} × {names[0]}"
     return " -> ".join(names)
+
+
+def finite(x):
+    """A JSON number as it is; None for a missing or non-finite value (JSON has no NaN)."""
+    if x is None or not math.isfinite(float(x)):
+        return None
+    return float(x)

@@ -1,0 +1,44 @@
+"""View of `pmpredict models`: built-in models, one model, or one model's forms."""
+
+from __future__ import annotations
+
+from .common import finite
+
+
+def _summary(name: str, model) -> dict:
+    return {"name": name, "isa": model.isa, "ports": list(model.ports), "forms": len(model.uops),
+            "volume": model.volume(), "r_max": finite(model.r_max),
+            "description": str(model.provenance.get("description", ""))}
+
+
+def _form(model, form: str) -> dict:
+    entry = {"form": form, "uops": [{"ports": model.port_names(mask), "count": count}
+                                    for mask, count in model.uops[form]]}
+    if form in model.latency:
+        entry["latency"] = finite(model.latency[form])
+    return entry
+
+
+def json(result) -> dict:
+    if result.forms:
+        name, model = result.models[0]
+        return dict(_summary(name, model), forms=[_form(model, f) for f in model.uops])
+    return {"models": [_summary(name, model) for name, model in result.models]}
+
+
+def text(result) -> str:
+    if not result.models:
+        return "no built-in models are installed\n"
+    if result.forms:
+        name, model = result.models[0]
+        lines = []
+        for form, uops in model.uops.items():
+            spelled = " + ".join(f"{count}x{{{','.join(model.port_names(mask))}}}"
+                                 for mask, count in uops)
+            lat = model.latency.get(form)
+            lines.append(f"{form}  {spelled}" + (f"  latency {lat:g}" if lat is not None else ""))
+        return "\n".join(lines) + "\n"
+    return "".join(f"{name:8s} {model.isa:8s} {len(model.ports):2d} ports {len(model.uops):4d} "
+                   f"forms  volume {model.volume():5d}  "
+                   f"{' '.join(str(model.provenance.get('description', '')).split())}\n"
+                   for name, model in result.models)
