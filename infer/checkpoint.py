@@ -44,10 +44,13 @@ def _join(obj, arrays):
     return obj
 
 
-def save_checkpoint(path, snapshot: dict, config: dict, forms, inputs,
+def save_checkpoint(path, snapshot, config: dict, forms, inputs,
                     experiments: str | None = None) -> None:
-    """Write atomically: an interrupted write leaves the previous checkpoint whole.
-    `experiments` is a digest of the experiment set, checked on resume."""
+    """Write a pipeline.Snapshot (or its dict form) atomically: an interrupted write leaves
+    the previous checkpoint whole. `experiments` is a digest of the experiment set, checked
+    on resume."""
+    if not isinstance(snapshot, dict):
+        snapshot = snapshot.to_dict()
     arrays: dict[str, np.ndarray] = {}
     meta = {"kind": KIND, "version": VERSION, "config": config, "forms": list(forms),
             "inputs": list(inputs), "snapshot": _split(snapshot, arrays, "")}

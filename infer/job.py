@@ -152,7 +152,7 @@ def run_job(experiments, settings: InferSettings, *, inputs: list[str], checkpoi
         interrupted = exc
         result = inference.best_mapping()
     checkpoint(inference.snap)           # the last complete step: --resume continues from here
-    elapsed = inference.snap["elapsed"]
+    elapsed = inference.snap.elapsed
     if result is None:
         return InferOutcome(None, None, len(reps), elapsed, False, interrupted)
     masks, counts = result

@@ -171,8 +171,8 @@ def test_distillation_fits_the_measured_experiments():
     inference = Inference(problem, InferConfig(seed=0, restarts=3, distill=200))
     masks, counts = inference.run()
     assert inference.finished()
-    assert inference.snap["history"][-1]["restart"] == "distilled"
-    assert len(inference.snap["members"]) == 3
+    assert inference.snap.history[-1]["restart"] == "distilled"
+    assert len(inference.snap.members) == 3
     assert inference.error_on(problem, masks, counts) < 0.03
 
 
