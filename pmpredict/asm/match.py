@@ -124,72 +124,102 @@ def _fits(value: int, width: int) -> bool:
     return -(1 << (width - 1)) <= value < (1 << width)
 
 
+# How a user operand (normalize.FormKey vocabulary) fits a form's operand pattern, one rule
+# per pattern kind: (penalty, approximation note or None), or None when it does not fit.
+
+def _fit_reg(u, f, hint, allow_approx):
+    if u[0] != "reg" or u[1] != f[1]:
+        return None
+    if u[2] == f[2]:
+        return 0.0, None
+    if u[1] == "G" and allow_approx and u[2] is not None and f[2] is not None:
+        return abs(f[2] - u[2]) / 64.0, APPROX_GPR
+    return None
+
+
+def _fit_fixreg(u, f, hint, allow_approx):
+    return (0.0, None) if u[0] == "reg" and len(u) > 3 and u[3] == f[1] else None
+
+
+def _fit_vreg(u, f, hint, allow_approx):
+    return (0.0, None) if u[0] == "vreg" and u[1] == f[1] else None
+
+
+def _fit_velem(u, f, hint, allow_approx):
+    if u[0] != "velem" or u[1] != f[1]:
+        return None
+    return (0.0 if u[2] == f[2] else 0.5), None
+
+
+def _fit_vlist(u, f, hint, allow_approx):
+    return (0.0, None) if u[0] == "vlist" and u[1] == f[1] and u[2] == f[2] else None
+
+
+def _fit_mem(u, f, hint, allow_approx):
+    if u[0] != "mem":
+        return None
+    if u[1] is None:
+        return (0.0 if f[1] == hint else 1.0), None
+    return (0.0, None) if u[1] == f[1] else None
+
+
+def _fit_addr(u, f, hint, allow_approx):
+    if u[0] != "addr" or u[1] != f[1] or u[2] != f[2]:
+        return None
+    disp = u[3]
+    if f[3] is None:
+        return (0.0, None) if disp == 0 else None
+    if f[3] == 8:
+        return (1.0, None) if disp is not None and -128 <= disp < 128 else None
+    return 2.0, None
+
+
+def _fit_amem(u, f, hint, allow_approx):
+    if u[0] != "amem":
+        return None
+    if u[1] in ("base", "imm"):
+        return 0.0, None
+    return (1.0, APPROX_ADDR) if allow_approx else None
+
+
+def _fit_imm_w(u, f, hint, allow_approx):
+    if u[0] != "imm":
+        return None
+    v = u[1]
+    if v is None or isinstance(v, float):
+        return (f[1] / 8.0, None) if f[1] >= 32 else None
+    return (f[1] / 8.0, None) if _fits(v, f[1]) else None
+
+
+def _fit_imm_lit(u, f, hint, allow_approx):
+    if u[0] != "imm":
+        return None
+    if u[1] is None or f[1] is None:
+        return 1.0, None
+    if isinstance(u[1], float) != isinstance(f[1], float):
+        return 2.0, None
+    return (0.0 if u[1] == f[1] else 1.0), None
+
+
+def _fit_shift(u, f, hint, allow_approx):
+    if u[0] != "shift" or u[1] != f[1]:
+        return None
+    if u[2] == f[2]:
+        return 0.0, None
+    if u[2] is None or f[2] is None:
+        return 2.0, None                  # an amount written vs none: worse than another amount
+    return 1.0 + abs(u[2] - f[2]) / 100.0, None
+
+
+_FIT = {"reg": _fit_reg, "fixreg": _fit_fixreg, "vreg": _fit_vreg, "velem": _fit_velem,
+        "vlist": _fit_vlist, "mem": _fit_mem, "addr": _fit_addr, "amem": _fit_amem,
+        "imm_w": _fit_imm_w, "imm_lit": _fit_imm_lit, "shift": _fit_shift}
+
+
 def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
     """(penalty, approx note or None) if user operand u fits pattern f, else None."""
-    uk, fk = u[0], f[0]
-    if fk == "reg":
-        if uk != "reg" or u[1] != f[1]:
-            return None
-        if u[2] == f[2]:
-            return 0.0, None
-        if u[1] == "G" and allow_approx and u[2] is not None and f[2] is not None:
-            return abs(f[2] - u[2]) / 64.0, APPROX_GPR
-        return None
-    if fk == "fixreg":
-        return (0.0, None) if uk == "reg" and len(u) > 3 and u[3] == f[1] else None
-    if fk == "vreg":
-        return (0.0, None) if uk == "vreg" and u[1] == f[1] else None
-    if fk == "velem":
-        if uk != "velem" or u[1] != f[1]:
-            return None
-        return (0.0 if u[2] == f[2] else 0.5), None
-    if fk == "vlist":
-        return (0.0, None) if uk == "vlist" and u[1] == f[1] and u[2] == f[2] else None
-    if fk == "mem":
-        if uk != "mem":
-            return None
-        if u[1] is None:
-            return (0.0 if f[1] == hint else 1.0), None
-        return (0.0, None) if u[1] == f[1] else None
-    if fk == "addr":
-        if uk != "addr" or u[1] != f[1] or u[2] != f[2]:
-            return None
-        disp = u[3]
-        if f[3] is None:
-            return (0.0, None) if disp == 0 else None
-        if f[3] == 8:
-            return (1.0, None) if disp is not None and -128 <= disp < 128 else None
-        return 2.0, None
-    if fk == "amem":
-        if uk != "amem":
-            return None
-        if u[1] in ("base", "imm"):
-            return 0.0, None
-        return (1.0, APPROX_ADDR) if allow_approx else None
-    if fk == "imm_w":
-        if uk != "imm":
-            return None
-        v = u[1]
-        if v is None or isinstance(v, float):
-            return (f[1] / 8.0, None) if f[1] >= 32 else None
-        return (f[1] / 8.0, None) if _fits(v, f[1]) else None
-    if fk == "imm_lit":
-        if uk != "imm":
-            return None
-        if u[1] is None or f[1] is None:
-            return 1.0, None
-        if isinstance(u[1], float) != isinstance(f[1], float):
-            return 2.0, None
-        return (0.0 if u[1] == f[1] else 1.0), None
-    if fk == "shift":
-        if uk != "shift" or u[1] != f[1]:
-            return None
-        if u[2] == f[2]:
-            return 0.0, None
-        if u[2] is None or f[2] is None:
-            return 2.0, None                  # an amount written vs none: worse than another amount
-        return 1.0 + abs(u[2] - f[2]) / 100.0, None
-    return None
+    rule = _FIT.get(f[0])
+    return rule(u, f, hint, allow_approx) if rule else None
 
 
 # --- foreign OSACA forms ----------------------------------------------------------------
