@@ -30,23 +30,33 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 
 from .. import semantics
 from ..osaca_forms import FOREIGN_PREFIX, is_foreign, operand_tokens, parse_foreign_form_name
 from ..forms import parse_form
 from .normalize import FormKey, render_key
 
-APPROX_GPR = "general-purpose register width differs"
-APPROX_ADDR = "addressing mode differs (model has [base, #imm])"
-APPROX_MASK = "AVX-512 masking/broadcast ignored"
-APPROX_LOAD = "no form with this memory operand: register form used, memory access not counted"
+class Approximation(str, Enum):
+    """Why a match is approximate; the value is the sentence a report prints."""
+    GPR = "general-purpose register width differs"
+    ADDR = "addressing mode differs (model has [base, #imm])"
+    MASK = "AVX-512 masking/broadcast ignored"
+    LOAD = "no form with this memory operand: register form used, memory access not counted"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+APPROX_GPR, APPROX_ADDR, APPROX_MASK, APPROX_LOAD = (Approximation.GPR, Approximation.ADDR,
+                                                     Approximation.MASK, Approximation.LOAD)
 
 
 @dataclass(frozen=True)
 class Match:
     key: FormKey
     form: str | None                  # the model's form string, None if unmatched
-    approx: tuple[str, ...] = ()      # why the match is approximate (empty: exact)
+    approx: tuple[Approximation, ...] = ()   # why the match is approximate (empty: exact)
     reason: str = ""                  # why it is unmatched
 
     @property
