@@ -91,32 +91,25 @@ def _plain_move(form: str, isa: str) -> bool:
             and regs[0].width == 64)
 
 
+def _forms_where(model, semantic, shape) -> list[str]:
+    """The model's own (not foreign) forms whose FormSemantics pass `semantic` and whose
+    parsed template passes shape(isa semantics, template)."""
+    isa = semantics.get(model.isa)
+    return [form for form in model.forms if not is_foreign(form)
+            and semantic(isa.form(form)) and shape(isa, parse_form(form, model.isa))]
+
+
 def pure_load_forms(model) -> list[str]:
     """Forms that only load: a register destination and one memory source."""
-    isa = semantics.get(model.isa)
-    out = []
-    for form in model.forms:
-        if is_foreign(form) or not isa.form(form).reads_memory:
-            continue
-        t = parse_form(form, model.isa)
-        if len(t.operands) != 2 or t.operands[0].kind != "reg" or t.operands[1].kind != "mem":
-            continue
-        if re.fullmatch(isa.osaca.pure_load, t.mnemonic):
-            out.append(form)
-    return out
+    return _forms_where(model, lambda sem: sem.reads_memory, lambda isa, t: (
+        len(t.operands) == 2 and t.operands[0].kind == "reg" and t.operands[1].kind == "mem"
+        and re.fullmatch(isa.osaca.pure_load, t.mnemonic)))
 
 
 def pure_store_forms(model) -> list[str]:
     """Forms that only store (no memory read) a register."""
-    isa = semantics.get(model.isa)
-    out = []
-    for form in model.forms:
-        if is_foreign(form) or not isa.form(form).pure_store:
-            continue
-        t = parse_form(form, model.isa)
-        if any(o.kind == "reg" for o in t.operands):
-            out.append(form)
-    return out
+    return _forms_where(model, lambda sem: sem.pure_store,
+                        lambda isa, t: any(o.kind == "reg" for o in t.operands))
 
 
 def osaca_order(model, cycles) -> list[str]:
