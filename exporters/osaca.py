@@ -187,7 +187,7 @@ def osaca_context(model, source: str = "") -> dict:
             "latency_default": not lat.measured,
             "facts": _entry_facts(model, form),
             "port_pressure": _flow(port_pressure(model, model.uops[form])),
-            "throughput": repr(float(tp[form])),
+            "throughput": yaml_number(float(tp[form])),
             "uops": sum(c for _, c in model.uops[form]),
             "form_json": _flow(form),
         })

@@ -87,10 +87,6 @@ SETTINGS = {"method": "method", "seed": "seed", "restarts": "restarts", "start":
             "max_sweeps": "max_sweeps", "ports": "ports", "epsilon": "epsilon", "r_max": "r_max"}
 
 
-# x86 hosts: ALU/vector ports plus load, store and divider units fit in 10 (Zen 4, Golden Cove)
-HOST_PORTS = 10
-
-
 def _measure_here(args):
     """--measure: the host training set, measured now (or read back from the cache)."""
     from pmpredict.infer.host import measure_training_set, read_form_list
@@ -156,6 +152,7 @@ def resume_command(argv: list[str], checkpoint: str) -> str:
 def run(args):
     from pmpredict.data.experiments import load_many
     from pmpredict.infer.checkpoint import load_checkpoint
+    from pmpredict.infer.host import HOST_PORTS
     from pmpredict.infer.job import load_resume, run_job, settings_for
     from pmpredict.views import infer as view
 
