@@ -88,6 +88,18 @@ def block_lines(row: dict) -> list[str]:
     return [ins.strip() for ins in row["asm_att"].split(" ; ") if ins.strip()]
 
 
+_BRANCH = re.compile(r"^(j[a-z]+|jmp\w*|loop\w*)\b")
+
+
+def measured_lines(row: dict) -> list[str]:
+    """The instructions the harness times: the block without its trailing branch (the harness
+    runs copies of the block back to back and drops it). Every tool predicts these."""
+    lines = block_lines(row)
+    if lines and _BRANCH.match(lines[-1]):
+        lines = lines[:-1]
+    return lines
+
+
 # --- kinds --------------------------------------------------------------------------------
 
 _VECTOR = re.compile(r"%[xyz]mm\d+")
@@ -164,10 +176,10 @@ def append_result(path: str, cpu: str, hexcode: str, measured: dict):
 
 # --- the runs -----------------------------------------------------------------------------
 
-def write_block(tmp: str, row: dict) -> str:
-    path = os.path.join(tmp, row["hex"][:40] + ".s")
+def write_block(tmp: str, row: dict, lines: list[str] | None = None) -> str:
+    path = os.path.join(tmp, row["hex"][:40] + ("" if lines is None else ".kernel") + ".s")
     with open(path, "w") as fh:
-        fh.write("\n".join(block_lines(row)) + "\n")
+        fh.write("\n".join(block_lines(row) if lines is None else lines) + "\n")
     return path
 
 
@@ -206,7 +218,7 @@ def predict_all(sample, tmp, models, mcpu, osaca_code):
     """pmpredict (each model) and llvm-mca in two worker threads; OSACA here meanwhile."""
     out = {r["hex"]: {"pmpredict": [None] * len(models), "llvm_mca": None, "osaca": None}
            for r in sample}
-    paths = {r["hex"]: write_block(tmp, r) for r in sample}
+    paths = {r["hex"]: write_block(tmp, r, measured_lines(r)) for r in sample}
     t0 = time.time()
     with futures.ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {}
@@ -214,9 +226,9 @@ def predict_all(sample, tmp, models, mcpu, osaca_code):
             h = r["hex"]
             for k, model in enumerate(models):
                 jobs[pool.submit(pmcli.predict, paths[h], model)] = (h, "pmpredict", k)
-            jobs[pool.submit(peers.llvm_mca, block_lines(r), mcpu)] = (h, "llvm_mca", None)
+            jobs[pool.submit(peers.llvm_mca, measured_lines(r), mcpu)] = (h, "llvm_mca", None)
         for r in sample:
-            out[r["hex"]]["osaca"] = peers.osaca(block_lines(r), osaca_code)
+            out[r["hex"]]["osaca"] = peers.osaca(measured_lines(r), osaca_code)
         done = 0
         for job in futures.as_completed(jobs):
             h, tool, k = jobs[job]

@@ -155,6 +155,8 @@ def model_users(model_file: str, files: dict, cls: str, bad: bool = True) -> lis
         c(["evaluate", "--mapping", model_file, "-e", "e.json", "--json"], json_out=True),
         c(["export", model_file, "--format", "osaca", "-o", "out.yml"], outputs=("out.yml",)),
         c(["export", model_file, "--format", "llvm", "-o", "out.td"], outputs=("out.td",)),
+        c(["align", model_file, "--reference", "m.json", "--json"], json_out=True),
+        c(["models", model_file, "--forms", "--json"], json_out=True),
     ]
 
 

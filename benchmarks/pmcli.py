@@ -35,13 +35,14 @@ def _run(args: list[str], timeout: int) -> dict:
     return data
 
 
-def predict(path: str, model: str | None = None, lines: str | None = None) -> dict:
+def predict(path: str, model: str | None = None, lines: str | None = None,
+            extra: tuple[str, ...] = ()) -> dict:
     args = ["predict", path]
     if model:
         args += ["--model", model]
     if lines:
         args += ["--lines", lines]
-    return _run(args, PREDICT_TIMEOUT)
+    return _run(args + list(extra), PREDICT_TIMEOUT)
 
 
 def measure(path: str, lines: str | None = None) -> dict:

@@ -41,21 +41,32 @@ class TrainingSet:
 
 
 def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_dir=None,
-                         report=None) -> TrainingSet:
+                         report=None, should_stop=None) -> TrainingSet:
     """Measure singletons, pairs and weighted pairs of `forms` on this host.
 
     out_dir: if given, each set is also written there as <name>.json as soon as it is done.
     report(path, experiment_set): called after each set is measured (for the CLI's summary).
+    progress(Progress): after every experiment; its `plan` lists the three phases with their
+    sizes (pairs and weighted pairs estimated until the singletons are measured).
+    should_stop(): asked between kernels; MeasurementStopped (with the phase) if it says yes.
     """
+    from dataclasses import replace
+
     from .measure import MeasureOptions, measure_experiment_set
     from .measure.instantiate import HARNESS_ISA
 
     options = options or MeasureOptions()
+    forms = list(dict.fromkeys(forms))
+    n_pairs = len(forms) * (len(forms) - 1) // 2
+    plan = {"singletons": len(forms), "pairs": n_pairs, "weighted": n_pairs}
 
     def measure(name, exps, usable):
+        plan[name] = len(exps)
         sub = ExperimentSet(tuple(usable), tuple(exps), HARNESS_ISA,
                             f"pmpredict host training set ({name})")
-        out = measure_experiment_set(sub, cache_dir=cache_dir, progress=progress, options=options)
+        on_progress = (lambda p: progress(replace(p, plan=tuple(plan.items())))) if progress else None
+        out = measure_experiment_set(sub, cache_dir=cache_dir, progress=on_progress, options=options,
+                                     should_stop=should_stop, phase=name)
         path = None
         if out_dir:
             os.makedirs(out_dir, exist_ok=True)
@@ -65,7 +76,6 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
             report(path or name, out)
         return out
 
-    forms = list(dict.fromkeys(forms))
     single = measure("singletons", singleton_experiments(forms), forms)
     throughput = singleton_throughputs(single)
     usable = [f for f in forms if throughput.get(f)]       # forms this CPU runs (no SIGILL)
@@ -74,8 +84,11 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
         if f not in throughput:
             err = next((e.other.get("error") for e in single.experiments if e.forms() == [f]), "")
             left_out[f] = err or "no measurement"
-    pairs = measure("pairs", pair_experiments(usable), usable)
-    weighted = measure("weighted", weighted_pair_experiments(usable, throughput), usable)
+    pairs = pair_experiments(usable)
+    weighted = weighted_pair_experiments(usable, throughput)
+    plan.update(pairs=len(pairs), weighted=len(weighted))
+    pairs = measure("pairs", pairs, usable)
+    weighted = measure("weighted", weighted, usable)
     return TrainingSet(single, pairs, weighted, left_out)
 
 

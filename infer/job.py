@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from dataclasses import dataclass, fields
 
 from pmpredict import __version__
@@ -126,9 +125,10 @@ class InferOutcome:
 
 
 def run_job(experiments, settings: InferSettings, *, inputs: list[str], checkpoint_path: str,
-            resumed: dict | None = None, time_limit: float | None = None, progress=None,
+            resumed: dict | None = None, should_stop=None, progress=None,
             name: str = "inferred", command: str = "") -> InferOutcome:
-    """Run (or continue) an inference, checkpointing to `checkpoint_path` as it goes."""
+    """Run (or continue) an inference, checkpointing to `checkpoint_path` as it goes, until
+    it ends, should_stop() says so (between steps), or KeyboardInterrupt (Ctrl-C, SIGTERM)."""
     if not measured_forms(experiments):
         raise InputError(inputs[0] if inputs else None,
                          "no measured experiments (every 'cycles' is null)")
@@ -139,9 +139,6 @@ def run_job(experiments, settings: InferSettings, *, inputs: list[str], checkpoi
     saved = settings.to_json()
     digest = experiments_digest(experiments)
     inference = Inference(problem, settings.config, resumed["snapshot"] if resumed else None)
-    deadline = time.monotonic() + time_limit if time_limit else None
-    should_stop = (lambda: time.monotonic() >= deadline) if deadline else None
-
     def checkpoint(snap):
         save_checkpoint(checkpoint_path, snap, saved, reps, inputs, experiments=digest)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pmpredict.model import MachineModel, normalize_uops
+from pmpredict.model import MachineModel, abstract_port_names, normalize_uops
 
 
 def mapping_to_model(problem, masks, counts, form_of: dict, *, name: str, isa: str,
                      ports=None, r_max=None, provenance=None) -> MachineModel:
     """form_of: every input form -> its representative (a form of `problem`)."""
-    ports = tuple(ports or (str(i) for i in range(problem.n_ports)))
+    ports = tuple(ports or abstract_port_names(problem.n_ports))
     index = {f: i for i, f in enumerate(problem.forms)}
     uops = {}
     for form in sorted(form_of):

@@ -89,13 +89,15 @@ def _pure_load(sem: InstructionSemantics) -> bool:
         r.role == DATA and r.kind != FLAG for r in sem.reads)
 
 
-def annotate(forms, semantics, model, loop: bool = True) -> tuple[list[Annotated], Machine]:
+def annotate(forms, semantics, model, loop: bool = True,
+             stack_engine: str = "") -> tuple[list[Annotated], Machine]:
     """forms[i]: the model form of instruction i (None: not in the model); semantics[i]: its
-    InstructionSemantics."""
+    InstructionSemantics; stack_engine: the register whose implicit updates (push, pop) the
+    front end makes at no latency (the ISA's stack_engine_register)."""
     machine = machine_facts(model, loop)
     out = []
     for i, (form, sem) in enumerate(zip(forms, semantics)):
-        out.append(_one(i, form, sem, model, machine))
+        out.append(_one(i, form, sem, model, machine, stack_engine))
     if machine.macro_fusion:
         for a, b in zip(out, out[1:]):
             if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
@@ -105,7 +107,8 @@ def annotate(forms, semantics, model, loop: bool = True) -> tuple[list[Annotated
     return out, machine
 
 
-def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine) -> Annotated:
+def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine,
+         stack_engine: str = "") -> Annotated:
     assumed = []
     uops = tuple(model.uops.get(form, ())) if form else ()
     base = model.latency.get(form) if form else None
@@ -166,8 +169,10 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine) -> An
     node = Node(tuple(sources), writes, refs, latency)
     update = None
     if updated:
-        lat = machine.address_update_latency
-        update = Node(tuple(Source(r, lat) for r in updated), tuple(updated), (), lat)
+        implicit = {w.name for w in sem.writes if w.operand is None}
+        sources = tuple(Source(r, 0.0 if r == stack_engine and r in implicit
+                               else machine.address_update_latency) for r in updated)
+        update = Node(sources, tuple(updated), (), max(s.latency for s in sources))
     if not sem.known:
         assumed.append("reads/writes guessed (instruction not in the semantics tables)")
     return Annotated(i, form, sem, uops, node, update, eliminated=eliminated, idiom=idiom,

@@ -15,7 +15,7 @@ from . import __version__
 from .errors import InputError, Terminated
 
 # the order of `pmpredict --help`
-COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "models"]
+COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models"]
 
 
 class _Parser(argparse.ArgumentParser):

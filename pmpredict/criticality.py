@@ -25,7 +25,8 @@ import math
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from .schedule import DATA, FRONT_END, PORT, RETIREMENT, WINDOW, Body, Machine, Run, simulate
+from .schedule import (DATA, FRONT_END, ISSUE_DELAY, PORT, RETIRE_DELAY, RETIREMENT, WINDOW, Body,
+                       Machine, Run, simulate)
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,8 @@ def slack(body: Body, machine: Machine, run: Run) -> list[float]:
             late_dispatch[t] = min(late_dispatch[t], late_dispatch[t + 1])
         if window and t + window < total:
             late_retire[t] = min(late_retire[t], late_dispatch[t + window] - 1)
-        late_result[t] = min(late_result[t], late_retire[t])
-        late_dispatch[t] = min(late_dispatch[t], late_result[t] - body.latency[i])
+        late_result[t] = min(late_result[t], late_retire[t] - RETIRE_DELAY)
+        late_dispatch[t] = min(late_dispatch[t], late_result[t] - body.latency[i] - ISSUE_DELAY)
         for src, dist, w in body.edges[i]:
             s = t - i + src - dist * n
             if s >= 0:
@@ -124,7 +125,7 @@ def path_share(run: Run) -> dict[str, float]:
     where = "retire"                          # the event on the path: retire / result / dispatch
     while t >= stop:
         if where == "retire":
-            if t > 0 and run.retire[t] > math.ceil(run.result[t] - 1e-9):
+            if t > 0 and run.retire[t] > math.ceil(run.result[t] + RETIRE_DELAY - 1e-9):
                 share[RETIREMENT] += run.retire[t] - run.retire[t - 1]
                 t -= 1
             else:

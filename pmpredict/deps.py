@@ -317,13 +317,13 @@ def _tight_cycle(weight: list[list[float]], mean: float) -> list[int]:
 
 
 def loop_carried_chains(graph: Graph, limit: int = 8) -> list[Cycle]:
-    """Disjoint dependency cycles, worst first: the worst cycle, then the worst among the
-    instructions not on it, and so on (at most `limit`)."""
+    """Disjoint dependency cycles that cost time, worst first: the worst cycle, then the worst
+    among the instructions not on it, and so on (at most `limit`)."""
     chains, used = [], frozenset()
     while len(chains) < limit:
         c = loop_carried_cycles(graph, used)
-        if c is None:
-            break
+        if c is None or c.ratio <= 0:
+            break                 # no cycle left, or only cycles that cost nothing
         chains.append(c)
         used = used | frozenset(c.nodes)
     return chains

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
 from . import semantics
 from .jsonio import write_json
 from .validate import (count_problem, latency_problem, name_problem, port_list_problem,
@@ -47,6 +45,22 @@ PIPELINE_KEYS = {
 }
 # pipeline keys whose value is a yes/no fact: 0 or 1
 PIPELINE_FLAGS = {"macro_fusion"}
+
+
+def abstract_port_names(n: int) -> tuple[str, ...]:
+    """Labels for the ports of an inferred model: A, B, ..., Z, AA, AB, ... They name no
+    hardware port (an inferred port is abstract until aligned with a reference model,
+    pmpredict.align), and unlike "0".."8" they cannot be mistaken for a vendor's numbers."""
+    names = []
+    for i in range(n):
+        label, k = "", i
+        while True:
+            label = chr(ord("A") + k % 26) + label
+            k = k // 26 - 1
+            if k < 0:
+                break
+        names.append(label)
+    return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,7 @@ class MachineModel:
 
     def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(masks int64[n_forms, max_uops], counts float64[n_forms, max_uops]); count 0 = no uop."""
+        import numpy as np          # the engines need it; a single prediction does not
         width = max((len(u) for u in self.uops.values()), default=0) or 1
         masks = np.zeros((len(self.uops), width), dtype=np.int64)
         counts = np.zeros((len(self.uops), width), dtype=np.float64)
@@ -122,6 +137,13 @@ class MachineModel:
             if name not in changes:
                 changes[name] = {f: v for f, v in getattr(self, name).items() if f in uops}
         return replace(self, uops=uops, **changes)
+
+    def with_port_names(self, names) -> "MachineModel":
+        """The same model with its ports renamed, in order (uops, as masks, are unchanged)."""
+        names = tuple(str(n) for n in names)
+        if len(names) != len(self.ports):
+            raise ValueError(f"{len(names)} names for {len(self.ports)} ports")
+        return replace(self, ports=names)
 
     def latency_for(self, form: str, operand: int | None = None) -> float | None:
         """Latency from source operand `operand` (None: any register source) of `form` to its

@@ -5,7 +5,7 @@ The steps, each an engine of its own:
      reads and writes (pmpredict.semantics);
   2. annotate: uops as executed (idioms, eliminated moves, macro-fusion), latency per source,
      what is assumed (annotate.py);
-  3. bounds: throughput (the exact LP optimum over the uops, sim.py), loop-carried (the
+  3. bounds: throughput (the exact LP optimum over the uops, bound.py), loop-carried (the
      maximum cycle ratio of the dependence graph, deps.py), front end (dispatch slots per
      cycle), and the critical path of one iteration;
   4. the out-of-order simulation (schedule.py): the predicted cycles per iteration, never
@@ -21,8 +21,7 @@ no uops, so the prediction is a lower bound.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import Callable
 
 from . import semantics as semantics_registry
 from .annotate import Annotated, Machine, annotate
@@ -30,13 +29,14 @@ from .asm.kernel import Kernel
 from .asm.match import APPROX_LOAD, FormMatcher, Match, form_pattern
 from .asm.normalize import normalize, render_key
 from .asm.parse import Instruction
-from .criticality import Criticality, EventClass, analyse
+from .bound import optimum
+from .criticality import Criticality, EventClass, analyse, slack
 from .deps import Cycle, Graph, Path, build_graph, critical_path, loop_carried_chains
 from .forms import parse_form
+from .kinds import instruction_kinds, kinds_within, port_kinds
 from .schedule import Body, Run
 from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
-from .sim import FRONTEND, lp_schedule, simulate_arrays, uop_masses
 
 # a bound counts as the limit when the prediction is within this of it
 BOUND_TOLERANCE = 0.02
@@ -51,6 +51,7 @@ class InstructionRow:
     form_short: str = ""                # the model form in key notation, e.g. "add r64, imm8"
     approx: tuple[str, ...] = ()
     reason: str = ""                    # why unmatched
+    source: str | None = None           # "model" or "fallback" (whose form it is); None: unmatched
     uops: list[tuple[list[str], int]] = field(default_factory=list)
     pressure: dict[str, float] = field(default_factory=dict)
     latency: float = 0.0                # issue -> result, as the engines use it
@@ -87,11 +88,27 @@ class Report:
     bounds: Bounds | None = None
     critical_path: Path | None = None
     chains: list[Cycle] = field(default_factory=list)
-    criticality: Criticality | None = None
     run: Run | None = None
     machine: Machine | None = None
     graph: Graph | None = None
     node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
+    bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
+    fallback: object = None             # the fallback.Fallback forms came from, if any
+    # the costs take a simulation per bottleneck and pair: computed on first use
+    _analyse: Callable[[], Criticality] | None = field(default=None, repr=False)
+    _criticality: Criticality | None = field(default=None, repr=False)
+
+    @property
+    def computed_criticality(self) -> Criticality | None:
+        """The criticality if it has been computed already, else None (no simulations run)."""
+        return self._criticality
+
+    @property
+    def criticality(self) -> Criticality | None:
+        """What each bottleneck costs and how they interact (criticality.analyse)."""
+        if self._criticality is None and self._analyse is not None:
+            self._criticality, self._analyse = self._analyse(), None
+        return self._criticality
 
     @property
     def matched(self) -> int:
@@ -118,12 +135,20 @@ class Report:
 class Predictor:
     """A model prepared for many predictions (arrays, form index, matcher built once)."""
 
-    def __init__(self, model, allow_approx: bool = True, criticality: bool = True):
+    def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
+                 fallback=None):
+        """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
+        lacks are matched in the fallback's."""
+        if fallback is not None:
+            model = fallback.model
         self.model = model
+        self.fallback = fallback
         self.semantics = semantics_registry.get(model.isa)
-        self.matcher = FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+        self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+                        if fallback is None else fallback.matcher(allow_approx))
         self.criticality = criticality
         self._short: dict[str, str] = {}
+        self._port_kinds = None
 
     def short(self, form: str) -> str:
         s = self._short.get(form)
@@ -140,16 +165,20 @@ class Predictor:
         rows, sems = [], []
         for insn in kernel.instructions:
             m = self.match(insn, syntax)
+            source = None if m.form is None else \
+                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
             rows.append(InstructionRow(insn.line, insn.text, str(m.key), m.form,
-                                       self.short(m.form) if m.form else "", m.approx, m.reason))
+                                       self.short(m.form) if m.form else "", m.approx, m.reason,
+                                       source))
             sems.append(self.semantics.instruction(insn, syntax))
         report = Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, None, [],
-                        {p: 0.0 for p in model.ports}, model.r_max)
+                        {p: 0.0 for p in model.ports}, model.r_max, fallback=self.fallback)
         if not rows:
             report.cycles = 0.0
             return report
         loop = sems[-1].branch == "conditional"
-        annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop)
+        annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop,
+                                      stack_engine=self.semantics.stack_engine_register)
         report.machine = machine
         for row, a in zip(rows, annotated):
             row.annotated = a
@@ -198,6 +227,8 @@ class Predictor:
         # when the issue width (R_max) allows fewer instructions than the ports
         front_limited = model.r_max and slots / model.r_max > throughput * (1 + 1e-9)
         report.bottleneck = ["frontend"] if front_limited else model.port_names(neck)
+        if not front_limited and neck:
+            report.bottleneck_kinds = self._kinds_within(sems, annotated, neck)
         report.bounds, report.critical_path, report.chains = bounds, path_, chains
         report.run, report.graph, report.node_rows = run, graph, node_rows
         for i in path_.nodes:
@@ -205,53 +236,47 @@ class Predictor:
         if chains:
             for i in chains[0].nodes:
                 rows[i].on_loop_carried = True
+        for k, s in enumerate(slack(body, sim_machine, run)):
+            row = rows[node_rows[k]]
+            row.slack = s if row.slack is None else min(row.slack, s)
         if self.criticality:
             classes = event_classes(chains, neck, model, sim_machine)
-            crit = analyse(body, sim_machine, run, classes)
-            report.criticality = crit
-            for k, s in enumerate(crit.slack):
-                row = rows[node_rows[k]]
-                row.slack = s if row.slack is None else min(row.slack, s)
+            report._analyse = lambda: analyse(body, sim_machine, run, classes)
         return report
+
+    def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
+        """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.kinds)."""
+        if self._port_kinds is None:
+            self._port_kinds = port_kinds(self.model)
+        rows = [(instruction_kinds(self.model.isa, s), a.uops) for s, a in zip(sems, annotated)]
+        return kinds_within(self._port_kinds, rows, neck)
 
     def _ports(self, report: Report, annotated: list[Annotated]):
         """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal
         schedule; and each port's share of that schedule (the simulation's tie-breaker)."""
         model = self.model
-        rows = [a for a in annotated if a.uops]
         n_ports = len(model.ports)
-        if not rows:
-            return 0.0, 0, tuple([1.0] * n_ports)
-        width = max(len(a.uops) for a in rows)
-        masks = np.zeros((len(rows), width), dtype=np.int64)
-        counts = np.zeros((len(rows), width), dtype=np.float64)
-        for i, a in enumerate(rows):
-            for j, (mask, count) in enumerate(a.uops):
-                masks[i, j], counts[i, j] = mask, count
-        forms = np.arange(len(rows), dtype=np.int64)
-        mults = np.ones(len(rows), dtype=np.float64)
-        ptr = np.array([0, len(rows)], dtype=np.int64)
-        cyc, neck = simulate_arrays(masks, counts, ptr, forms, mults, None)
-        umask, umass, _ = uop_masses(masks, counts, forms, mults)
-        _, load, assignment = lp_schedule(umask, umass, n_ports, 0.0, None)
-        slot = {int(m): i for i, m in enumerate(umask)}
-        by_index = {a.index: a for a in rows}
-        for k, row in enumerate(report.rows):
-            a = by_index.get(k)
-            if a is None:
-                continue
-            pressure = np.zeros(n_ports)
+        mass: dict[int, int] = {}
+        for a in annotated:
             for mask, count in a.uops:
-                i = slot[int(mask)]
-                share = count / umass[i]
-                for p, x in assignment[i].items():
+                mass[mask] = mass.get(mask, 0) + count
+        if not mass:
+            return 0.0, 0, tuple([1.0] * n_ports)
+        cycles, neck, schedule = optimum(mass)
+        load = [0.0] * n_ports
+        for row, a in zip(report.rows, annotated):
+            pressure = [0.0] * n_ports
+            for mask, count in a.uops:
+                share = count / mass[mask]
+                for p, x in schedule[mask].items():
                     pressure[p] += x * share
-            row.pressure = {model.ports[p]: float(pressure[p]) for p in range(n_ports)
-                            if pressure[p] > 1e-9}
-        report.port_load = {model.ports[p]: float(load[p]) for p in range(n_ports)}
-        total = float(np.sum(load))
-        balance = tuple(float(x) / total if total > 0 else 1.0 for x in load)
-        return float(cyc[0]), int(neck[0]), balance
+            row.pressure = {model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9}
+        for row in schedule.values():
+            for p, x in row.items():
+                load[p] += x
+        report.port_load = {model.ports[p]: load[p] for p in range(n_ports)}
+        total = sum(load)
+        return cycles, neck, tuple(x / total for x in load)
 
 
 def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:
@@ -269,7 +294,7 @@ def event_classes(chains, neck: int, model, machine) -> list[EventClass]:
         names = ", ".join(c.resources)
         classes.append(EventClass("chain", f"chain through {names}",
                                   frozenset((e.dst, e.src, e.distance) for e in c.edges)))
-    if neck and neck != FRONTEND:
+    if neck:
         classes.append(EventClass("ports", "ports " + ", ".join(model.port_names(neck)),
                                   ports=neck))
     if machine.width or machine.taken_branch:

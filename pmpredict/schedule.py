@@ -7,15 +7,15 @@ The machine (documented in docs/PREDICTION.md):
   * the front end dispatches in program order, `width` instructions per cycle (a fused
     cmp+jcc pair is one), into a window of `window` instructions (the reorder buffer); an
     instruction leaves the window when it retires, in order, `width` per cycle;
-  * an instruction may issue once it is dispatched and its sources allow: its result is due
-    at  ready = max(dispatch + L, max over in-edges of producer result + edge latency),
+  * an instruction may issue the cycle after its dispatch, once its sources allow: its result
+    is due at  ready = max(dispatch + 1 + L, max over in-edges of producer result + latency),
     where L is its issue-to-result latency, so it issues at ready - L (a load-op starts its
     load before its register operand is there, as cores do);
   * each uop takes one cycle on one port of its port set. The scheduler is ideal and
     unified: a uop goes to the allowed port where it can start first, oldest uops first;
     ties go to the port the optimal (LP) schedule leaves emptiest;
   * the result is ready L cycles after the instruction's first uop starts, and not before
-    its last uop has run.
+    its last uop has run; it retires the cycle after its result at the earliest.
 Taking uops oldest-first on each port is the same as placing them, in program order, into
 the earliest free cycle of a port at or after they can issue: so one pass in program order
 simulates the whole run (no cycle-by-cycle loop), with a "next free cycle" structure per
@@ -30,6 +30,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+
+# pipeline stages between events, in cycles (as llvm-mca's timeline shows them): an instruction
+# issues at the earliest the cycle after its dispatch, and retires the cycle after its result
+ISSUE_DELAY = 1.0
+RETIRE_DELAY = 1.0
 
 # what set a time on the run's critical path (criticality.path_share)
 FRONT_END, WINDOW, DATA, PORT, RETIREMENT = "front end", "window", "latency", "ports", "retirement"
@@ -98,22 +103,33 @@ class _Port:
 
 
 def iterations_for(n: int, window: int | None) -> int:
-    """Enough iterations for the window to fill many times, the measured half a multiple of
-    every small period (1..6, 8, 10, 12, 15...)."""
+    """At most this many iterations: enough for the window to fill many times, the measured
+    half a multiple of every small period (1..6, 8, 10, 12, 15...)."""
     w = window or 256
     it = max(120, math.ceil(6 * w / max(n, 1)))
     it = min(it, max(120, 60000 // max(n, 1)))
     return 120 * math.ceil(it / 120)
 
 
+def _first_check(n: int, window: int | None) -> int:
+    """Iterations before the run may stop early: the window has filled twice."""
+    return max(48, math.ceil(2 * (window or 256) / max(n, 1)))
+
+
+CHECK_EVERY = 24          # iterations between two looks for a periodic steady state
+
+
 def simulate(body: Body, machine: Machine, iterations: int | None = None,
              ideal_ports: int = 0, keep: bool = True) -> Run:
-    """Simulate `iterations` iterations; ideal_ports: a port mask whose uops (those confined to
-    it) run without any port limit (for criticality). keep=False drops the per-instance
-    records the views need (faster)."""
+    """Simulate `iterations` iterations, or (None) until the steady state is periodic (at
+    most iterations_for(n, window)); ideal_ports: a port mask whose uops (those confined to it)
+    run without any port limit (for criticality). keep=False drops the per-instance records
+    the views need (faster)."""
     n = body.n
+    fixed = iterations is not None
     if iterations is None:
         iterations = iterations_for(n, machine.window)
+    check = iterations if fixed else _first_check(n, machine.window)
     run = Run(n, iterations)
     if n == 0:
         return run
@@ -132,7 +148,14 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
     rcur, rused = 0.0, 0               # retirement: current cycle and instructions retired in it
     first_of_prev = -math.inf
     keep_uops = keep
-    for k in range(iterations):
+    k = 0
+    while k < iterations:
+        if k == check and k < iterations:
+            half = k // 2
+            if periodic([retire[j * n + n - 1] for j in range(half, k)]) is not None:
+                iterations = k
+                break
+            check += CHECK_EVERY
         for i in range(n):
             t = k * n + i
             # --- dispatch: in order, `width` slots a cycle, a free window entry
@@ -154,7 +177,7 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
             dispatch[t] = d
             # --- when the result could be ready, from data alone
             lat = body.latency[i]
-            ready, why_r = d + lat, -1
+            ready, why_r = d + ISSUE_DELAY + lat, -1
             for src, dist, w in body.edges[i]:
                 s = t - i + src - dist * n
                 if s >= 0 and result[s] + w > ready:
@@ -200,7 +223,7 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
                     run.uop_port.append([])
             result[t] = res
             # --- retirement: in order, `width` a cycle (a fused pair is one), once the result is there
-            r = max(res, retire[t - 1] if t else 0.0)
+            r = max(res + RETIRE_DELAY, retire[t - 1] if t else 0.0)
             r = float(math.ceil(r - 1e-9))
             if r > rcur:
                 rcur, rused = r, 0
@@ -212,6 +235,10 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
             if keep:
                 run.why_dispatch.append(why)
                 run.why_ready.append(why_r)
+        k += 1
+    total = n * iterations
+    run.iterations = iterations
+    del dispatch[total:], issue[total:], ready_at[total:], result[total:], retire[total:]
     run.dispatch, run.issue, run.ready, run.result, run.retire = dispatch, issue, ready_at, result, retire
     run.window = window
     half = iterations // 2
@@ -220,13 +247,10 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
     return run
 
 
-def steady_cycles(ends: list[float]) -> float:
-    """Cycles per iteration from the times the iterations end: the exact period when the
-    sequence has become periodic (the same increment over p iterations, repeated over a long
-    enough stretch), else the mean increment."""
+def periodic(ends: list[float]) -> float | None:
+    """Cycles per iteration if the times the iterations end have become periodic (the same
+    increment over p iterations, repeated over a long enough stretch), else None."""
     m = len(ends)
-    if m < 2:
-        return 0.0
     for p in range(1, m // 4 + 1):
         span = max(3 * p, 24)
         if span >= m:
@@ -235,4 +259,13 @@ def steady_cycles(ends: list[float]) -> float:
         if all(abs(ends[k] - ends[k - p] - step) <= 1e-9 * (1 + abs(step))
                for k in range(m - span, m)):
             return step / p
-    return (ends[-1] - ends[0]) / (m - 1)
+    return None
+
+
+def steady_cycles(ends: list[float]) -> float:
+    """Cycles per iteration from the times the iterations end: exact when they are periodic,
+    else the mean increment."""
+    if len(ends) < 2:
+        return 0.0
+    found = periodic(ends)
+    return found if found is not None else (ends[-1] - ends[0]) / (len(ends) - 1)

@@ -18,3 +18,10 @@ def artifact(*parts: str) -> str:
 @pytest.fixture
 def shared():
     return artifact
+
+
+@pytest.fixture(autouse=True)
+def private_measurement_cache(tmp_path_factory, monkeypatch):
+    """Measurements made by tests (and the pmpredict processes they start) never read or
+    write the user's cache."""
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path_factory.mktemp("cache")))

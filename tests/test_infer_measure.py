@@ -47,6 +47,21 @@ def test_infer_measure_end_to_end(tmp_path):
     assert provenance["command"].startswith("pmpredict infer --measure")
 
 
+def test_infer_measure_time_limit_covers_measuring(tmp_path):
+    """The limit runs out while measuring: no model, status 3, what was measured is cached
+    (the same command resumes)."""
+    forms = tmp_path / "forms.txt"
+    forms.write_text(f"{IMUL}\n{ADD}\n")
+    out = tmp_path / "host.json"
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "infer", "--measure", "--forms",
+                           str(forms), "--ports", "4", "-o", str(out), "--time-limit", "0.01"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 3, proc.stderr
+    assert "time limit reached while measuring (singletons)" in proc.stderr
+    assert not out.exists() and "Traceback" not in proc.stderr
+
+
 def test_infer_needs_experiments_or_measure(capsys):
     from pmpredict.cli import main
     with pytest.raises(SystemExit) as exit_:

@@ -131,3 +131,14 @@ def test_unknown_instruction_is_reported_with_its_assumption():
     assert not r.complete and r.rows[1].form is None
     assert any("not in the model" in a for a in r.rows[1].annotated.assumed)
     assert r.cycles == 4.0
+
+
+def test_stack_engine_makes_push_and_pop_chains_free():
+    # push and pop move rsp in the front end's stack engine: no chain through rsp; the store
+    # and the load still forward through [rsp] (push then pop of the same slot)
+    r = predict(["pushq %rbx", "popq %rcx", "addq $1, %rax"])
+    assert [c.resources for c in r.chains] == [("rax",)]
+    # a string instruction's pointer update is not the stack engine's: a chain through rdi
+    r = predict(["stosq", "addq $1, %rax"])
+    assert ("rdi",) in [c.resources for c in r.chains]
+    # (a post-indexed AArch64 load costs address_update_latency too: test_asm_osaca_forms)

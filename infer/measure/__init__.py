@@ -1,18 +1,19 @@
 """Measurement on the host by timing alone (no performance counters).
 
 Public API:
-- measure_experiment_set(experiments, *, cache_dir, progress=None) -> ExperimentSet
+- measure_experiment_set(experiments, *, cache_dir, progress=None, should_stop=None)
+  -> ExperimentSet (MeasurementStopped when should_stop() ends it early)
 - default_forms() -> list[str]
-- measure_block(asm_text, syntax="att") -> dict
+- measure_block(asm_text, syntax="att", cache_dir=None) -> dict
 """
 
 from .cache import default_cache_dir
 from .host_forms import default_forms, load_form_list
-from .measure_set import MeasureOptions, measure_experiment_set
+from .measure_set import MeasureOptions, MeasurementStopped, Progress, measure_experiment_set
 from .runner import HostError
 
-__all__ = ["HostError", "MeasureOptions", "default_cache_dir", "default_forms", "load_form_list",
-           "measure_block", "measure_experiment_set"]
+__all__ = ["HostError", "MeasureOptions", "MeasurementStopped", "Progress", "default_cache_dir",
+           "default_forms", "load_form_list", "measure_block", "measure_experiment_set"]
 
 
 def measure_block(asm_text: str, syntax: str = "att", **kwargs) -> dict:

@@ -1,11 +1,14 @@
 """On-disk result cache keyed by content hash, so an interrupted measurement resumes.
 
-One append-only JSON-lines file per CPU in the cache directory; each line is
-``{"key": sha256, "cycles": c or null, "error": reason or null}``. A line is
-flushed as soon as its experiment is measured, so Ctrl-C loses at most the
-experiment in flight. A torn last line (killed mid-write) is ignored on load.
-The key covers the experiment's multiset, the harness version, the measurement
-parameters and the CPU, so any change there measures afresh.
+One SQLite database per CPU in the cache directory (WAL mode), one row per result:
+``key`` (a SHA-256) -> the result as JSON (``{"cycles": c or null, "error": reason or
+null, ...}``). Every result is committed as soon as it is measured, so Ctrl-C, SIGTERM
+or a kill loses at most the kernel in flight; SQLite's journal makes a write that is cut
+short vanish instead of corrupting the file, and several processes (two measurements
+sharing a cache) can write at once. The key covers what was measured (an experiment's
+multiset or a block's text), the harness version, the measurement parameters and the
+CPU, so any change there measures afresh. A JSON-lines cache of an earlier version
+(``measure-<cpu>.jsonl``) is imported once and renamed ``.jsonl.imported``.
 """
 
 from __future__ import annotations
@@ -13,55 +16,93 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 
 from .codegen import HARNESS_VERSION
 
+BUSY_TIMEOUT_S = 60.0        # how long a writer waits for another one to finish
+
+
+def _digest(payload: dict) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
 
 def experiment_key(counts, cpu: str, params: dict) -> str:
-    payload = json.dumps({"harness": HARNESS_VERSION, "cpu": cpu, "params": params,
-                          "counts": sorted([f, int(n)] for f, n in counts)},
-                         sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(payload.encode()).hexdigest()
+    return _digest({"harness": HARNESS_VERSION, "cpu": cpu, "params": params,
+                    "counts": sorted([f, int(n)] for f, n in counts)})
+
+
+def block_key(syntax: str, lines, cpu: str, params: dict) -> str:
+    return _digest({"harness": HARNESS_VERSION, "cpu": cpu, "params": params, "kind": "block",
+                    "syntax": syntax, "lines": list(lines)})
 
 
 class ResultCache:
-    """Results of one CPU in `cache_dir`; `None` directory disables caching."""
+    """Results of one CPU in `cache_dir`; a `None` directory disables caching."""
 
     def __init__(self, cache_dir: str | None, cpu: str):
-        self.entries: dict[str, dict] = {}
         self.path = None
+        self._db = None
+        self._memory: dict[str, dict] = {}
         if cache_dir:
             os.makedirs(cache_dir, exist_ok=True)
             tag = hashlib.sha256(cpu.encode()).hexdigest()[:12]
-            self.path = os.path.join(cache_dir, f"measure-{tag}.jsonl")
-            self._load()
+            self.path = os.path.join(cache_dir, f"measure-{tag}.sqlite")
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS results "
+                             "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._import_json_lines(os.path.join(cache_dir, f"measure-{tag}.jsonl"))
 
-    def _load(self) -> None:
-        if not os.path.exists(self.path):
+    def _import_json_lines(self, path: str) -> None:
+        if not os.path.exists(path):
             return
-        with open(self.path) as fh:
+        rows = []
+        with open(path) as fh:
             for line in fh:
                 try:
                     entry = json.loads(line)
                 except json.JSONDecodeError:
-                    continue
+                    continue                                   # a torn last line
                 if isinstance(entry, dict) and isinstance(entry.get("key"), str):
-                    self.entries[entry["key"]] = entry
+                    value = {k: v for k, v in entry.items() if k != "key"}
+                    rows.append((entry["key"], json.dumps(value, separators=(",", ":"))))
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany("INSERT OR IGNORE INTO results VALUES (?, ?)", rows)
+        try:
+            os.replace(path, path + ".imported")
+        except OSError:
+            pass                                               # another process imported it
 
     def get(self, key: str) -> dict | None:
-        return self.entries.get(key)
+        if self._db is None:
+            return self._memory.get(key)
+        row = self._db.execute("SELECT value FROM results WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
 
     def put(self, key: str, cycles: float | None, error: str | None = None, **extra) -> None:
-        entry = {"key": key, "cycles": cycles, "error": error, **extra}
-        self.entries[key] = entry
-        if self.path:
-            with open(self.path, "a") as fh:
-                fh.write(json.dumps(entry, separators=(",", ":")) + "\n")
+        entry = {"cycles": cycles, "error": error, **extra}
+        if self._db is None:
+            self._memory[key] = entry
+            return
+        self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?)",
+                         (key, json.dumps(entry, separators=(",", ":"))))
+
+    def __len__(self) -> int:
+        if self._db is None:
+            return len(self._memory)
+        return self._db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
 
 def default_cache_dir() -> str:
-    """$PMPREDICT_CACHE, else $XDG_CACHE_HOME/pmpredict, else ~/.cache/pmpredict."""
-    if os.environ.get("PMPREDICT_CACHE"):
-        return os.environ["PMPREDICT_CACHE"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pmpredict")
+    """The user's pmpredict cache directory (pmpredict.userdirs.cache_dir)."""
+    from ...userdirs import cache_dir
+    return cache_dir()

@@ -56,8 +56,7 @@ def host_frequency(opts: RunOptions = RunOptions(samples=11)) -> float:
         exe, messages = compile_harness([], workdir)
         if exe is None:
             raise RuntimeError("cannot build the measurement harness: " + messages.strip())
-        out = subprocess.run([exe, repr(opts.target_ns), str(opts.samples), str(opts.cpu),
-                              str(opts.alarm_s)], capture_output=True, text=True,
+        out = subprocess.run(opts.harness_args(exe), capture_output=True, text=True,
                              timeout=opts.timeout_s).stdout
         for line in out.splitlines():
             if line.startswith("C "):

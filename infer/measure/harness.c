@@ -1,26 +1,36 @@
-/* pmpredict measurement harness (template; codegen.py appends the kernels before it).
+/* pmpredict measurement harness (template; codegen.py puts the kernels and their memory
+ * layouts before it).
  *
  * Times loops of x86-64 instructions with clock_gettime(CLOCK_MONOTONIC) and converts
- * nanoseconds to core cycles with a calibration loop of dependent register-register adds
+ * nanoseconds to core cycles with calibration loops of dependent register-register adds
  * (`add %rbx, %rax`: one cycle each on every x86 core; add-immediate chains are folded at
- * rename on Golden Cove and later, so they must not be used).
+ * rename on Golden Cove and later, so they must not be used) and of dependent `paddq`
+ * (one cycle each too, on the vector unit); the faster of the two counts.
  *
- * Steady state: for a kernel running n iterations, t(2n) - t(n) removes call overhead and
- * warm-up (see measure()). A run during which the scheduler switched this thread out is
- * repeated; of the remaining runs the fastest counts (noise only ever adds time).
+ * Every sample of a kernel is a calibration run, a run of n and a run of 2n iterations,
+ * back to back: calibration and measurement see the same machine. The fastest of each
+ * counts (interrupts, a busy sibling or a hypervisor only ever add time), and samples are
+ * taken until the two fastest of each kind agree (the minimum is confirmed, not a lone
+ * lucky run) or the sample budget is spent. The kernels of one run take their samples in
+ * turns, so each kernel's samples are spread over the whole run. A run during which the
+ * scheduler switched this thread out is thrown away and repeated.
  *
  * A SIGILL / SIGSEGV / SIGBUS / SIGFPE or a hang (SIGALRM) inside a kernel is caught, the
- * kernel is reported as failed and the run goes on. In block mode (pmpredict measure FILE.s)
- * SIGSEGV on an unmapped address maps one shared physical page there and retries, as BHive
- * does (the page holds the registers' initial value, so loaded pointers stay usable).
+ * kernel is reported as failed and the run goes on. Block kernels (pmpredict measure FILE.s)
+ * get the memory regions their layout lists (mapped at fixed addresses, filled, pointer
+ * slots set) and, as in BHive, a SIGSEGV on any other unmapped address maps a shared
+ * physical page there and retries: one page per region's window (so streams through
+ * different registers never share physical memory), one more for everything else.
  *
  * Protocol on stdout, one flushed line per event:
  *   C <ghz>                                   calibration at start
- *   B <kernel>                                kernel about to run
- *   R <kernel> <steady> <short> <long> <spread> <n> <ghz> <dirty>   cycles per loop iteration;
- *                                             dirty: runs kept although always interrupted
- *   F <kernel> <signal name>                  kernel failed
- * Arguments: target_ns samples cpu(-1: stay) alarm_s [kernel indices...] (none: all)
+ *   B <kernel>                                kernel about to take a sample
+ *   R <kernel> <steady> <short> <long> <spread> <n> <ghz> <dirty> <samples> <confirmed>
+ *        cycles per loop iteration (steady, short, long); spread: (median - min) / min of
+ *        the long runs; dirty: runs kept although every attempt was interrupted;
+ *        confirmed: the minima were reproduced before the sample budget ran out
+ *   F <kernel> <reason>                       kernel failed (signal name, timeout, pages, layout)
+ * Arguments: target_ns samples max_samples cpu(-1: stay) alarm_s [kernel indices...] (none: all)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -38,6 +48,12 @@
 #include <unistd.h>
 
 #define CAL_ADDS 100
+/* one calibration run: long enough that the call and the clock reads (some 50 ns) are
+   below 0.1% of it */
+#define CAL_NS 5e4
+#define MAX_SAMPLES 64
+/* the two fastest runs of a kind agree this closely: their minimum is reproducible */
+#define CONFIRM 0.005
 
 __asm__(
     ".text\n"
@@ -60,27 +76,59 @@ __asm__(
     ".size pm_calibrate, .-pm_calibrate\n");
 void pm_calibrate(char *base, long iters);
 
+/* The same on the vector unit: 100 dependent paddq (latency 1 on every x86-64 core). A busy
+   sibling thread (another guest on the same physical core) competes for the integer ALUs
+   and can slow the add chain for a whole run; the faster of the two references counts. */
+__asm__(
+    ".text\n"
+    ".p2align 6\n"
+    ".globl pm_calibrate_vector\n"
+    ".type pm_calibrate_vector, @function\n"
+    "pm_calibrate_vector:\n"
+    "  pxor %xmm0, %xmm0\n"
+    "  pcmpeqd %xmm1, %xmm1\n"
+    "  .p2align 6\n"
+    "1:\n"
+    "  .rept 100\n"
+    "  paddq %xmm1, %xmm0\n"
+    "  .endr\n"
+    "  dec %rsi\n"
+    "  jnz 1b\n"
+    "  ret\n"
+    ".size pm_calibrate_vector, .-pm_calibrate_vector\n");
+void pm_calibrate_vector(char *base, long iters);
+
 static sigjmp_buf jump_back;
 static volatile sig_atomic_t armed = 0;
-static volatile sig_atomic_t map_on_fault = 0;
-static volatile sig_atomic_t mapped_pages = 0;
-static int page_fd = -1;   /* block mode: every page mapped on demand shows this one page */
+static const struct pm_kernel *volatile map_on_fault = 0;  /* block kernel running */
+static int page_fd = -1;   /* pages shown on demand: 0 elsewhere, r + 1 in region r's window */
 /* each page mapped on demand is its own mapping; stay well below vm.max_map_count (65530) */
 #define PM_MAX_PAGES 60000
+static uintptr_t mapped[PM_MAX_PAGES];   /* pages mapped on demand for the current kernel */
+static volatile sig_atomic_t mapped_pages = 0;
 static volatile sig_atomic_t page_limit_hit = 0;
+
+/* which page of page_fd an address outside every region shows */
+static off_t backing_page(const struct pm_kernel *k, uintptr_t addr) {
+    for (int r = 0; r < k->nregions; r++) {
+        const struct pm_region *g = &k->regions[r];
+        if (g->win_bytes && addr - g->win_start < g->win_bytes) return (off_t)(r + 1) * 4096;
+    }
+    return 0;
+}
 
 static void on_signal(int sig, siginfo_t *info, void *ctx) {
     (void)ctx;
-    if (sig == SIGSEGV && map_on_fault && page_fd >= 0 && info->si_code == SEGV_MAPERR) {
-        if (mapped_pages >= PM_MAX_PAGES) page_limit_hit = 1;
-    }
-    if (sig == SIGSEGV && map_on_fault && page_fd >= 0 && info->si_code == SEGV_MAPERR &&
-        mapped_pages < PM_MAX_PAGES) {
+    const struct pm_kernel *k = map_on_fault;
+    if (sig == SIGSEGV && k && page_fd >= 0 && info->si_code == SEGV_MAPERR) {
         uintptr_t addr = (uintptr_t)info->si_addr & ~(uintptr_t)4095;
-        if (addr >= 65536 && addr < ((uintptr_t)1 << 46)) {
+        if (mapped_pages >= PM_MAX_PAGES) {
+            page_limit_hit = 1;
+        } else if (addr >= 65536 && addr < ((uintptr_t)1 << 47) - 4096) {
             void *p = mmap((void *)addr, 4096, PROT_READ | PROT_WRITE,
-                           MAP_SHARED | MAP_FIXED_NOREPLACE, page_fd, 0);
+                           MAP_SHARED | MAP_FIXED_NOREPLACE, page_fd, backing_page(k, addr));
             if (p == (void *)addr) {
+                mapped[mapped_pages] = addr;
                 mapped_pages++;
                 return;   /* the faulting instruction runs again */
             }
@@ -106,13 +154,11 @@ static long switches(void) {
     return u.ru_nvcsw + u.ru_nivcsw;
 }
 
-static long dirty_runs = 0;      /* runs thrown away because the thread was switched out */
 static long dirty_accepted = 0;  /* runs kept although every attempt was switched out */
 
 /* One timed run that the scheduler did not interrupt: a run during which this thread was
-   switched out is thrown away and repeated (a few times at most, then the last one counts:
-   the minimum-based estimate still guards against it). On a machine shared with other
-   busy processes this removes most of the noise at its source. */
+   switched out is thrown away and repeated (a few times at most, then the last one counts
+   and is flagged: the minimum over samples still guards against it). */
 static double timed(kernel_fn fn, char *base, long n) {
     double t = 0;
     for (int attempt = 0; attempt < 12; attempt++) {
@@ -121,7 +167,6 @@ static double timed(kernel_fn fn, char *base, long n) {
         fn(base, n);
         t = now_ns() - t0;
         if (switches() == before) return t;
-        dirty_runs++;
     }
     dirty_accepted++;
     return t;
@@ -132,9 +177,28 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* sorts v */
 static double median(double *v, int n) {
     qsort(v, n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double minimum(const double *v, int n) {
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        if (v[i] < m) m = v[i];
+    return m;
+}
+
+/* the two smallest values of v agree within CONFIRM */
+static int confirmed(const double *v, int n) {
+    if (n < 2) return 0;
+    double a = 1e300, b = 1e300;
+    for (int i = 0; i < n; i++) {
+        if (v[i] < a) { b = a; a = v[i]; }
+        else if (v[i] < b) b = v[i];
+    }
+    return b <= a * (1 + CONFIRM);
 }
 
 /* iterations so that one run of fn takes about target_ns */
@@ -153,58 +217,64 @@ static long iterations_for(kernel_fn fn, char *base, double target_ns) {
 
 static long cal_iters;
 
-/* ns per cycle from `samples` calibration pairs */
-static double calibrate(char *base, int samples, double target_ns) {
-    double v[64];
-    if (samples > 64) samples = 64;
-    cal_iters = iterations_for(pm_calibrate, base, target_ns);
-    for (int s = 0; s < samples; s++) {
-        double a = timed(pm_calibrate, base, cal_iters);
-        double b = timed(pm_calibrate, base, 2 * cal_iters);
-        v[s] = (b - a) / ((double)cal_iters * CAL_ADDS);
-    }
-    return median(v, samples);
+/* ns per cycle, one calibration run of each chain: the faster (contention only slows) */
+static double calibration_run(char *base) {
+    double scalar = timed(pm_calibrate, base, cal_iters);
+    double vector = timed(pm_calibrate_vector, base, cal_iters);
+    return (scalar < vector ? scalar : vector) / ((double)cal_iters * CAL_ADDS);
 }
 
-/* Time one kernel. Every sample is a run of n and a run of 2n iterations (each about
-   target_ns and twice that). Reported, in cycles per loop iteration:
-     short = min over samples of t(n) / n       long = min over samples of t(2n) / 2n
+/* ns per cycle at start (reported on the C line): the fastest of `samples` runs */
+static double calibrate(char *base, int samples) {
+    double v[MAX_SAMPLES];
+    if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
+    cal_iters = iterations_for(pm_calibrate, base, CAL_NS);
+    for (int s = 0; s < samples; s++) v[s] = calibration_run(base);
+    return minimum(v, samples);
+}
+
+/* What is known about one kernel while its samples are being taken. */
+struct pm_state {
+    long n;                       /* iterations of the short run (0: not sized yet) */
+    int samples, finished;
+    long dirty;                   /* runs kept although every attempt was interrupted */
+    double cal[MAX_SAMPLES], run_a[MAX_SAMPLES], run_b[MAX_SAMPLES];
+};
+
+/* One sample of a kernel: a calibration run, a run of n and a run of 2n iterations. */
+static void sample(const struct pm_kernel *k, struct pm_state *st, char *base, double target_ns) {
+    long accepted_before = dirty_accepted;
+    if (st->n == 0) st->n = iterations_for(k->fn, base, target_ns);
+    int s = st->samples;
+    st->cal[s] = calibration_run(base);
+    st->run_a[s] = timed(k->fn, base, st->n) / st->n;
+    st->run_b[s] = timed(k->fn, base, 2 * st->n) / (2.0 * st->n);
+    st->samples = s + 1;
+    st->dirty += dirty_accepted - accepted_before;
+}
+
+static int minima_confirmed(const struct pm_state *st) {
+    return confirmed(st->cal, st->samples) && confirmed(st->run_a, st->samples) &&
+           confirmed(st->run_b, st->samples);
+}
+
+/* Report a kernel, in cycles per loop iteration (ns divided by the fastest calibration):
+     short = fastest t(n) / n       long = fastest t(2n) / 2n
      steady = 2 * long - short  (= (t(2n) - t(n)) / n: call overhead and warm-up cancel)
-     spread = median over samples of t(2n) / 2n
-   Minima, because everything that disturbs a run (interrupts, a hypervisor) only adds
-   time. Some instruction mixes settle into one of two steady states per run (a divider
+     spread = (median - fastest) / fastest of t(2n) / 2n
+   Some instruction mixes settle into one of two steady states per run (a divider
    schedule of 4.5 or 5 cycles, say); the minimum then finds the faster one, and
    runner.py falls back from `steady` to `long` when short and long ran in different
-   states. The cycle is recalibrated right before each kernel (frequency drift). */
-static void measure(const struct pm_kernel *k, char *base, double target_ns, int samples,
-                    double *ns_per_cycle) {
-    double run_a[64], run_b[64];
-    long accepted_before = dirty_accepted;
-    if (samples > 64) samples = 64;
-    long n = iterations_for(k->fn, base, target_ns);
-    double short_ns = 1e300, long_ns = 1e300;
-    for (int s = 0; s < samples; s++) {
-        run_a[s] = timed(k->fn, base, n);
-        run_b[s] = timed(k->fn, base, 2 * n);
-        if (run_a[s] / n < short_ns) short_ns = run_a[s] / n;
-        if (run_b[s] / (2 * n) < long_ns) long_ns = run_b[s] / (2 * n);
-    }
-    for (int s = 0; s < samples; s++) run_b[s] /= 2.0 * n;
-    double spread_ns = median(run_b, samples);
-    /* calibration right after the kernel: min of three runs (noise only adds time) */
-    double cal = 1e300;
-    for (int s = 0; s < 3; s++) {
-        double t = timed(pm_calibrate, base, cal_iters) / ((double)cal_iters * CAL_ADDS);
-        if (t < cal) cal = t;
-    }
-    /* a calibration more than 3% off the running value is a disturbance unless it repeats */
-    if (cal > 0 && cal < *ns_per_cycle * 1.03 && cal > *ns_per_cycle * 0.97)
-        *ns_per_cycle = 0.8 * *ns_per_cycle + 0.2 * cal;
-    else if (cal > 0)
-        *ns_per_cycle = 0.5 * *ns_per_cycle + 0.5 * cal;
-    double c = *ns_per_cycle;
-    printf("R %d %.6f %.6f %.6f %.6f %ld %.6f %ld\n", k->index, (2 * long_ns - short_ns) / c,
-           short_ns / c, long_ns / c, spread_ns / c, n, 1.0 / c, dirty_accepted - accepted_before);
+   states. */
+static void report(const struct pm_kernel *k, struct pm_state *st) {
+    int s = st->samples;
+    double c = minimum(st->cal, s), short_ns = minimum(st->run_a, s);
+    double long_ns = minimum(st->run_b, s);
+    int ok = minima_confirmed(st);
+    double spread = (median(st->run_b, s) - long_ns) / long_ns;
+    printf("R %d %.6f %.6f %.6f %.6f %ld %.6f %ld %d %d\n", k->index,
+           (2 * long_ns - short_ns) / c, short_ns / c, long_ns / c, spread, st->n, 1.0 / c,
+           st->dirty, s, ok);
     fflush(stdout);
 }
 
@@ -219,12 +289,55 @@ static const char *signal_name(int sig) {
     }
 }
 
+static void fill_words(uint64_t *p, size_t bytes, uint64_t value) {
+    for (size_t i = 0; i < bytes / 8; i++) p[i] = value;
+}
+
+/* Map and fill a block kernel's regions and set the page shown on demand. 0: a region
+   could not be placed at its address. */
+static int set_up_layout(const struct pm_kernel *k) {
+    for (int r = 0; r < k->nregions; r++) {
+        const struct pm_region *g = &k->regions[r];
+        void *p = mmap((void *)g->addr, g->bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p != (void *)g->addr) {
+            if (p != MAP_FAILED) munmap(p, g->bytes);
+            for (int q = 0; q < r; q++) munmap((void *)k->regions[q].addr, k->regions[q].bytes);
+            return 0;
+        }
+        fill_words(p, g->bytes, g->fill);
+        for (int i = 0; i < g->nslots; i++)
+            *(uint64_t *)((char *)p + g->slots[2 * i]) = g->slots[2 * i + 1];
+    }
+    size_t bytes = (size_t)(k->nregions + 1) * 4096;
+    if (page_fd >= 0 && ftruncate(page_fd, bytes) == 0) {
+        uint64_t *pages = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
+        if (pages != MAP_FAILED) {
+            fill_words(pages, 4096, k->fault_fill);
+            for (int r = 0; r < k->nregions; r++)
+                fill_words(pages + (r + 1) * 512, 4096, k->regions[r].fill);
+            munmap(pages, bytes);
+        }
+    }
+    return 1;
+}
+
+/* Unmap everything set_up_layout and the fault handler mapped: the next kernel starts clean. */
+static void tear_down_layout(const struct pm_kernel *k) {
+    for (int r = 0; r < k->nregions; r++) munmap((void *)k->regions[r].addr, k->regions[r].bytes);
+    for (int i = 0; i < mapped_pages; i++) munmap((void *)mapped[i], 4096);
+    mapped_pages = 0;
+    page_limit_hit = 0;
+}
+
 int main(int argc, char **argv) {
     double target_ns = argc > 1 ? atof(argv[1]) : 1e6;
-    int samples = argc > 2 ? atoi(argv[2]) : 7;
-    int cpu = argc > 3 ? atoi(argv[3]) : -1;
-    int alarm_s = argc > 4 ? atoi(argv[4]) : 10;
+    int samples = argc > 2 ? atoi(argv[2]) : 5;
+    int max_samples = argc > 3 ? atoi(argv[3]) : 4 * samples;
+    int cpu = argc > 4 ? atoi(argv[4]) : -1;
+    int alarm_s = argc > 5 ? atoi(argv[5]) : 10;
     if (samples < 1) samples = 1;
+    if (max_samples < samples) max_samples = samples;
 
     if (cpu < 0) cpu = sched_getcpu();
     if (cpu >= 0) {
@@ -250,48 +363,74 @@ int main(int argc, char **argv) {
     size_t bytes = PM_SCRATCH_BYTES * 2 + 2 * 4096;
     char *mem = aligned_alloc(4096, bytes);
     if (!mem) return 3;
-    for (size_t i = 0; i < bytes / 4; i++) ((float *)mem)[i] = 1.0f;
+    fill_words((uint64_t *)mem, bytes, PM_NORMAL_FILL);
     char *base = mem + 4096;
 
-    /* block mode: one physical page (BHive): it holds the registers' initial value, so a
-       pointer loaded from it points at mapped-on-demand memory again */
-    page_fd = memfd_create("pmpredict-page", 0);
-    if (page_fd >= 0 && ftruncate(page_fd, 4096) == 0) {
-        uint64_t *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
-        if (page != MAP_FAILED) {
-            for (int i = 0; i < 512; i++) page[i] = PM_BLOCK_INIT;
-            munmap(page, 4096);
-        }
-    } else {
-        page_fd = -1;
-    }
+    page_fd = memfd_create("pmpredict-pages", 0);
 
-    double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples, target_ns);
+    double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples);
     printf("C %.6f\n", 1.0 / ns_per_cycle);
     fflush(stdout);
 
-    int first = 5, count = argc - first;
+    /* The kernels take their samples in turns (round robin): a disturbance lasting a few
+       milliseconds (a busy sibling thread, a migrated vCPU) spoils one sample of many
+       kernels rather than every sample of one. A kernel is done once it has `samples`
+       samples whose minima are confirmed, or `max_samples`. */
+    int first = 6, count = argc - first;
     int total = count > 0 ? count : PM_NKERNELS;
+    struct pm_state *states = calloc(total > 0 ? total : 1, sizeof *states);
+    if (!states) return 3;
+    const struct pm_kernel *laid_out = 0;     /* the block kernel whose layout is mapped */
     for (int j = 0; j < total; j++) {
         int i = count > 0 ? atoi(argv[first + j]) : j;
-        if (i < 0 || i >= PM_NKERNELS) continue;
-        const struct pm_kernel *k = &PM_KERNELS[i];
-        printf("B %d\n", k->index);
-        fflush(stdout);
-        map_on_fault = k->block;
-        int sig = sigsetjmp(jump_back, 1);
-        if (sig == 0) {
-            armed = 1;
-            alarm(alarm_s);
-            measure(k, base, target_ns, samples, &ns_per_cycle);
-            alarm(0);
-            armed = 0;
-        } else {
-            alarm(0);
-            printf("F %d %s\n", k->index, page_limit_hit ? "pages" : signal_name(sig));
-            fflush(stdout);
-        }
-        map_on_fault = 0;
+        if (i < 0 || i >= PM_NKERNELS) states[j].finished = 1;
     }
+    for (int pending = total; pending > 0;) {
+        pending = 0;
+        for (int j = 0; j < total; j++) {
+            struct pm_state *st = &states[j];
+            if (st->finished) continue;
+            const struct pm_kernel *k = &PM_KERNELS[count > 0 ? atoi(argv[first + j]) : j];
+            printf("B %d\n", k->index);
+            fflush(stdout);
+            if (laid_out && (!k->block || k->regions != laid_out->regions)) {
+                tear_down_layout(laid_out);
+                laid_out = 0;
+            }
+            if (k->block && !laid_out) {
+                if (!set_up_layout(k)) {
+                    printf("F %d layout\n", k->index);
+                    fflush(stdout);
+                    st->finished = 1;
+                    continue;
+                }
+                laid_out = k;
+            }
+            map_on_fault = k->block ? k : 0;
+            int sig = sigsetjmp(jump_back, 1);
+            if (sig == 0) {
+                armed = 1;
+                alarm(alarm_s);
+                sample(k, st, base, target_ns);
+                alarm(0);
+                armed = 0;
+                if ((st->samples >= samples && minima_confirmed(st)) || st->samples >= max_samples) {
+                    report(k, st);
+                    st->finished = 1;
+                }
+            } else {
+                alarm(0);
+                printf("F %d %s\n", k->index, page_limit_hit ? "pages" : signal_name(sig));
+                fflush(stdout);
+                st->finished = 1;
+                /* the layout may be half torn by the fault: start the next kernel afresh */
+                if (laid_out) tear_down_layout(laid_out);
+                laid_out = 0;
+            }
+            map_on_fault = 0;
+            pending += !st->finished;
+        }
+    }
+    if (laid_out) tear_down_layout(laid_out);
     return 0;
 }

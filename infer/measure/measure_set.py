@@ -10,7 +10,6 @@ adds time; a variant can only be slowed by an artefact, never sped up).
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import dataclass, replace
 
@@ -32,23 +31,29 @@ class MeasureOptions:
     batch: int = BATCH
 
     def cache_params(self) -> dict:
-        return {"target_ns": self.run.target_ns, "samples": self.run.samples,
-                "lengths": list(self.lengths)}
+        return {**self.run.cache_params(), "lengths": list(self.lengths)}
 
 
-_last_line = [0.0]
+@dataclass(frozen=True)
+class Progress:
+    """Where a measurement stands; handed to the `progress` callback after every experiment."""
+    phase: str            # what is being measured: "experiments", "singletons", "pairs", ...
+    done: int             # experiments of this phase finished (from the cache included)
+    total: int            # experiments in this phase
+    cached: int           # of `done`, found in the cache
+    elapsed: float        # seconds this phase has been measuring
+    plan: tuple = ()      # ((phase, experiments), ...) of a multi-phase job, estimates for the
+                          # phases not yet started (empty: this phase is the whole job)
 
 
-def stderr_progress(done: int, total: int, message: str = "") -> None:
-    """The default progress display on stderr: a rewritten line on a terminal, else a
-    line every 10 seconds (and at the end) so logs stay readable."""
-    text = f"measure: {done}/{total} experiments {message}".rstrip()
-    if sys.stderr.isatty():
-        sys.stderr.write("\r" + text.ljust(60) + ("\n" if done >= total else ""))
-    elif done >= total or time.monotonic() - _last_line[0] >= 10:
-        _last_line[0] = time.monotonic()
-        sys.stderr.write(text + "\n")
-    sys.stderr.flush()
+class MeasurementStopped(Exception):
+    """`should_stop()` asked to stop: `partial` is the set with what was measured so far
+    (the rest has cycles None and error "not measured"); the cache keeps it for a rerun."""
+
+    def __init__(self, partial: ExperimentSet, phase: str):
+        super().__init__(f"measurement stopped during {phase}")
+        self.partial = partial
+        self.phase = phase
 
 
 def kernel_cycles(t: Timing) -> float | None:
@@ -102,21 +107,20 @@ def _form_errors(forms) -> dict[str, str]:
 
 
 def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
-                           progress=None, options: MeasureOptions = MeasureOptions()
-                           ) -> ExperimentSet:
+                           progress=None, options: MeasureOptions = MeasureOptions(),
+                           should_stop=None, phase: str = "experiments") -> ExperimentSet:
     """The set with `cycles` filled in by timing on this host.
 
     A failed experiment keeps cycles=None and other["error"] says why (SIGILL:
     unsupported instruction, does not assemble, crash, timeout). Results are cached
     in `cache_dir` (None: no cache) under a content hash, so a rerun after an
-    interruption only measures what is missing. `progress(done, total, message)` is
-    called after each experiment (True: a line on stderr).
+    interruption only measures what is missing. `progress(Progress)` is called after
+    each experiment. `should_stop()` is asked after every kernel: when it says yes, the
+    harness is stopped and MeasurementStopped carries what was measured.
     """
     if experiments.isa not in (HARNESS_ISA, "", None):
         raise ValueError(f"only {HARNESS_ISA} experiments can be measured here, not {experiments.isa}")
     check_host()
-    if progress is True:
-        progress = stderr_progress
     cpu = cpu_identity()
     params = options.cache_params()
     cache = ResultCache(cache_dir, cpu)
@@ -131,11 +135,21 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
         if k not in results and k not in pending:
             pending[k] = e
     total = len(set(keys))
-    done = total - len(pending)
+    cached = total - len(pending)
+    done = cached
     started = time.monotonic()
-    if progress:
-        progress(done, total, f"({done} from cache)" if done else "")
 
+    def report() -> None:
+        if progress:
+            progress(Progress(phase, done, total, cached, time.monotonic() - started))
+
+    def stop_now() -> None:
+        if should_stop is not None and should_stop():
+            cache.close()
+            raise MeasurementStopped(_filled(experiments, keys, results), phase)
+
+    report()
+    stop_now()
     bad_forms = _form_errors({f for e in pending.values() for f in e.forms()})
     for k, e in list(pending.items()):
         wrong = [f for f in e.forms() if f in bad_forms]
@@ -156,40 +170,51 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
         if cycles is not None or (error or "").startswith(("SIGILL", "does not")):
             cache.put(k, cycles, error)
         done += 1
-        if progress:
-            rate = (time.monotonic() - started) / max(1, done - (total - len(order)))
-            progress(done, total, f"eta {rate * (total - done):.0f}s")
+        report()
 
-    for start in range(0, len(order), options.batch):
-        chunk = order[start:start + options.batch]
-        collected: dict[str, list] = {k: [] for k in chunk}
-        retry: list[str] = []
-        for attempt in (0, 1):
-            todo = chunk if attempt == 0 else retry
-            if not todo:
-                break
-            kernels, owner = [], []
-            for j, k in enumerate(todo):
-                for w in windows(pending[k].counts, options.lengths):
-                    kernels.append(experiment_kernel(f"pm_e{j}_c{w.copies}", w))
-                    owner.append((k, w.copies))
-            expected = {k: sum(1 for o, _ in owner if o == k) for k in todo}
-            got = {k: 0 for k in todo}
+    try:
+        for start in range(0, len(order), options.batch):
+            stop_now()
+            _measure_batch(order[start:start + options.batch], pending, options, finish, stop_now)
+    finally:
+        cache.close()
+    return _filled(experiments, keys, results)
 
-            def on_result(i: int, timing: Timing, attempt=attempt, owner=owner,
-                          expected=expected, got=got) -> None:
-                k, copies = owner[i]
-                collected[k].append((copies, timing))
-                got[k] += 1
-                if got[k] < expected[k]:
-                    return
+
+def _measure_batch(chunk: list[str], pending: dict, options: MeasureOptions, finish,
+                   stop_now) -> None:
+    """Measure the experiments `chunk` (cache keys) in one harness binary; those whose unroll
+    variants look disturbed are measured once more at the end, the minimum kept."""
+    collected: dict[str, list] = {k: [] for k in chunk}
+    retry: list[str] = []
+    for attempt in (0, 1):
+        todo = chunk if attempt == 0 else retry
+        if not todo:
+            break
+        kernels, owner = [], []
+        for j, k in enumerate(todo):
+            for w in windows(pending[k].counts, options.lengths):
+                kernels.append(experiment_kernel(f"pm_e{j}_c{w.copies}", w))
+                owner.append((k, w.copies))
+        expected = {k: sum(1 for o, _ in owner if o == k) for k in todo}
+        got = {k: 0 for k in todo}
+
+        def on_result(i: int, timing: Timing, attempt=attempt, owner=owner,
+                      expected=expected, got=got) -> None:
+            k, copies = owner[i]
+            collected[k].append((copies, timing))
+            got[k] += 1
+            if got[k] == expected[k]:
                 if attempt == 0 and suspicious(collected[k]):
                     retry.append(k)          # measured once more at the end of the batch
                 else:
                     finish(k, collected[k])
+            stop_now()
 
-            run_kernels(kernels, options.run, on_result)
+        run_kernels(kernels, options.run, on_result)
 
+
+def _filled(experiments: ExperimentSet, keys: list[str], results: dict) -> ExperimentSet:
     out = []
     for k, e in zip(keys, experiments.experiments):
         cycles, error = results.get(k, (None, "not measured"))

@@ -16,7 +16,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .codegen import Kernel, harness_source
 
@@ -34,11 +34,14 @@ class Timing:
     steady: float | None = None      # (t(2n) - t(n)) / n from the fastest runs
     short: float | None = None       # fastest t(n) / n
     long: float | None = None        # fastest t(2n) / 2n
-    spread: float | None = None      # median t(2n) / 2n (how noisy the machine was)
+    spread: float | None = None      # (median - fastest) / fastest of the t(2n) runs
     iterations: int = 0
     ghz: float | None = None
     error: str | None = None
     dirty: int = 0                   # runs kept although every attempt was interrupted
+    samples: int = 0                 # samples taken (calibration, n and 2n runs each)
+    confirmed: bool = True           # the fastest runs were reproduced within the budget
+    passes: tuple = ()               # cycles of each harness process (run_kernels passes > 1)
 
     @property
     def cycles(self) -> float | None:
@@ -54,10 +57,21 @@ class Timing:
 @dataclass(frozen=True)
 class RunOptions:
     target_ns: float = 5e5        # duration of the shorter timed run
-    samples: int = 5              # runs of each length per kernel (fastest counts)
+    samples: int = 5              # samples per kernel at least (fastest counts)
+    max_samples: int = 24         # ... and at most, until the fastest runs are reproduced
     cpu: int = -1                 # core to pin to (-1: the one the harness starts on)
     alarm_s: int = 10             # in-harness per-kernel time limit
     timeout_s: float = 60.0       # silence after which the process is killed
+
+    def cache_params(self) -> dict:
+        """What changes a measurement's value (part of every cache key)."""
+        return {"target_ns": self.target_ns, "samples": self.samples,
+                "max_samples": self.max_samples}
+
+    def harness_args(self, exe: str, indices=()) -> list[str]:
+        """The command line of a harness binary (see harness.c) for these options."""
+        return [exe, repr(self.target_ns), str(self.samples), str(max(self.samples,
+                self.max_samples)), str(self.cpu), str(self.alarm_s), *map(str, indices)]
 
 
 class HostError(RuntimeError):
@@ -103,10 +117,11 @@ def first_error(messages: str) -> str:
 
 
 _FAILURES = {
-    "SIGILL": "SIGILL: instruction not supported by this CPU",
+    "SIGILL": "SIGILL: instruction not supported by this CPU (or illegal here)",
     "timeout": "timeout",
     "pages": "crash: SIGSEGV: the code walks through more memory than the harness maps "
              "(60,000 pages); measure a block whose addresses repeat",
+    "layout": "the block's memory regions cannot be mapped at their fixed addresses",
 }
 
 
@@ -121,9 +136,7 @@ def _signal_name(returncode: int) -> str:
 
 def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, on_result) -> list[int]:
     """Run the harness on `indices`; fill results; return the indices still to run."""
-    args = [exe, repr(opts.target_ns), str(opts.samples), str(opts.cpu), str(opts.alarm_s)]
-    args += [str(i) for i in indices]
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    proc = subprocess.Popen(opts.harness_args(exe, indices), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             bufsize=1)
     current = None
     sel = selectors.DefaultSelector()
@@ -155,9 +168,9 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             elif tag == "R":
                 i = int(parts[1])
                 steady, short, long_, spread = (float(x) for x in parts[2:6])
-                dirty = int(parts[8]) if len(parts) > 8 else 0
                 results[i] = Timing(steady, short, long_, spread, int(parts[6]), float(parts[7]),
-                                    dirty=dirty)
+                                    dirty=int(parts[8]), samples=int(parts[9]),
+                                    confirmed=parts[10] == "1")
                 current = None
                 on_result(i)
             elif tag == "F":
@@ -175,21 +188,61 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
     return [i for i in indices if i not in results]
 
 
-def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_result=None) -> list[Timing]:
+def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_result=None,
+                passes: int = 1, max_passes: int | None = None) -> list[Timing]:
     """Time every kernel; the result list is parallel to `kernels`.
 
     `on_result(i, timing)` is called as soon as kernel i is done (to save progress).
+    With `passes` > 1 the compiled harness runs that many times, each process pinned to
+    the next CPU this process may use (unless opts.cpu pins them all), and each kernel
+    keeps its fastest pass (`Timing.passes` lists them all): a state that one process
+    or one CPU got stuck in (a busy sibling thread on the host, say) shows as a
+    disagreement instead of as the result. Kernels whose two fastest passes differ by
+    more than PASS_AGREEMENT get more passes, up to `max_passes`.
     """
     results: dict[int, Timing] = {}
     workdir = tempfile.mkdtemp(prefix="pmpredict-measure-")
     try:
-        _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir)
+        _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir,
+                   (passes, max(passes, max_passes or passes)))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return [results[i] for i in range(len(kernels))]
 
 
-def _run_group(indices, kernels, opts, results, on_result, workdir) -> None:
+# the two fastest passes of a kernel agree this closely: its minimum is reproduced
+PASS_AGREEMENT = 0.05
+
+
+def _fastest(timings: list[Timing]) -> Timing:
+    good = sorted((t for t in timings if t.cycles is not None), key=lambda t: t.cycles)
+    if not good:
+        return timings[0]
+    return replace(good[0], passes=tuple(t.cycles for t in timings if t.cycles is not None))
+
+
+def passes_agree(t: Timing) -> bool:
+    """The two fastest passes of a kernel agree (trivially so with a single pass)."""
+    best = sorted(t.passes)[:2]
+    return len(best) < 2 or best[1] <= (1 + PASS_AGREEMENT) * best[0]
+
+
+def _run_pass(exe, kernels: list[int], opts: RunOptions, done) -> None:
+    """Run the harness on `kernels` (a new process for what a crash left over);
+    done(j, timing) for each."""
+    local: dict[int, Timing] = {}
+    todo = list(kernels)
+    while todo:
+        left = _run_binary(exe, todo, opts, local, lambda j: done(j, local[j]))
+        if len(left) == len(todo):          # died before running anything: give up on these
+            for j in left:
+                local[j] = Timing(error="the harness did not start (calibration failed)")
+                done(j, local[j])
+            left = []
+        todo = left
+
+
+def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1)) -> None:
     sub = [kernels[i] for i in indices]
     exe, messages = compile_harness(sub, workdir)
     if exe is None:
@@ -199,25 +252,31 @@ def _run_group(indices, kernels, opts, results, on_result, workdir) -> None:
                 on_result(indices[0], results[indices[0]])
             return
         half = len(indices) // 2
-        _run_group(indices[:half], kernels, opts, results, on_result, workdir)
-        _run_group(indices[half:], kernels, opts, results, on_result, workdir)
+        _run_group(indices[:half], kernels, opts, results, on_result, workdir, passes)
+        _run_group(indices[half:], kernels, opts, results, on_result, workdir, passes)
         return
-    local: dict[int, Timing] = {}
 
-    def done(j):
-        results[indices[j]] = local[j]
+    def done(j, timing):
+        results[indices[j]] = timing
         if on_result:
-            on_result(indices[j], local[j])
+            on_result(indices[j], timing)
 
+    least, most = passes
+    if most <= 1:
+        _run_pass(exe, range(len(sub)), opts, done)
+        return
+    cpus = sorted(os.sched_getaffinity(0)) if opts.cpu < 0 else [opts.cpu]
+    per_kernel: dict[int, list[Timing]] = {j: [] for j in range(len(sub))}
     todo = list(range(len(sub)))
-    while todo:
-        left = _run_binary(exe, todo, opts, local, done)
-        if len(left) == len(todo):          # died before running anything: give up on these
-            for j in left:
-                local[j] = Timing(error="the harness did not start (calibration failed)")
-                done(j)
-            left = []
-        todo = left
+    for p in range(most):
+        _run_pass(exe, todo, replace(opts, cpu=cpus[p % len(cpus)]),
+                  lambda j, t: per_kernel[j].append(t))
+        if p + 1 >= least:
+            todo = [j for j in todo if not passes_agree(_fastest(per_kernel[j]))]
+            if not todo:
+                break
+    for j in range(len(sub)):
+        done(j, _fastest(per_kernel[j]))
 
 
 def check_assembles(lines: list[str], syntax: str = "intel") -> list[str | None]:

@@ -17,7 +17,7 @@ from functools import lru_cache
 from importlib import resources
 
 from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from .. import semantics
 from ..errors import InputError
@@ -497,8 +497,29 @@ def _grammar_text(syntax: str) -> str:
 
 @lru_cache(maxsize=None)
 def get_parser(syntax: str) -> Lark:
-    return Lark(_grammar_text(syntax), parser="lalr", lexer="contextual", transformer=AsmTransformer(),
-                maybe_placeholders=True, cache=False)
+    grammar = _grammar_text(syntax)
+    return Lark(grammar, parser="lalr", lexer="contextual", transformer=AsmTransformer(),
+                maybe_placeholders=True, cache=_parser_cache(syntax, grammar))
+
+
+def _parser_cache(syntax: str, grammar: str) -> str | bool:
+    """Where Lark keeps the built parser tables between runs (building them costs ~0.25 s
+    per call of the CLI): a file in pmpredict's cache directory named by the grammar's
+    hash and Lark's version, or False (no cache) when that directory cannot be written."""
+    import hashlib
+
+    import lark
+
+    from ..userdirs import cache_dir
+    base = cache_dir()
+    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
+    try:
+        os.makedirs(base, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(base, os.W_OK):
+        return False
+    return os.path.join(base, f"lark-{syntax}-{digest}.pickle")
 
 
 def _describe(exc: UnexpectedInput, lines: list[str]) -> str:

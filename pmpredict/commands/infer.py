@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 
 from ..errors import InputError, Terminated
 from ..files import check_output
 from .common import emit, float_in, int_in, name_value, r_max_value
+from .measure_progress import STOPPED, MeasureProgress, deadline_check
 
 def register(sub):
     p = sub.add_parser("infer", help="infer a port mapping from measured experiments (PMEvo)",
@@ -66,7 +68,9 @@ def register(sub):
     p.add_argument("--r-max", type=r_max_value, metavar="IPC",
                    help="front-end cap used in the fitness")
     p.add_argument("--time-limit", type=float_in(0.0, 1e9, low_open=True), metavar="SEC",
-                   help="stop after SEC seconds and write the best mapping found so far")
+                   help="stop after SEC seconds and write the best mapping found so far (with "
+                        "--measure the limit covers measuring too: if it runs out while "
+                        "measuring, exit with status 3; the same command resumes)")
     p.add_argument("--checkpoint", metavar="CKPT",
                    help="checkpoint file (default OUT.json.ckpt), written after every step and "
                         "on Ctrl-C or SIGTERM")
@@ -87,20 +91,30 @@ SETTINGS = {"method": "method", "seed": "seed", "restarts": "restarts", "start":
             "max_sweeps": "max_sweeps", "ports": "ports", "epsilon": "epsilon", "r_max": "r_max"}
 
 
-def _measure_here(args):
-    """--measure: the host training set, measured now (or read back from the cache)."""
+def _measure_here(args, should_stop):
+    """--measure: the host training set, measured now (or read back from the cache);
+    None if should_stop() ended the measurement first."""
     from pmpredict.infer.host import measure_training_set, read_form_list
     from pmpredict.infer.measure import HostError, default_cache_dir, default_forms
-    from pmpredict.infer.measure.measure_set import stderr_progress
+    from pmpredict.infer.measure.measure_set import MeasurementStopped
 
     forms = read_form_list(args.forms) if args.forms else default_forms()
     out_dir = args.output + ".measurements"
+    display = None if args.quiet else MeasureProgress()
     try:
-        training = measure_training_set(forms, cache_dir=default_cache_dir(),
-                                        progress=None if args.quiet else stderr_progress,
-                                        out_dir=out_dir)
+        training = measure_training_set(forms, cache_dir=default_cache_dir(), progress=display,
+                                        out_dir=out_dir, should_stop=should_stop)
     except HostError as exc:
         raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
+    except MeasurementStopped as exc:
+        if display:
+            display.done()
+        print(f"pmpredict: time limit reached while measuring ({exc.phase}); run the same "
+              "command again to measure the rest (finished results are cached) and infer",
+              file=sys.stderr)
+        return None
+    if display:
+        display.done()
     for form, why in training.left_out.items():
         print(f"pmpredict: left out {form}: {why}", file=sys.stderr)
     inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
@@ -110,10 +124,11 @@ def _measure_here(args):
 class _Progress:
     """One status line on stderr: phase, step, training error, volume, elapsed."""
 
-    def __init__(self, quiet: bool, restarts: int):
+    def __init__(self, quiet: bool, restarts: int, prefix: str = ""):
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
         self.restarts = restarts
+        self.prefix = prefix            # "inference: " after a measurement phase
 
     def __call__(self, info):
         if self.quiet:
@@ -122,7 +137,7 @@ class _Progress:
         what = "generation" if info["phase"] == "ea" else "sweep"
         start = ("ensemble" if info["phase"] == "distill"
                  else f"start {info['restart'] + 1}/{self.restarts}")
-        line = (f"{start}  {info['phase']:8s} {what} "
+        line = (f"{self.prefix}{start}  {info['phase']:8s} {what} "
                 f"{info['step']:3d}  error {info['error'] * 100:6.2f}%  volume "
                 f"{int(info['volume']):5d}  {el // 60:02d}:{el % 60:02d}")
         if self.tty:
@@ -150,6 +165,9 @@ def resume_command(argv: list[str], checkpoint: str) -> str:
 
 
 def run(args):
+    """SIGTERM behaves like Ctrl-C throughout (cli.main raises Terminated): measuring stops
+    cleanly (the cache keeps what is done), inference writes its checkpoint and best mapping,
+    and the exit status is 143."""
     from pmpredict.data.experiments import load_many
     from pmpredict.infer.checkpoint import load_checkpoint
     from pmpredict.infer.host import HOST_PORTS
@@ -162,10 +180,14 @@ def run(args):
     if args.forms and not args.measure:
         raise InputError(args.forms, "--forms goes with --measure")
     requested = {key: getattr(args, flag) for key, flag in SETTINGS.items()}
+    should_stop = deadline_check(args.time_limit, time.monotonic())
     if args.measure:
         if args.resume:
             load_checkpoint(args.resume)          # a bad checkpoint fails before measuring
-        exps, inputs = _measure_here(args)
+        measured = _measure_here(args, should_stop)
+        if measured is None:
+            return STOPPED
+        exps, inputs = measured
     else:
         exps = load_many(args.experiments)
         inputs = [os.path.basename(p) for p in args.experiments]
@@ -174,9 +196,10 @@ def run(args):
                             default_ports=HOST_PORTS if args.measure else None)
     argv = getattr(args, "argv", None) or sys.argv[1:]
     hint = resume_command(argv, ckpt_path)
-    progress = _Progress(args.quiet, settings.config.restarts)
+    progress = _Progress(args.quiet, settings.config.restarts,
+                         "inference: " if args.measure else "")
     outcome = run_job(exps, settings, inputs=inputs, checkpoint_path=ckpt_path, resumed=resumed,
-                      time_limit=args.time_limit, progress=None if args.quiet else progress,
+                      should_stop=should_stop, progress=None if args.quiet else progress,
                       name=args.name or os.path.splitext(os.path.basename(args.output))[0],
                       command="pmpredict " + shlex.join(argv))
     progress.done()

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 
 from ..errors import InputError
 from .common import print_json
+from .measure_progress import STOPPED, MeasureProgress, deadline_check, sigterm_as_interrupt
 
 
 def register(sub):
@@ -28,22 +30,37 @@ def register(sub):
                    "(default: $PMPREDICT_CACHE or ~/.cache/pmpredict)")
     p.add_argument("--no-cache", action="store_true", help="measure everything afresh")
     p.add_argument("--samples", type=int, default=None, metavar="N",
-                   help="timing samples per kernel (default 5)")
+                   help="timing samples per kernel at least (default 5; more are taken, up to "
+                        "24, until the fastest runs agree)")
+    p.add_argument("--time-limit", type=float, metavar="SEC",
+                   help="with --experiments / --training-set: stop after SEC seconds, write "
+                        "what is measured and exit with status 3; the same command resumes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
 
-def _run_options(args):
+def _run_options(args, default=None):
     from ..infer.measure.runner import RunOptions
+    default = default or RunOptions()
     if args.samples is not None and args.samples < 1:
         raise InputError(None, "--samples must be at least 1")
-    return RunOptions() if args.samples is None else RunOptions(samples=args.samples)
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise InputError(None, "--time-limit must be positive")
+    if args.samples is None:
+        return default
+    return replace(default, samples=args.samples, max_samples=max(default.max_samples, args.samples))
+
+
+def _cache(args):
+    from ..infer.measure import default_cache_dir
+    return None if args.no_cache else (args.cache or default_cache_dir())
 
 
 def run(args):
     from ..infer.measure.runner import HostError
     try:
-        return _dispatch(args)
+        with sigterm_as_interrupt():
+            return _dispatch(args)
     except HostError as exc:
         print(f"pmpredict: error: {exc}", file=sys.stderr)
         return 1
@@ -62,47 +79,72 @@ def _dispatch(args):
         return _run_experiments(args)
     if not args.file:
         raise InputError(None, "nothing to measure: give FILE.s or --experiments E -o OUT")
+    if args.time_limit is not None:
+        raise InputError(args.file, "--time-limit goes with --experiments or --training-set")
     return _run_block(args)
 
 
 def _run_block(args):
-    from ..infer.measure.block import measure_block
+    from ..infer.measure.block import BLOCK_OPTIONS, LARGE_SPREAD, measure_block
     try:
         with open(args.file) as fh:
             text = fh.read()
     except OSError as exc:
         raise InputError(args.file, f"cannot read: {exc.strerror}") from None
-    result = measure_block(text, args.syntax, args.file, options=_run_options(args),
-                           line_range=args.lines, region=args.region)
+    result = measure_block(text, args.syntax, args.file, options=_run_options(args, BLOCK_OPTIONS),
+                           line_range=args.lines, region=args.region, cache_dir=_cache(args))
     if args.json:
         print_json(result)
     elif result["cycles"] is None:
         print(f"{args.file}: not measured: {result['error']}")
     else:
         unrolls = "/".join(str(v["unroll"]) for v in result["variants"])
+        notes = []
+        if result["spread"] is not None and result["spread"] > LARGE_SPREAD:
+            notes.append(f"spread {result['spread'] * 100:.0f}%")
+        if not result["stable"]:
+            notes.append("unstable: the fastest runs did not repeat, or the two unroll variants "
+                         "disagree; the machine is busy or the block has several steady states")
+        if result.get("cached"):
+            notes.append("cached: --no-cache measures again")
         print(f"{result['cycles']:.3f} cycles per iteration  ({result['instructions']} instructions, "
-              f"{result['syntax']} syntax, unrolled {unrolls}x, {result['cpu']})")
-        if "kernel" in result:
-            print(f"  kernel: {result['kernel']['description']}, lines "
-                  f"{result['kernel']['lines'][0]}-{result['kernel']['lines'][1]}")
+              f"{result['syntax']} syntax, unrolled {unrolls}x, {result['cpu']})"
+              + (f"  [{'; '.join(notes)}]" if notes else ""))
+        kernel = result["kernel"]
+        print(f"  kernel: {kernel['description']}, lines {kernel['lines'][0]}-{kernel['lines'][1]}")
         for d in result.get("dropped", []):
             print(f"  (line {d['line']}: '{d['text']}' left out: the harness provides the loop)")
     return 0 if result["cycles"] is not None else 1
 
 
+def _stopped(exc, what: str) -> int:
+    print(f"pmpredict: time limit reached during {exc.phase}: {what}; run the same command "
+          "again to measure the rest (finished results are cached)", file=sys.stderr)
+    return STOPPED
+
+
 def _run_experiments(args):
     from ..data.experiments import load_experiments
-    from ..infer.measure import MeasureOptions, default_cache_dir, measure_experiment_set
+    from ..infer.measure import MeasureOptions, measure_experiment_set
     from ..infer.measure.instantiate import HARNESS_ISA
-    from ..infer.measure.measure_set import stderr_progress
+    from ..infer.measure.measure_set import MeasurementStopped
     exps = load_experiments(args.experiments)
     if exps.isa != HARNESS_ISA:
         raise InputError(args.experiments, f"only {HARNESS_ISA} experiments can be measured on "
                                            f"this host (this set is {exps.isa})")
-    cache = None if args.no_cache else (args.cache or default_cache_dir())
-    progress = stderr_progress if sys.stderr.isatty() or not args.json else None
-    out = measure_experiment_set(exps, cache_dir=cache, progress=progress,
-                                 options=MeasureOptions(run=_run_options(args)))
+    display = MeasureProgress() if sys.stderr.isatty() or not args.json else None
+    try:
+        out = measure_experiment_set(exps, cache_dir=_cache(args), progress=display,
+                                     options=MeasureOptions(run=_run_options(args)),
+                                     should_stop=deadline_check(args.time_limit))
+    except MeasurementStopped as exc:
+        if display:
+            display.done()
+        exc.partial.save(args.output)
+        measured = sum(1 for e in exc.partial.experiments if e.cycles is not None)
+        return _stopped(exc, f"{args.output} holds {measured} of {len(exc.partial)} experiments")
+    if display:
+        display.done()
     out.save(args.output)
     failed = [e for e in out.experiments if e.cycles is None]
     summary = {"output": args.output, "measured": len(out) - len(failed), "failed": len(failed),
@@ -119,18 +161,24 @@ def _run_experiments(args):
 def _run_training_set(args):
     """Singletons first (their throughputs size the weighted pairs), then pairs and weighted pairs."""
     from ..infer.host import measure_training_set
-    from ..infer.measure import MeasureOptions, default_cache_dir, default_forms, load_form_list
-    from ..infer.measure.measure_set import stderr_progress
+    from ..infer.measure import MeasureOptions, default_forms, load_form_list
+    from ..infer.measure.measure_set import MeasurementStopped
     forms = load_form_list(args.forms) if args.forms else default_forms()
-    cache = None if args.no_cache else (args.cache or default_cache_dir())
+    display = MeasureProgress()
 
     def report(path, exps):
         failed = sum(1 for e in exps.experiments if e.cycles is None)
         print(f"{path}: {len(exps) - failed} experiments measured, {failed} failed")
 
-    training = measure_training_set(forms, cache_dir=cache, progress=stderr_progress,
-                                    options=MeasureOptions(run=_run_options(args)),
-                                    out_dir=args.training_set, report=report)
+    try:
+        training = measure_training_set(forms, cache_dir=_cache(args), progress=display,
+                                        options=MeasureOptions(run=_run_options(args)),
+                                        out_dir=args.training_set, report=report,
+                                        should_stop=deadline_check(args.time_limit))
+    except MeasurementStopped as exc:
+        display.done()
+        return _stopped(exc, f"the finished phases are in {args.training_set}")
+    display.done()
     for form, why in training.left_out.items():
         print(f"  left out: {form}: {why}")
     return 0

@@ -10,16 +10,17 @@ from .common import emit
 
 @dataclass(frozen=True)
 class ModelListing:
-    models: tuple                 # (name, MachineModel) pairs
+    models: tuple                 # (name, MachineModel, kinds.PortKinds) triples
     forms: bool = False           # list the forms of the (one) model
 
 
 def register(sub):
     p = sub.add_parser("models", help="list the built-in machine models, or one model's forms",
                        description="Without M: the built-in models (name, ISA, ports, forms, "
-                                   "uop volume, where they come from). With M (a built-in name "
-                                   "or a model file): that model; with --forms, every form and "
-                                   "its uops.")
+                                   "uop volume, where they come from) and what the uops on each "
+                                   "port do (share of the port's uop mass). With M (a built-in "
+                                   "name or a model file): that model; with --forms, every form "
+                                   "and its uops.")
     p.add_argument("model", nargs="?", metavar="M", help="a built-in name or a model file")
     p.add_argument("--forms", action="store_true", help="list the forms of M and their uops")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -28,12 +29,16 @@ def register(sub):
 
 def run(args):
     from ..data.model_files import load_model
+    from ..kinds import port_kinds
     from ..models import builtin_names
     from ..views import models as view
 
     if args.forms and args.model is None:
         raise InputError("<command line>", "--forms lists the forms of one model: give M")
     names = [args.model] if args.model is not None else builtin_names()
-    listing = ModelListing(tuple((name, load_model(name)) for name in names), args.forms)
-    emit(view, listing, args.json)
+    entries = []
+    for name in names:
+        model = load_model(name)
+        entries.append((name, model, port_kinds(model)))
+    emit(view, ModelListing(tuple(entries), args.forms), args.json)
     return 0

@@ -21,6 +21,10 @@ def register(sub):
                    help="assembly as written by gcc/clang -S; - reads standard input")
     p.add_argument("--model", "-m", metavar="M",
                    help="model file or built-in name (default: skl for x86, a72 for AArch64)")
+    p.add_argument("--fallback", metavar="F",
+                   help="forms the model lacks are taken from F (an OSACA machine file, a model "
+                        "file or a built-in name), its ports mapped onto the model's by "
+                        "alignment (see pmpredict align)")
     p.add_argument("--isa", choices=list(semantics.ISAS), help="instruction set (default: detected)")
     p.add_argument("--syntax", choices=["att", "intel"], help="x86 syntax (default: detected)")
     p.add_argument("--lines", metavar="A-B", help="predict the instructions on lines A to B")
@@ -54,6 +58,20 @@ def _model_for(args, isa: str):
     return model
 
 
+def _fallback_for(spec: str, model):
+    from ..fallback import with_fallback
+    from ..data.model_files import load_model
+
+    other = load_model(spec)
+    if other.isa != model.isa:
+        raise InputError(spec, f"the fallback is {other.isa} but model {model.name!r} is "
+                               f"{model.isa}")
+    try:
+        return with_fallback(model, other)
+    except ValueError as exc:
+        raise InputError(spec, str(exc)) from None
+
+
 def run(args):
     # heavy imports (numba, scipy, lark) only when the command runs: `pmpredict --help`
     # and the other commands stay fast
@@ -75,7 +93,10 @@ def run(args):
     if kernel.how == "llvm-mca-region" and args.region is None and kernel.others \
             and len(kernel.others) > 1:
         kernels = all_regions(program)            # like llvm-mca: every region is reported
-    predictor = Predictor(model, allow_approx=not args.exact)
+    fallback = None
+    if args.fallback:
+        fallback = _fallback_for(args.fallback, model)
+    predictor = Predictor(model, allow_approx=not args.exact, fallback=fallback)
     reports = [predictor.predict(k, program.syntax, args.file) for k in kernels]
     if args.strict:
         for rep in reports:

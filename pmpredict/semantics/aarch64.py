@@ -57,8 +57,9 @@ from typing import Callable
 
 from ..asm.normalize import _A64_COND, FormKey, aarch64_mnemonic, aarch64_register, normalize_aarch64
 from ..asm.parse import Immediate, Memory, Register, RegisterList, Shift, Symbol
-from .base import (ADDRESS, ADDRESS_ONLY, DATA, FLAG, GPR, LOAD, MASK, MERGE, NO_MEMORY, OTHER,
-                   READ_MODIFY_WRITE, STORE, VECTOR, FormSemantics, InstructionSemantics,
+from .base import (ADDRESS, ADDRESS_ONLY, DATA, DIVIDER, FLAG, FP_ADD, FP_MULTIPLY, GPR,
+                   INT_MULTIPLY, LOAD, MASK, MERGE, NO_MEMORY, OTHER, READ_MODIFY_WRITE,
+                   SHUFFLES, STORE, VECTOR, FormSemantics, InstructionSemantics,
                    IsaSemantics, MemAccess, OsacaVocabulary, RegAccess,
                    placeholder_access)
 
@@ -482,6 +483,15 @@ class AArch64Semantics(IsaSemantics):
     marker_how = "byte-markers"
     marker_description = "AArch64 byte markers"
     example_base_register = "x0"
+    example_syntax = "aarch64"
+    operation_kinds = (
+        (None, r"(ld|st)(r|ur|p|np|\d)\w*"),
+        (DIVIDER, r"([su]div|fdiv|fsqrt)"),
+        (FP_MULTIPLY, r"f(n?mulx?|n?madd|n?msub|ml[as])"),
+        (INT_MULTIPLY, r"(mul|madd|msub|mneg|[su]mull2?|[su]m(add|sub|neg)l|[su]mulh|ml[as]"
+                       r"|[su]ml[as]l2?|pmull?2?|sq(r?d)?mul\w*)"),
+        (FP_ADD, r"f(add|sub|abd|max|min)\w*"),
+        (SHUFFLES, r"((zip|uzp|trn)[12]|ext|tbl|tbx|dup|ins|rev(16|32|64)|xtn2?)"))
     llvm_mc_args = ("-triple=aarch64", "-mattr=+neon,+fullfp16,+crc,+aes,+sha2", "-show-inst")
     llvm_mc_prologue = ()
     memory_operands_by_mode = True

@@ -40,6 +40,16 @@ MERGE = "merge"          # the old value of a partially written register (al, mo
 # FormSemantics.memory / the memory behaviour of an instruction
 NO_MEMORY, LOAD, STORE, READ_MODIFY_WRITE, ADDRESS_ONLY = "", "load", "store", "rmw", "address"
 
+# kinds of uops (pmpredict.kinds): what the uops on a port do. Loads, stores and branches come
+# from the semantics; the operation of the rest from IsaSemantics.operation_kinds, else from
+# the operand classes (vector or integer ALU)
+LOADS, STORES, BRANCHES = "loads", "stores", "branches"
+INT_ALU, VECTOR_ALU = "integer ALU", "vector ALU"
+INT_MULTIPLY, FP_ADD, FP_MULTIPLY, DIVIDER, SHUFFLES = (
+    "integer multiply", "FP add", "FP multiply/FMA", "divider", "shuffles")
+UOP_KINDS = (LOADS, STORES, BRANCHES, INT_ALU, INT_MULTIPLY, VECTOR_ALU, FP_ADD, FP_MULTIPLY,
+             DIVIDER, SHUFFLES)
+
 
 @dataclass(frozen=True)
 class RegAccess:
@@ -185,10 +195,16 @@ class IsaSemantics:
         marker_registers  registers the marker `mov` writes its 111 / 222 to
         marker_how, marker_description   how a kernel found between byte markers is reported
         example_base_register   base register of the memory operands of example instances
+        example_syntax    the syntax example instances (pmpredict.forms.example_instance) are in
+        operation_kinds   ((kind, mnemonic regex), ...): the operation's uop kind, first match
+                          wins; kind None: a data movement whose only uops with a memory
+                          operand are the load or store (pmpredict.kinds)
         llvm_mc_args      llvm-mc arguments for example instances (`-show-inst`)
         llvm_mc_prologue  lines that put llvm-mc into the syntax of example instances
         memory_operands_by_mode  form keys describe a memory operand by its addressing mode
                           (AArch64: base, imm, reg, pre, post) rather than by its width (x86)
+        stack_engine_register  the stack pointer whose implicit updates (push, pop, call, ret)
+                          the front end makes itself, at no latency ("" if the ISA has none)
         osaca             OsacaVocabulary
     """
 
@@ -202,9 +218,12 @@ class IsaSemantics:
     marker_how = ""
     marker_description = ""
     example_base_register = ""
+    example_syntax = ""
+    operation_kinds: tuple[tuple[str | None, str], ...] = ()
     llvm_mc_args: tuple[str, ...] = ()
     llvm_mc_prologue: tuple[str, ...] = ()
     memory_operands_by_mode = False
+    stack_engine_register = ""
     osaca: OsacaVocabulary
 
     @property

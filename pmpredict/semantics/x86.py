@@ -62,8 +62,9 @@ from typing import Callable
 
 from ..asm.normalize import _CONDITIONS, _SUFFIX_WIDTH, FormKey, normalize_x86, x86_register
 from ..asm.parse import Immediate, Indirect, Memory, Register, Rounding, Symbol
-from .base import (ADDRESS, ADDRESS_ONLY, DATA, FLAG, GPR, LOAD, MASK, MERGE, NO_MEMORY, OTHER,
-                   READ_MODIFY_WRITE, STORE, VECTOR, FormSemantics, InstructionSemantics,
+from .base import (ADDRESS, ADDRESS_ONLY, DATA, DIVIDER, FLAG, FP_ADD, FP_MULTIPLY, GPR,
+                   INT_MULTIPLY, LOAD, MASK, MERGE, NO_MEMORY, OTHER, READ_MODIFY_WRITE,
+                   SHUFFLES, STORE, VECTOR, FormSemantics, InstructionSemantics,
                    IsaSemantics, MemAccess, OsacaVocabulary, RegAccess,
                    placeholder_access)
 
@@ -778,9 +779,21 @@ class X86Semantics(IsaSemantics):
     marker_how = "iaca-markers"
     marker_description = "IACA byte markers"
     example_base_register = "rsi"
+    example_syntax = "intel"
+    operation_kinds = (
+        (None, r"v?(mov\w*|lddqu|p?broadcast\w*|pop|push)"),
+        (DIVIDER, r"v?(i?div|sqrt)\w*"),
+        (FP_MULTIPLY, r"v?(mul[ps][sd]|fn?m(add|sub)\w*|dp[ps][sd])"),
+        (INT_MULTIPLY, r"(i?mul|mulx|v?pmul\w*|v?pmadd\w*)"),
+        (FP_ADD, r"v?((add|sub|min|max)[ps][sd]|addsubp[sd])"),
+        (SHUFFLES, r"v?(p?shuf\w*|v?perm\w*|punpck\w*|unpck\w*|palignr|pack\w*|insert\w*"
+                   r"|extract\w*|pinsr\w*|pextr\w*|movhlps|movlhps|ps[lr]ldq|p?broadcast\w*)"))
     llvm_mc_args = ("-triple=x86_64", "-x86-asm-syntax=intel", "-show-inst")
     llvm_mc_prologue = (".intel_syntax noprefix",)
     memory_operands_by_mode = False
+    # push / pop / call / ret: the stack engine tracks rsp in the front end (Intel since the
+    # Pentium M, AMD since K10): a chain of pushes or pops does not wait for rsp
+    stack_engine_register = "rsp"
     osaca = OsacaVocabulary(
         register_style="name", memory_base="gpr", any_gpr="gpr", indexed_writeback=False,
         any_immediate=True, att_order=True, load_latency_keys=("gpr", "mm", "xmm", "ymm", "zmm"),

@@ -39,7 +39,8 @@ def text(report) -> str:
         if r.form is None:
             tag = "X not in the model"
         else:
-            tag = r.form_short + (" ~" if r.approx else "")
+            tag = r.form_short + (" ~" if r.approx else "") + \
+                (" +" if r.source == "fallback" else "")
         extra = _flags(r)
         if extra:
             tag += f" ({extra})"
@@ -54,6 +55,11 @@ def text(report) -> str:
         out.append("Not in the model (no uops counted):")
         for r in report.unmatched:
             out.append(f"{r.line:>5}  {r.text}   [{r.key}] {r.reason}")
+    taken = [r for r in report.rows if r.source == "fallback"]
+    if taken:
+        out.append("")
+        out.append(f"From the fallback model {report.fallback.name} (+, its ports mapped onto "
+                   f"those of {report.model}): lines {', '.join(str(r.line) for r in taken)}")
     approx = [r for r in report.rows if r.approx]
     if approx:
         out.append("")
@@ -82,6 +88,7 @@ def json(report) -> dict:
                  "critical_path": r.on_critical_path, "loop_carried": r.on_loop_carried,
                  "slack": number(r.slack)}
         if r.form is not None:
+            entry["source"] = r.source
             entry["match"] = "approximate" if r.approx else "exact"
             if r.approx:
                 entry["approx"] = list(r.approx)

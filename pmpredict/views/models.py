@@ -5,10 +5,12 @@ from __future__ import annotations
 from .common import finite
 
 
-def _summary(name: str, model) -> dict:
+def _summary(name: str, model, kinds) -> dict:
     return {"name": name, "isa": model.isa, "ports": list(model.ports), "forms": len(model.uops),
             "volume": model.volume(), "r_max": finite(model.r_max),
-            "description": str(model.provenance.get("description", ""))}
+            "description": str(model.provenance.get("description", "")),
+            "port_kinds": {port: [{"kind": k, "share": round(s, 4)} for k, s in kinds.of_port(port)]
+                           for port in model.ports}}
 
 
 def _form(model, form: str) -> dict:
@@ -21,16 +23,16 @@ def _form(model, form: str) -> dict:
 
 def json(result) -> dict:
     if result.forms:
-        name, model = result.models[0]
-        return dict(_summary(name, model), forms=[_form(model, f) for f in model.uops])
-    return {"models": [_summary(name, model) for name, model in result.models]}
+        name, model, kinds = result.models[0]
+        return dict(_summary(name, model, kinds), forms=[_form(model, f) for f in model.uops])
+    return {"models": [_summary(*entry) for entry in result.models]}
 
 
 def text(result) -> str:
     if not result.models:
         return "no built-in models are installed\n"
     if result.forms:
-        name, model = result.models[0]
+        name, model, _ = result.models[0]
         lines = []
         for form, uops in model.uops.items():
             spelled = " + ".join(f"{count}x{{{','.join(model.port_names(mask))}}}"
@@ -38,7 +40,12 @@ def text(result) -> str:
             lat = model.latency.get(form)
             lines.append(f"{form}  {spelled}" + (f"  latency {lat:g}" if lat is not None else ""))
         return "\n".join(lines) + "\n"
-    return "".join(f"{name:8s} {model.isa:8s} {len(model.ports):2d} ports {len(model.uops):4d} "
-                   f"forms  volume {model.volume():5d}  "
-                   f"{' '.join(str(model.provenance.get('description', '')).split())}\n"
-                   for name, model in result.models)
+    lines = []
+    for name, model, kinds in result.models:
+        lines.append(f"{name:8s} {model.isa:8s} {len(model.ports):2d} ports {len(model.uops):4d} "
+                     f"forms  volume {model.volume():5d}  "
+                     f"{' '.join(str(model.provenance.get('description', '')).split())}")
+        for port in model.ports:
+            shares = ", ".join(f"{k} {s * 100:.0f}%" for k, s in kinds.of_port(port))
+            lines.append(f"{'':8s} port {port:<4s} {shares or '-'}")
+    return "\n".join(lines) + "\n"

@@ -82,7 +82,9 @@ def verdict(report) -> str:
     others = "; " + ", ".join(f"{k} would allow {v:.2f}" for v, k, _ in rest) if rest else ""
     if value >= report.cycles * (1 - TOLERANCE):
         return f"bound by the {kind} ({what}): {value:.2f} cycles per iteration{others}"
-    crit = report.criticality
+    # the costs take more simulations: they are named here only once computed (--bottlenecks,
+    # --json); otherwise the line says where to look
+    crit = report.computed_criticality
     if crit and crit.cost:
         top = max(crit.cost, key=crit.cost.get)
         if crit.cost[top] > 0:
@@ -116,12 +118,32 @@ def text(report) -> str:
             out.append(f"Verdict:    {verdict(report)}")
             # the historical lines, kept for scripts that grep them
             neck = ", ".join(report.bottleneck) if report.bottleneck else "-"
+            if report.bottleneck_kinds:
+                neck += f" ({', '.join(report.bottleneck_kinds)})"
             out.append("Bottleneck: " + ("front end (R_max)" if report.bottleneck == ["frontend"]
                                          else "ports " + neck))
     out.append(f"Coverage:   {coverage_note(report)}")
+    if report.fallback is not None:
+        out.append(f"Fallback:   {fallback_note(report)}")
     for note in assumptions(report):
         out.append(f"Assumed:    {note}")
     return "\n".join(out) + "\n"
+
+
+def fallback_note(report) -> str:
+    """Which instructions came from the fallback model, how its ports were mapped."""
+    fb = report.fallback
+    n = sum(1 for r in report.rows if r.source == "fallback")
+    a = fb.alignment
+    parts = [f"{fb.name} for {n} of {len(report.rows)} instructions (+); its ports mapped onto "
+             f"those of {report.model} by alignment over {len(a.pairs)} common forms"
+             + (f" ({a.equal * 100:.0f}% of the uop mass equal)" if a.equal is not None else "")]
+    if fb.own_ports:
+        parts.append(f"its ports {', '.join(fb.own_ports)} have no counterpart: kept as ports "
+                     "of their own")
+    if fb.pipeline:
+        parts.append(f"{', '.join(fb.pipeline)} from {fb.name}")
+    return "; ".join(parts)
 
 
 def _chain_json(report, c) -> dict:
@@ -132,9 +154,11 @@ def _chain_json(report, c) -> dict:
 
 
 def json(report) -> dict:
+    report.criticality                  # the costs are part of the JSON: compute them first
     out = {
         "cycles": number(report.cycles),
         "bottleneck": list(report.bottleneck),
+        "bottleneck_kinds": list(report.bottleneck_kinds),
         "bounds": ({k: number(v) for k, v in report.bounds.as_dict().items()}
                    if report.bounds else {"throughput": None, "loop_carried": None,
                                           "front_end": None}),
@@ -150,6 +174,9 @@ def json(report) -> dict:
         "port_load": {p: number(x) for p, x in report.port_load.items()},
         "file": report.path,
     }
+    fb = report.fallback
+    out["fallback"] = None if fb is None else dict(
+        fb.summary(), instructions=sum(1 for r in report.rows if r.source == "fallback"))
     cp = report.critical_path
     out["critical_path"] = None if cp is None else {
         "cycles": number(cp.length),

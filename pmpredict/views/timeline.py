@@ -1,6 +1,6 @@
-"""The timeline of the first iterations (as llvm-mca's -timeline): per instruction instance,
-D dispatch, = waiting in the window, e executing (issue to result), E result ready,
-- done and waiting to retire, R retired."""
+"""The timeline of the first iterations, drawn as llvm-mca's -timeline draws it: per
+instruction instance, D dispatch, = waiting, e executing (from issue for its latency), E the
+cycle its result is there, - waiting to retire, R retired."""
 
 from __future__ import annotations
 
@@ -47,11 +47,11 @@ def text(report, iterations: int = ITERATIONS) -> str:
                 ch = "R"
             elif cyc < d or cyc > c:
                 ch = " "
-            elif cyc < s:
+            elif cyc < int(s):
                 ch = "="
-            elif cyc < r - 1e-9 and cyc + 1 < r + 1e-9:
+            elif cyc < int(r):
                 ch = "e"
-            elif int(r - 1e-9) == cyc or (r == s and cyc == int(s)):
+            elif cyc == int(r):
                 ch = "E"
             else:
                 ch = "-"

@@ -1,0 +1,204 @@
+"""The set-up of a measured block, checked without running it: which registers it touches,
+the loop counter, refused instructions, initial register values and memory contents.
+
+These are pure (parsing and planning only) and run on any host.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from pmpredict.errors import InputError
+from pmpredict.infer.measure.block import (instruction_semantics, prepare_block,
+                                           registers_touched)
+from pmpredict.infer.measure.layout import NORMAL_FILL, POINTEE_BASE, REGION_BYTES, GPR_FAMILIES
+from pmpredict.asm.parse import parse
+
+
+def touched(text: str, syntax: str = "att") -> set[str]:
+    return registers_touched([instruction_semantics(i, syntax)
+                              for i in parse(text, syntax, "t.s").instructions])
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("cqto\n", {"rax", "rdx"}),
+    ("idivq %rbx\n", {"rax", "rbx", "rdx"}),
+    ("mulq %rbx\n", {"rax", "rbx", "rdx"}),
+    ("imulq %rbx, %rcx\n", {"rbx", "rcx"}),                 # two operands: nothing implicit
+    ("shlq %cl, %rax\n", {"rax", "rcx"}),
+    ("rep stosq\n", {"rax", "rcx", "rdi"}),
+    ("movsb\n", {"rsi", "rdi"}),
+    ("push %rbx\n", {"rbx", "rsp"}),
+    ("pop %rbx\n", {"rbx", "rsp"}),
+    ("cpuid\n", {"rax", "rbx", "rcx", "rdx"}),
+    ("rdtsc\n", {"rax", "rdx"}),
+    ("mov 8(%rsp), %rax\n", {"rax", "rsp"}),
+    ("vmulpd (%rdx,%rax,8), %ymm2, %ymm1\n", {"rax", "rdx"}),
+    ("mulx rax, rbx, rcx\n", {"rax", "rbx", "rcx", "rdx"}),
+])
+def test_registers_touched(text, expected):
+    syntax = "intel" if "," in text and "%" not in text else "att"
+    assert touched(text, syntax) == expected
+
+
+def test_counter_avoids_implicit_registers():
+    """r8-r15 and rbx named, cqto writes rdx: the old choice (rdx) would be clobbered."""
+    text = ("add %r8, %r9\nadd %r10, %r11\nadd %r12, %r13\nadd %r14, %r15\nmov %rbx, %rax\n"
+            "cqto\nidivq %rbx\n")
+    block = prepare_block(text, "att")
+    assert block.counter not in touched(text) and block.counter is not None
+    assert block.counter in ("rsi", "rdi", "rcx")
+
+
+def test_memory_counter_when_every_register_is_used():
+    names = ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12",
+             "r13", "r14", "r15"]
+    text = "".join(f"add %{a}, %{b}\n" for a, b in zip(names, names[1:] + names[:1]))
+    block = prepare_block(text, "att")
+    assert block.counter is None                        # dec qword ptr [rip + pm_counter]
+    from pmpredict.infer.measure.codegen import block_kernel
+    kernel = block_kernel("k", list(block.lines), "att", None, 0, block.layout)
+    assert "dec qword ptr [rip + pm_counter]" in kernel.asm
+
+
+@pytest.mark.parametrize("text, what", [
+    ("add %rax, %rbx\nud2\n", "deliberate trap"),
+    ("int3\n", "deliberate trap"),
+    ("add %rax, %rbx\nsyscall\n", "system instruction"),
+    ("hlt\n", "system instruction"),
+    ("mov %cr0, %rax\n", "system instruction"),
+    ("int $0x80\n", "system instruction"),
+    ("wrmsr\n", "system instruction"),
+])
+def test_traps_and_system_instructions_are_refused(text, what):
+    with pytest.raises(InputError) as err:
+        prepare_block(text, "att", "b.s")
+    line = text.count("\n", 0, text.index(text.strip().splitlines()[-1])) + 1
+    assert str(err.value).startswith(f"b.s:{line}:1: ")
+    assert what in str(err.value)
+
+
+def address_registers(text, syntax="att"):
+    block = prepare_block(text, syntax)
+    return block, dict(block.layout.registers)
+
+
+def test_address_registers_start_on_distinct_lines_of_one_page():
+    """No two registers alias, share a line, or 4K-alias; each is 64-byte aligned (aligned
+    vector loads work); they share one page, spread evenly over it (streams that move
+    together cross pages together), inside a region mapped around them."""
+    block, regs = address_registers("mov %al, (%rbx)\nmov (%rcx), %rdx\nvmovaps (%rsi), %ymm0\n")
+    bases = [regs[r] for r in ("rbx", "rcx", "rsi")]
+    assert len({v // 4096 for v in bases}) == 1
+    assert sorted(b - min(bases) for b in bases) == [0, 1344, 2688]      # 4096 / 3, in lines
+    assert all(v % 64 == 0 for v in bases)
+    data = next(g for g in block.layout.regions if g.name == "data")
+    assert all(data.address + 4096 <= v and v + 8192 <= data.address + data.size for v in bases)
+    assert data.window[0] <= data.address and data.address + data.size <= sum(data.window)
+    # registers the block does not address through get valid memory elsewhere
+    spare = next(g for g in block.layout.regions if g.name == "spare")
+    assert spare.address <= regs["r8"] < spare.address + spare.size
+    assert regs["rax"] // 4096 != regs["rbx"] // 4096 and regs["rdx"] not in bases
+
+
+def test_stack_operands_use_a_region_of_their_own():
+    block, regs = address_registers("mov %rax, 0x8(%rsp)\nmov 0x58(%rsp), %rbx\npush %rcx\n"
+                                    "pop %rdx\n")
+    stack = next(g for g in block.layout.regions if g.name == "stack")
+    data = next(g for g in block.layout.regions if g.name == "data" or g.name == "spare")
+    assert stack.window != data.window
+    assert stack.address < regs["rsp"] - 0x100 and regs["rsp"] + 0x100 < stack.address + stack.size
+    from pmpredict.infer.measure.codegen import block_kernel
+    asm = block_kernel("k", list(block.lines), "att", block.counter, 0, block.layout).asm
+    lines = asm.split("\n")
+    # the harness's rsp is saved before the block's is set, and restored after the loop
+    assert lines.index("mov qword ptr [rip + pm_saved_rsp], rsp") < lines.index(
+        f"mov rsp, {regs['rsp']}") < lines.index("jnz 1b") < lines.index(
+        "mov rsp, qword ptr [rip + pm_saved_rsp]")
+
+
+def test_index_registers_start_small_and_implicit_data_at_zero():
+    _, regs = address_registers("vmulpd (%rdx,%rax), %ymm2, %ymm1\nvaddpd (%rsi,%rax), %ymm1, "
+                                "%ymm1\naddq $32, %rax\n")
+    assert regs["rax"] == 64 and regs["rdx"] >= 1 << 30 and regs["rsi"] - regs["rdx"] == 2048
+    _, regs = address_registers("cqto\nidivq %rbx\n")
+    assert regs["rax"] == 0 and regs["rdx"] == 0           # the dividend: no overflow
+    _, regs = address_registers("rep stosq\n")
+    assert regs["rcx"] == 0                                # nothing to repeat: no hang
+
+
+def is_normal_or_zero(bits: int, width: int) -> bool:
+    exponent_bits = {32: 8, 64: 11}[width]
+    exponent = (bits >> (width - 1 - exponent_bits)) & ((1 << exponent_bits) - 1)
+    mantissa = bits & ((1 << (width - 1 - exponent_bits)) - 1)
+    return exponent != 0 or mantissa == 0
+
+
+def test_memory_holds_normal_numbers_at_every_width():
+    assert struct.unpack("<2f", NORMAL_FILL.to_bytes(8, "little")) == (1.0, 1.0)
+    assert struct.unpack("<d", NORMAL_FILL.to_bytes(8, "little"))[0] == pytest.approx(0.0078125)
+    for width in (32, 64):
+        assert is_normal_or_zero(NORMAL_FILL & ((1 << width) - 1), width)
+    block, _ = address_registers(open("examples/triad_avx.s").read())
+    assert all(g.fill == NORMAL_FILL and not g.slots for g in block.layout.regions)
+    assert block.layout.fault_fill == NORMAL_FILL
+
+
+def test_pointer_chasing_gets_pointers_only_where_they_are_loaded():
+    """`mov (%rax), %rax`: the word it loads holds an address (below 4 GiB, so a 32-bit
+    load works too) whose halves read as normal floats; the words it does not load keep
+    1.0f, so a double loaded elsewhere in the region is normal."""
+    block, regs = address_registers("mov 16(%rbx), %rcx\nvaddpd 32(%rbx), %ymm0, %ymm0\n"
+                                    "vaddpd (%rcx), %ymm1, %ymm1\nmov 8(%rcx), %rbx\n")
+    layout = block.layout
+    assert [block.lines[i] for i in layout.pointer_loads] == ["mov 16(%rbx), %rcx",
+                                                               "mov 8(%rcx), %rbx"]
+    rbx = next(g for g in layout.regions if g.name == "data")
+    (offset, pointer), = rbx.slots                     # only `16(%rbx)` holds a pointer
+    assert rbx.address + offset == regs["rbx"] + 16 and rbx.fill == NORMAL_FILL
+    pointee = next(g for g in layout.regions if g.name == "pointee")
+    assert pointee.address == POINTEE_BASE and pointer < 1 << 32
+    assert pointee.address < pointer < pointee.address + REGION_BYTES
+    # the pointee region: 8(%rcx) holds the next rbx, 16(next rbx) the next rcx (the chase
+    # goes on, each load with a target of its own); (%rcx) stays 1.0f
+    slots = dict(pointee.slots)
+    second = slots[pointer - POINTEE_BASE + 8]
+    assert second != pointer and POINTEE_BASE < second < POINTEE_BASE + REGION_BYTES
+    assert slots == {pointer - POINTEE_BASE + 8: second, second - POINTEE_BASE + 16: pointer}
+    assert pointee.fill == NORMAL_FILL
+    low, high = pointer & 0xFFFFFFFF, pointer >> 32
+    assert is_normal_or_zero(low, 32) and is_normal_or_zero(high, 32)
+
+
+def test_a_chase_through_a_moving_register_fills_its_region_with_pointers():
+    block, _ = address_registers("mov (%rax), %rbx\nadd $8, %rax\nmov (%rbx), %rcx\n")
+    rax = next(g for g in block.layout.regions if g.name == "data")
+    assert POINTEE_BASE < rax.fill < POINTEE_BASE + REGION_BYTES       # every word a pointer
+    assert block.layout.fault_fill == rax.fill                          # and beyond the region
+
+
+def test_every_register_family_is_known():
+    assert set(GPR_FAMILIES) == {"rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp"} | {
+        f"r{i}" for i in range(8, 16)}
+
+
+def test_per_copy_cycles_cancel_the_loop_overhead():
+    """T(u) = c u + overhead: the difference of the variants gives c exactly; a slightly
+    negative overhead is noise (fit through the origin); a large one means the variants
+    did not differ by u copies alone (the smaller T / copies, flagged "per-copy")."""
+    from pmpredict.infer.measure.block import per_copy
+    from pmpredict.infer.measure.runner import Timing
+
+    def variants(t1, t2, u=12):
+        return (u, Timing(t1, t1, t1, 0.01)), (2 * u, Timing(t2, t2, t2, 0.02))
+    four_adds = per_copy(*variants(12.25, 24.25))          # Zen 4: dec/jnz takes an ALU slot
+    assert four_adds == {"cycles": 1.0, "method": "difference", "overhead": 0.25, "spread": 0.02}
+    noisy = per_copy(*variants(11.9, 24.1))
+    assert noisy["method"] == "difference" and noisy["overhead"] == 0.0
+    assert noisy["cycles"] == pytest.approx((12 * 11.9 + 24 * 24.1) / (12 ** 2 + 24 ** 2))
+    odd = per_copy(*variants(12.0, 40.0))
+    assert odd["method"] == "per-copy" and odd["cycles"] == 1.0
+    failed = per_copy((12, Timing(error="SIGILL: x")), (24, Timing(24.0, 24.0, 24.0, 0.0)))
+    assert failed["cycles"] == 1.0 and failed["method"] == "per-copy"
