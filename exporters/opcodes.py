@@ -24,6 +24,8 @@ import subprocess
 from dataclasses import dataclass
 
 from pmpredict import semantics
+from pmpredict.errors import InputError
+from pmpredict.files import write_atomic
 from pmpredict.osaca_forms import is_foreign
 from pmpredict.forms import example_instance, parse_form
 
@@ -79,11 +81,8 @@ def _read_table(path) -> dict:
 def _write_table(path, table: dict) -> None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf8") as f:
-            json.dump(table, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
+        write_atomic(path, json.dumps(table, indent=1, sort_keys=True), "opcode cache")
+    except (OSError, InputError):
         pass                          # a cache that cannot be written is only slower
 
 

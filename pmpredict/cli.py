@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import signal
 import sys
 
 from . import __version__
-from .errors import InputError, Terminated
+from .commands.measure_progress import sigterm_as_interrupt
+from .errors import InputError
 
 # the order of `pmpredict --help`
 COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models"]
@@ -42,40 +42,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate(signum, frame):
-    raise Terminated()
-
-
-def _on_sigterm(handler):
-    """Install a SIGTERM handler; returns the previous one (None off the main thread)."""
-    try:
-        return signal.signal(signal.SIGTERM, handler)
-    except ValueError:
-        return None
-
-
 def main(argv=None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    previous = _on_sigterm(_terminate)
     try:
         args = parser.parse_args(argv)
         args.argv = argv
-        status = args.func(args)
+        # SIGTERM unwinds as Ctrl-C does in every command: temporary directories removed,
+        # caches and checkpoints written, outputs left whole
+        with sigterm_as_interrupt():
+            status = args.func(args)
     except InputError as exc:
         print(f"pmpredict: error: {exc}", file=sys.stderr)
         return 2
-    except Terminated:
-        print("pmpredict: terminated", file=sys.stderr)
-        return 143
     except KeyboardInterrupt:
         print("pmpredict: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
-    finally:
-        if previous is not None:
-            _on_sigterm(previous)
     return int(status or 0)
 
 

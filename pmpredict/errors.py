@@ -29,11 +29,6 @@ class InputError(Exception):
         return ":".join(parts)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the program is (as Ctrl-C raises KeyboardInterrupt), so that a
-    terminated run cleans up and checkpoints exactly as an interrupted one."""
-
-
 def text_position(text: str, pos: int) -> tuple[int, int]:
     """1-based (line, column) of character offset `pos` in `text`."""
     line = text.count("\n", 0, pos) + 1

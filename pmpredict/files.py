@@ -31,9 +31,9 @@ def read_bytes(path) -> bytes:
         with open(path, "rb") as fh:
             return fh.read()
     except FileNotFoundError:
-        raise InputError(path, "no such file") from None
+        raise InputError(path, "cannot read: no such file") from None
     except IsADirectoryError:
-        raise InputError(path, "is a directory, not a file") from None
+        raise InputError(path, "cannot read: a directory, not a file") from None
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
 

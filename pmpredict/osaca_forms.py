@@ -12,8 +12,9 @@ in three places, and all of them go through here:
   ``imd:double`` (immediate), ``mem(base,offset,index,scale)`` (``~`` = none; AArch64 adds
   ``,pre`` / ``,post``), ``id`` (identifier), ``cond:CC``, ``flag:NAME``, ``prfop``.
   Example: ``osaca:add imd:int,gpr``, ``osaca:ldr q,mem(x,imd,~,1,post)``;
-* matching such forms against assembly (pmpredict.asm.match reads them back with
-  parse_foreign_form_name and operand_tokens);
+* matching such forms against assembly: pmpredict.asm.match reads them back with
+  parse_foreign_form_name and fits an instruction's operands to them with OSACA's rules
+  (osaca_pattern, osaca_fits, here);
 * exporting our PMEvo forms (pmpredict.exporters.osaca): osaca_identity gives the name and
   operand mappings OSACA looks a form up by.
 
@@ -281,3 +282,145 @@ def osaca_identity(form: str, isa: str) -> tuple[str, list[dict]]:
         return parse_foreign_form_name(form, isa)
     t = parse_form(form, isa)
     return osaca_mnemonic(t), osaca_operands(t)
+
+
+# --- matching: OSACA's rules for an instruction's operands against an entry's ------------
+#
+# The instruction's operands are seen as OSACA's parser sees them (asm.normalize.osaca_view_*:
+# ("r", name or prefix, ...), ("m", base, offset, index, scale, pre, post), ("i", kind),
+# ("id",), ("cond", cc), ("prfop",)); an entry's operand mappings become patterns here.
+
+WILD = "*"
+_X86_CLASSES = {"mm", "xmm", "ymm", "zmm", "k"}
+
+
+def osaca_pattern(op: dict, vocab) -> tuple:
+    """One OSACA operand dict (parse_foreign_form_name) -> a pattern for osaca_fits."""
+    cls = op.get("class")
+    if cls == "register":
+        if vocab.register_style == "prefix":
+            return ("R", op.get("prefix"), op.get("shape"))
+        return ("R", op.get("name"))
+    if cls == "immediate":
+        return ("I", op.get("imd"))
+    if cls == "memory":
+        pre, post = op.get("pre_indexed", False), op.get("post_indexed", False)
+        if pre and post:                # the name spells OSACA's `'*'` for both as "pre,post"
+            pre = post = WILD
+        return ("M", op.get("base"), op.get("offset"), op.get("index"), op.get("scale"), pre, post)
+    if cls == "identifier":
+        return ("ID",)
+    if cls == "condition":
+        return ("C", str(op.get("ccode")).upper())
+    if cls == "prfop":
+        return ("P",)
+    return ("NEVER", cls)               # flags and unknown classes: OSACA never matches them
+
+
+def _exact(pattern_value, user_value) -> int | None:
+    """1 for an equal value, 0 for the wildcard, None for a mismatch."""
+    if pattern_value == WILD:
+        return 0
+    return 1 if pattern_value == user_value else None
+
+
+def _fits_register_prefix(u: tuple, f: tuple, vocab) -> int | None:
+    """AArch64 spelling: prefix and element shape."""
+    prefix = _exact(f[1], u[1])
+    if prefix is None:
+        return None
+    if u[2] is None:                    # OSACA: a register without shape fits any entry shape
+        return prefix
+    if f[2] is None:
+        return None
+    shape = _exact(f[2], u[2])
+    return None if shape is None else prefix + shape
+
+
+def _fits_register_name(u: tuple, f: tuple, vocab) -> int | None:
+    """x86 spelling: the register's name without digits, or a class."""
+    if f[1] == WILD:
+        return 0
+    if f[1] == vocab.any_gpr:           # any general-purpose register, any width
+        return 1 if u[2] == "G" else None
+    if u[1] == f[1]:                    # xmm / ymm / zmm / k / mm, or a fixed name (cl)
+        return 2
+    # uops.info-imported entries name a class by its first register (`mm0`); OSACA never
+    # matches them (it strips the digits of the instruction's register only): we do
+    cls = f[1].rstrip("0123456789")
+    return 2 if cls in _X86_CLASSES and cls == u[1] else None
+
+
+def _fits_offset(f, u) -> int | None:
+    if f == WILD:
+        return 0
+    if f is None:                       # OSACA: no offset, or a written 0 (x86)
+        return 1 if u in (None, "imd0") else None
+    if f == "imd":
+        return 1 if u in ("imd", "imd0") else None
+    return 1 if f == u else None
+
+
+_REGISTER_FITS = {"prefix": _fits_register_prefix, "name": _fits_register_name}
+
+
+def _fits_memory(u: tuple, f: tuple, vocab) -> int | None:
+    _, base, offset, index, scale, pre, post = u
+    total = 0
+    for fv, uv in ((f[1], base), (f[3], index)):
+        if fv == WILD:
+            continue
+        if fv is None or uv is None:
+            if fv is not uv:
+                return None
+        elif fv != uv and fv != vocab.any_gpr:
+            return None
+        total += 1
+    part = _fits_offset(f[2], offset)
+    if part is None:
+        return None
+    total += part
+    if f[4] != WILD:
+        # OSACA: equal scales, or both scaled (!= 1)
+        if not (f[4] == scale or (f[4] != 1 and scale != 1)):
+            return None
+        total += 1
+    if vocab.indexed_writeback:
+        for fv, uv in ((f[5], pre), (f[6], post)):
+            if fv == WILD:
+                continue
+            if bool(fv) != uv:
+                return None
+            total += 1
+    return total
+
+
+def _fits_immediate(u: tuple, f: tuple, vocab) -> int | None:
+    if vocab.any_immediate:             # OSACA: any x86 immediate fits `imd: int`
+        return 1
+    if f[1] == WILD:
+        return 0
+    if f[1] == "int":
+        return 1 if u[1] == "int" else None
+    return 1 if u[1] == "double" else None        # imd: double / float: a floating-point literal
+
+
+def osaca_fits(u: tuple, f: tuple, vocab) -> int | None:
+    """Specificity (>= 0) with which user operand u (OSACA view) fits pattern f, else None.
+    `vocab`: the OsacaVocabulary of the ISA."""
+    fk, uk = f[0], u[0]
+    if uk == "any-reg":                 # a memory operand substituted as OSACA does (hidden load)
+        return 0 if fk == "R" else None
+    if fk == "R":
+        return _REGISTER_FITS[vocab.register_style](u, f, vocab) if uk == "r" else None
+    if fk == "M":
+        return _fits_memory(u, f, vocab) if uk == "m" else None
+    if fk == "I":
+        return _fits_immediate(u, f, vocab) if uk == "i" else None
+    if fk == "ID":
+        return 1 if uk == "id" else None
+    if fk == "C":
+        return _exact(f[1], u[1]) if uk == "cond" else None
+    if fk == "P":
+        return 1 if uk == "prfop" else None
+    return None

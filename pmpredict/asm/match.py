@@ -20,7 +20,7 @@ smallest, so the choice is deterministic:
 
 Forms of foreign OSACA files (`osaca:<mnemonic> <op>,...`, pmpredict.data.osaca) are a
 second source of patterns, matched with OSACA's own rules against the key's OSACA view
-(normalize.osaca_view_*): see _osaca_fits. Among several fitting OSACA forms the most
+(normalize.osaca_view_*): see osaca_forms.osaca_fits. Among several fitting OSACA forms the most
 specific wins (fewest `*` wildcards / generic classes), then the first mnemonic tried
 (Intel name, then the name as written, then without AT&T suffix), then file order
 (OSACA itself takes the first fitting entry in file order).
@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .. import semantics
-from ..osaca_forms import FOREIGN_PREFIX, is_foreign, operand_tokens, parse_foreign_form_name
+from ..osaca_forms import (FOREIGN_PREFIX, is_foreign, operand_tokens, osaca_fits, osaca_pattern,
+                           parse_foreign_form_name)
 from ..forms import parse_form
 from .normalize import FormKey, render_key
 
@@ -232,144 +233,6 @@ def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
     return rule(u, f, hint, allow_approx) if rule else None
 
 
-# --- foreign OSACA forms ----------------------------------------------------------------
-
-WILD = "*"
-_X86_CLASSES = {"mm", "xmm", "ymm", "zmm", "k"}
-
-
-def osaca_pattern(op: dict, vocab) -> tuple:
-    """One OSACA operand dict (parse_foreign_form_name) -> a pattern for _osaca_fits."""
-    cls = op.get("class")
-    if cls == "register":
-        if vocab.register_style == "prefix":
-            return ("R", op.get("prefix"), op.get("shape"))
-        return ("R", op.get("name"))
-    if cls == "immediate":
-        return ("I", op.get("imd"))
-    if cls == "memory":
-        pre, post = op.get("pre_indexed", False), op.get("post_indexed", False)
-        if pre and post:                # the name spells OSACA's `'*'` for both as "pre,post"
-            pre = post = WILD
-        return ("M", op.get("base"), op.get("offset"), op.get("index"), op.get("scale"), pre, post)
-    if cls == "identifier":
-        return ("ID",)
-    if cls == "condition":
-        return ("C", str(op.get("ccode")).upper())
-    if cls == "prfop":
-        return ("P",)
-    return ("NEVER", cls)               # flags and unknown classes: OSACA never matches them
-
-
-def _exact(pattern_value, user_value) -> int | None:
-    """1 for an equal value, 0 for the wildcard, None for a mismatch."""
-    if pattern_value == WILD:
-        return 0
-    return 1 if pattern_value == user_value else None
-
-
-def _fits_register_prefix(u: tuple, f: tuple, vocab) -> int | None:
-    """AArch64 spelling: prefix and element shape."""
-    prefix = _exact(f[1], u[1])
-    if prefix is None:
-        return None
-    if u[2] is None:                    # OSACA: a register without shape fits any entry shape
-        return prefix
-    if f[2] is None:
-        return None
-    shape = _exact(f[2], u[2])
-    return None if shape is None else prefix + shape
-
-
-def _fits_register_name(u: tuple, f: tuple, vocab) -> int | None:
-    """x86 spelling: the register's name without digits, or a class."""
-    if f[1] == WILD:
-        return 0
-    if f[1] == vocab.any_gpr:           # any general-purpose register, any width
-        return 1 if u[2] == "G" else None
-    if u[1] == f[1]:                    # xmm / ymm / zmm / k / mm, or a fixed name (cl)
-        return 2
-    # uops.info-imported entries name a class by its first register (`mm0`); OSACA never
-    # matches them (it strips the digits of the instruction's register only): we do
-    cls = f[1].rstrip("0123456789")
-    return 2 if cls in _X86_CLASSES and cls == u[1] else None
-
-
-def _fits_offset(f, u) -> int | None:
-    if f == WILD:
-        return 0
-    if f is None:                       # OSACA: no offset, or a written 0 (x86)
-        return 1 if u in (None, "imd0") else None
-    if f == "imd":
-        return 1 if u in ("imd", "imd0") else None
-    return 1 if f == u else None
-
-
-_REGISTER_FITS = {"prefix": _fits_register_prefix, "name": _fits_register_name}
-
-
-def _fits_memory(u: tuple, f: tuple, vocab) -> int | None:
-    _, base, offset, index, scale, pre, post = u
-    total = 0
-    for fv, uv in ((f[1], base), (f[3], index)):
-        if fv == WILD:
-            continue
-        if fv is None or uv is None:
-            if fv is not uv:
-                return None
-        elif fv != uv and fv != vocab.any_gpr:
-            return None
-        total += 1
-    part = _fits_offset(f[2], offset)
-    if part is None:
-        return None
-    total += part
-    if f[4] != WILD:
-        # OSACA: equal scales, or both scaled (!= 1)
-        if not (f[4] == scale or (f[4] != 1 and scale != 1)):
-            return None
-        total += 1
-    if vocab.indexed_writeback:
-        for fv, uv in ((f[5], pre), (f[6], post)):
-            if fv == WILD:
-                continue
-            if bool(fv) != uv:
-                return None
-            total += 1
-    return total
-
-
-def _fits_immediate(u: tuple, f: tuple, vocab) -> int | None:
-    if vocab.any_immediate:             # OSACA: any x86 immediate fits `imd: int`
-        return 1
-    if f[1] == WILD:
-        return 0
-    if f[1] == "int":
-        return 1 if u[1] == "int" else None
-    return 1 if u[1] == "double" else None        # imd: double / float: a floating-point literal
-
-
-def _osaca_fits(u: tuple, f: tuple, vocab) -> int | None:
-    """Specificity (>= 0) with which user operand u (OSACA view) fits pattern f, else None.
-    `vocab`: the OsacaVocabulary of the ISA."""
-    fk, uk = f[0], u[0]
-    if uk == "any-reg":                 # a memory operand substituted as OSACA does (hidden load)
-        return 0 if fk == "R" else None
-    if fk == "R":
-        return _REGISTER_FITS[vocab.register_style](u, f, vocab) if uk == "r" else None
-    if fk == "M":
-        return _fits_memory(u, f, vocab) if uk == "m" else None
-    if fk == "I":
-        return _fits_immediate(u, f, vocab) if uk == "i" else None
-    if fk == "ID":
-        return 1 if uk == "id" else None
-    if fk == "C":
-        return _exact(f[1], u[1]) if uk == "cond" else None
-    if fk == "P":
-        return 1 if uk == "prfop" else None
-    return None
-
-
 class FormMatcher:
     """Index of a model's forms by (mnemonic, operand count); matches FormKeys."""
 
@@ -446,7 +309,7 @@ class FormMatcher:
             for order, name, pats in self.osaca_index.get((mnemonic, len(ops)), []):
                 total = 0
                 for u, f in zip(ops, pats):
-                    r = _osaca_fits(u, f, self.osaca)
+                    r = osaca_fits(u, f, self.osaca)
                     if r is None:
                         break
                     total += r

@@ -27,16 +27,14 @@ def register(sub):
 
 def run(args):
     from ..align import align, aligned_model
-    from ..data.model_files import load_model
+    from ..data.model_files import check_same_isa, load_model
     from ..views import align as view
 
     if args.output:
         check_output(args.output, "aligned model")
     model = load_model(args.model)
     reference = load_model(args.reference)
-    if model.isa != reference.isa:
-        raise InputError(args.reference, f"the reference is {reference.isa} but model "
-                                         f"{model.name!r} is {model.isa}")
+    check_same_isa(model, reference.isa, args.reference, "the reference is")
     alignment = align(model, reference)
     if not alignment.pairs:
         raise InputError(args.reference, f"no instruction form of {model.name!r} is in the "

@@ -21,16 +21,16 @@ def register(sub):
 
 
 def run(args):
-    from ..data.experiments import check_same_isa, load_experiments
+    from ..data.experiments import load_experiments
     from ..metrics import evaluate_model
-    from ..data.model_files import load_model
+    from ..data.model_files import check_same_isa, load_model
     from ..views import evaluate as view
 
     if args.plot:
         check_output(args.plot, "plot")
     model = load_model(args.model)
     exps = load_experiments(args.experiments)
-    check_same_isa(model, exps, args.experiments)
+    check_same_isa(model, exps.isa, args.experiments, "the experiments are")
     ev = evaluate_model(model, exps)
     # the metrics first: a plot that fails afterwards must not hide them
     emit(view, ev, args.json, verbose=args.verbose)

@@ -11,7 +11,7 @@ import shlex
 import sys
 import time
 
-from ..errors import InputError, Terminated
+from ..errors import InputError
 from ..files import check_output
 from .common import emit, float_in, int_in, name_value, r_max_value
 from .measure_progress import STOPPED, MeasureProgress, deadline_check
@@ -165,9 +165,8 @@ def resume_command(argv: list[str], checkpoint: str) -> str:
 
 
 def run(args):
-    """SIGTERM behaves like Ctrl-C throughout (cli.main raises Terminated): measuring stops
-    cleanly (the cache keeps what is done), inference writes its checkpoint and best mapping,
-    and the exit status is 143."""
+    """SIGTERM behaves like Ctrl-C throughout (cli.main): measuring stops cleanly (the cache
+    keeps what is done), inference writes its checkpoint and best mapping; exit status 130."""
     from pmpredict.data.experiments import load_many
     from pmpredict.infer.checkpoint import load_checkpoint
     from pmpredict.infer.host import HOST_PORTS
@@ -209,14 +208,6 @@ def run(args):
         emit(view, outcome, True, output=args.output, resume=hint)
     elif not args.quiet or not outcome.finished:
         sys.stderr.write(view.text(outcome, output=args.output, resume=hint))
-    stopped = _status(outcome.interrupted)
-    if outcome.model is None:
-        return stopped or 1
-    return stopped
-
-
-def _status(interrupted) -> int:
-    """Exit status of a run stopped by a signal: 128 + its number (SIGINT 130, SIGTERM 143)."""
-    if interrupted is None:
-        return 0
-    return 143 if isinstance(interrupted, Terminated) else 130
+    if outcome.interrupted is not None:
+        return 130                        # Ctrl-C or SIGTERM, as everywhere in the CLI
+    return 0 if outcome.model is not None else 1

@@ -59,13 +59,11 @@ def _model_for(args, isa: str):
 
 
 def _fallback_for(spec: str, model):
+    from ..data.model_files import check_same_isa, load_model
     from ..fallback import with_fallback
-    from ..data.model_files import load_model
 
     other = load_model(spec)
-    if other.isa != model.isa:
-        raise InputError(spec, f"the fallback is {other.isa} but model {model.name!r} is "
-                               f"{model.isa}")
+    check_same_isa(model, other.isa, spec, "the fallback is")
     try:
         return with_fallback(model, other)
     except ValueError as exc:

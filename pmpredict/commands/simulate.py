@@ -16,14 +16,14 @@ def register(sub):
 
 
 def run(args):
-    from ..data.experiments import check_same_isa, load_experiments
-    from ..data.model_files import load_model
+    from ..data.experiments import load_experiments
+    from ..data.model_files import check_same_isa, load_model
     from ..simulation import simulate_set
     from ..views import simulate as view
 
     model = load_model(args.model)
     exps = load_experiments(args.experiments)
-    check_same_isa(model, exps, args.experiments)
+    check_same_isa(model, exps.isa, args.experiments, "the experiments are")
     result = simulate_set(model, exps)
     emit(view, result, args.json)
     return 0

@@ -207,13 +207,6 @@ def load_experiments(path) -> ExperimentSet:
                                "or a PMEvo \"kind\": \"ExperimentList\"", 1, 1)
 
 
-def check_same_isa(model, experiments, path) -> None:
-    """InputError unless the model and the experiment set are of one ISA."""
-    if model.isa != experiments.isa:
-        raise InputError(path, f"the experiments are {experiments.isa} but model "
-                               f"{model.name!r} is {model.isa}")
-
-
 def load_many(paths) -> ExperimentSet:
     """The experiments of several files as one set; `ports` is the count the PMEvo files
     among them declare, if they agree."""

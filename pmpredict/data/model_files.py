@@ -193,3 +193,10 @@ def load_model(spec: str) -> MachineModel:
         raise InputError(path, "this is an experiment file, not a model", 1, 1)
     raise InputError(path, f"not a model: expected \"format\": \"{FORMAT_NAME}\" or a PMEvo "
                            "\"kind\": \"Mapping3\"", 1, 1)
+
+
+def check_same_isa(model: MachineModel, isa: str, path, what: str) -> None:
+    """InputError at `path` unless `what` ("the experiments are", "the reference is"...) is
+    of the model's ISA."""
+    if model.isa != isa:
+        raise InputError(path, f"{what} {isa} but model {model.name!r} is {model.isa}")
