@@ -274,10 +274,12 @@ def shape_cases() -> list[Case]:
         "om_pmpredict_list": dict(om, pmpredict=[1]),
         "om_bare_list": [om],
     }
+    lenient = {"om_pressure_nested", "om_pressure_dict", "om_pmpredict_list", "om_name_number",
+               "om_name_nested", "om_load_latency_list"}     # entries left out, blocks ignored
     for name, doc in yml.items():
         files[name + ".yml"] = dump_yaml(doc)
     for name in yml:
-        out += model_users(name + ".yml", files, "shape")
+        out += model_users(name + ".yml", files, "shape", bad=name not in lenient)
     exps = {
         "pe_result_list": _with(pe, ["exps", 0, "result"], [0.5]),
         "pe_result_number": _with(pe, ["exps", 0, "result"], 0.5),
@@ -321,7 +323,9 @@ def number_cases() -> list[Case]:
     models["count_1e32"] = _with(nm, ["forms", ADD, "uops", 0, "count"], 10 ** 32)
     for name, doc in models.items():
         files[name + ".json"] = dump_json(doc)
-        out += model_users(name + ".json", files, "numbers")
+        # 1e-320 is a latency of (almost) 0: valid
+        ok = name in ("latency_tiny", "latency_from_tiny", "window_tiny")
+        out += model_users(name + ".json", files, "numbers", bad=not ok)
     yml = {}
     for tag, v in bad_numbers.items():
         yml[f"pressure_{tag}"] = _with(om, ["instruction_forms", 0, "port_pressure"], [[v, ["0"]]])
@@ -332,9 +336,12 @@ def number_cases() -> list[Case]:
     yml["own_rmax_nan"] = own_rmax
     for name, doc in yml.items():
         if name.startswith("ylatency_") and name not in ("ylatency_huge", "ylatency_big_int"):
-            continue            # a foreign file's unusable latency is left out (no error)
+            continue
         files[name + ".yml"] = dump_yaml(doc)
-        out += model_users(name + ".yml", files, "numbers")
+        # a foreign OSACA file's unusable entry or latency is left out and listed in the
+        # model's provenance (OSACA's own files have such slips), not an error: only our own
+        # export's `pmpredict` block is checked strictly
+        out += model_users(name + ".yml", files, "numbers", bad=name == "own_rmax_nan")
     exps = {}
     for tag, v in bad_numbers.items():
         exps[f"cycles_{tag}"] = _with(ne, ["experiments", 0, "cycles"], v)
