@@ -166,13 +166,15 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine,
                                                   (sem.stores and not sem.loads) else base])
     updated = _address_updates(sem)
     writes = tuple(dict.fromkeys(w.name for w in sem.writes if w.name not in updated))
-    node = Node(tuple(sources), writes, refs, latency)
+    bumps = tuple((r, d) for r, d in sem.offsets if r not in updated)
+    node = Node(tuple(sources), writes, refs, latency, bumps)
     update = None
     if updated:
         implicit = {w.name for w in sem.writes if w.operand is None}
         sources = tuple(Source(r, 0.0 if r == stack_engine and r in implicit
                                else machine.address_update_latency) for r in updated)
-        update = Node(sources, tuple(updated), (), max(s.latency for s in sources))
+        update = Node(sources, tuple(updated), (), max(s.latency for s in sources),
+                      tuple((r, d) for r, d in sem.offsets if r in updated))
     if not sem.known:
         assumed.append("reads/writes guessed (instruction not in the semantics tables)")
     return Annotated(i, form, sem, uops, node, update, eliminated=eliminated, idiom=idiom,

@@ -12,11 +12,13 @@ keeps latencies per source operand): the result of c is ready at
 
 so the latencies along a path add up to the time the path takes.
 
-Memory: a load depends on the latest earlier store (this iteration or the previous one)
-whose address expression is the same and covers the loaded bytes, provided no register of
-that expression is written in between (otherwise the two name different locations): the
-edge weight is the store-forwarding latency plus what the load's own latency adds after the
-load (consumer latency of the memory operand minus the L1 load latency).
+Memory: a load depends on the latest earlier store (this iteration or the previous one) that
+wrote every byte it reads. Addresses are compared symbolically (_Addresses): registers are
+numbered by value, pointer bumps (add/sub of a constant, push/pop) move an offset, so
+`mov [rdi], rax; add rdi, 8; mov rbx, [rdi - 8]` forwards, and a store an iteration ago
+forwards to a load whose pointer has moved by the loop's step since. The edge weight is the
+store-forwarding latency plus what the load's own latency adds after the load (consumer
+latency of the memory operand minus the L1 load latency).
 
 Loop-carried bound: the maximum over dependency cycles of (sum of weights) / (iterations the
 cycle spans), computed exactly: every cycle passes through at least one distance-1 edge
@@ -61,6 +63,7 @@ class Node:
     writes: tuple[str, ...]
     memory: tuple[MemRef, ...] = ()
     latency: float = 1.0          # issue -> result (the largest source latency, or the form's)
+    offsets: tuple[tuple[str, int], ...] = ()   # written registers that become themselves + c
 
 
 @dataclass(frozen=True)
@@ -86,24 +89,59 @@ class Graph:
 
 # --- building ------------------------------------------------------------------------------
 
-def _covers(store: MemRef, load: MemRef) -> bool:
-    """The store wrote every byte the load reads (same address expression, wide enough)."""
-    if store.address != load.address:
-        return False
-    return store.width is None or load.width is None or load.width <= store.width
+class _Addresses:
+    """Where each memory access of one iteration points, symbolically (value numbering).
+
+    Every register holds (version, offset): its value at the start of the iteration is the
+    version ("start", r) with offset 0; a write that adds a constant to the register itself (a
+    pointer bump, Node.offsets) keeps the version and moves the offset; any other write makes a
+    new version. An access then points at  version(base) + scale * version(index) + offset.
+    Two accesses of the same iteration name the same bytes when their versions agree; an access
+    of the next iteration sees every register that only moved by constants moved by its
+    per-iteration step (its offset at the end of the body), so the previous iteration's store
+    sits `step` bytes further back."""
+
+    def __init__(self, nodes: list[Node]):
+        state: dict[str, tuple] = {}
+        self.where: list[list[tuple]] = []
+        for i, node in enumerate(nodes):
+            here = []
+            for ref in node.memory:
+                base, index, scale, disp, symbols = ref.address
+                bv, bo = state.get(base, (("start", base), 0)) if base else (None, 0)
+                iv, io = state.get(index, (("start", index), 0)) if index else (None, 0)
+                here.append(((bv, iv, scale, symbols), disp + bo + scale * io))
+            self.where.append(here)
+            bumps = dict(node.offsets)
+            for r in node.writes:
+                if r in bumps:
+                    v, o = state.get(r, (("start", r), 0))
+                    state[r] = (v, o + bumps[r])
+                else:
+                    state[r] = (("def", i, r), 0)
+        # per-iteration step of the registers that only moved by constants (never written: 0)
+        self.step = {r: o for r, (v, o) in state.items() if v == ("start", r)}
+        self.recomputed = {r for r, (v, o) in state.items() if v != ("start", r)}
+
+    def previous_iteration(self, key: tuple, offset: int) -> tuple | None:
+        """Where an access of the previous iteration points, in this iteration's terms; None
+        when it depends on a value the iteration computes afresh."""
+        bv, iv, scale, symbols = key
+        for v in (bv, iv):
+            if v is not None and (v[0] != "start" or v[1] in self.recomputed):
+                return None
+        shift = (self.step.get(bv[1], 0) if bv else 0) + scale * (self.step.get(iv[1], 0) if iv else 0)
+        return key, offset - shift
 
 
-def _written_between(nodes: list[Node], a: int, b: int, regs) -> bool:
-    """Some instruction strictly after a and strictly before b (cyclically) writes regs."""
-    if not regs:
+def _contains(store: tuple, store_width, load: tuple, load_width) -> bool:
+    """The store wrote every byte the load reads (same symbolic address, range inside)."""
+    (skey, soff), (lkey, loff) = store, load
+    if skey != lkey:
         return False
-    n = len(nodes)
-    i = (a + 1) % n
-    while i != b:
-        if any(r in nodes[i].writes for r in regs):
-            return True
-        i = (i + 1) % n
-    return False
+    if store_width is None or load_width is None:
+        return soff == loff
+    return soff <= loff and loff * 8 + load_width <= soff * 8 + store_width
 
 
 def build_graph(nodes: list[Node], load_latency: float, store_forward_latency: float) -> Graph:
@@ -113,6 +151,7 @@ def build_graph(nodes: list[Node], load_latency: float, store_forward_latency: f
     for i, node in enumerate(nodes):
         for r in node.writes:
             last_writer[r] = i
+    addresses = _Addresses(nodes)
     current: dict[str, int] = {}
     for i, node in enumerate(nodes):
         for s in node.reads:
@@ -120,26 +159,39 @@ def build_graph(nodes: list[Node], load_latency: float, store_forward_latency: f
                 graph.edges.append(Edge(current[s.resource], i, s.latency, 0, s.resource))
             elif s.resource in last_writer:
                 graph.edges.append(Edge(last_writer[s.resource], i, s.latency, 1, s.resource))
-        for ref in node.memory:
+        for k, ref in enumerate(node.memory):
             if not ref.load:
                 continue
-            # the latest store before i (cyclically: this iteration, then the previous one)
-            for back in range(1, n + 1):
-                j = (i - back) % n
-                stores = [m for m in nodes[j].memory if m.store]
-                hit = next((m for m in stores if _covers(m, ref)), None)
-                if hit is None:
-                    continue
-                if j == i and not ref.store:
-                    continue
-                if not _written_between(nodes, j, i, ref.registers) and \
-                        not any(r in nodes[j].writes for r in ref.registers if j != i):
-                    weight = store_forward_latency + max(0.0, ref.latency - load_latency)
-                    graph.edges.append(Edge(j, i, weight, 0 if j < i else 1, "mem"))
-                break
+            edge = _forwarding_store(nodes, addresses, i, k)
+            if edge is not None:
+                j, distance = edge
+                weight = store_forward_latency + max(0.0, ref.latency - load_latency)
+                graph.edges.append(Edge(j, i, weight, distance, "mem"))
         for r in node.writes:
             current[r] = i
     return graph
+
+
+def _forwarding_store(nodes, addresses: _Addresses, i: int, k: int) -> tuple[int, int] | None:
+    """(store node, distance) whose data the k-th access (a load) of node i reads: the latest
+    earlier store, this iteration or the previous one, that covers its bytes."""
+    load = nodes[i].memory[k]
+    at = addresses.where[i][k]
+    n = len(nodes)
+    for back in range(1, n + 1):
+        j = (i - back) % n
+        previous = j >= i
+        for m, ref in enumerate(nodes[j].memory):
+            if not ref.store:
+                continue
+            there = addresses.where[j][m]
+            if previous:
+                there = addresses.previous_iteration(*there)
+                if there is None:
+                    continue
+            if _contains(there, ref.width, at, load.width):
+                return j, 1 if previous else 0
+    return None
 
 
 # --- critical path of one iteration ----------------------------------------------------------

@@ -14,19 +14,21 @@ saturated in every optimal schedule).
 
 How the engine keeps this cheap (measured in benchmarks/bench_sim.py):
   * uops with the same port set are merged (mass = count x multiplicity),
-    through a small hash table;
-  * the uops split into connected components (port sets that overlap); the
-    optimum is the max over components, so each is solved alone;
-  * a component of at most 6 uops: enumerate its 2^d uop subsets with
+    through a small hash table that is never cleared (stamped entries);
+  * at most 6 distinct uops: enumerate their 2^d uop subsets with
     incremental mass and port union (no subset tests);
-  * a larger one: Dinkelbach iteration on max-flow feasibility (start at a
-    lower bound, schedule greedily, repair with augmenting paths; a blocked
-    port set is denser and becomes the next bound), on int64 bitsets. On
-    random 10-port mappings this is ~5x faster than a sum-over-subsets
-    transform over the port lattice, which stays as the path for components
-    of more than 62 distinct uops;
-  * beyond both (more than 62 uops on more than 16 ports) the experiment is
-    solved with the LP.
+  * on at most 8 ports: the port lattice, mass(subset of Q) for every Q by a
+    zeta transform over rows of 8 doubles (vector instructions);
+  * otherwise Dinkelbach iteration on max-flow feasibility (start at a lower
+    bound, schedule greedily, repair with augmenting paths; a blocked port set
+    is denser and becomes the next bound), on int64 bitsets, over the whole
+    set of uops: on random 10-port mappings it is faster than the lattice;
+  * beyond 62 distinct uops the uops split into connected components (port
+    sets that overlap), solved alone by the methods above (the lattice up to
+    16 ports); beyond all of them the experiment is solved with the LP.
+Per experiment nothing is allocated and nothing is reference-counted: the
+buffers live in a per-thread workspace, and the engine's functions are
+compiled without numba's reference counting (see _kernel).
 The optional peak rate R_max caps throughput: cycles = max(port bound, n / R_max).
 
 Arrays (the data layer's MachineModel.to_arrays / ExperimentSet.to_arrays):
@@ -36,8 +38,12 @@ Arrays (the data layer's MachineModel.to_arrays / ExperimentSet.to_arrays):
 
 from __future__ import annotations
 
+import threading
+from collections import namedtuple
+
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import intrinsic
 
@@ -45,13 +51,24 @@ from numba.extending import intrinsic
 FRONTEND = -1
 # engine marker: the experiment is too large for the numba paths; solved with the LP instead
 TOO_LARGE = -2.0
-# largest port-class lattice the sum-over-subsets path allocates (2^16 entries)
-_MAX_SOS_BITS = 16
+# largest uop-subset enumeration (2^n entries) and port lattice (2^k entries) the engine builds
 _MAX_ENUM_UOPS = 16
+_MAX_LATTICE_BITS = 16
 _REL_TOL = 1e-12
-# components with at most this many distinct uops are solved by subset enumeration
+# automatic choice (measured in benchmarks/bench_sim.py): at most this many distinct uops,
+# enumerate their subsets; else, on at most this many ports, the port lattice; else max-flow
 _ENUM_PREFERRED_UOPS = 6
+_LATTICE_PREFERRED_BITS = 8
 METHOD_AUTO, METHOD_ENUM, METHOD_SOS, METHOD_FLOW = 0, 1, 2, 3
+
+
+# The engine proper: functions that only read and write arrays they are given. Compiled
+# without numba's reference counting (_nrt=False): with it, every call passing arrays
+# increments and decrements each array's count (atomic operations) unless LLVM happens to
+# inline the callee, which cost more than half of the time per experiment on small ones.
+# They cannot allocate; the callers below (new_workspace, the batch loops) do.
+_kernel = njit(cache=True, _nrt=False)
+_inline_kernel = njit(cache=True, _nrt=False, inline="always")
 
 
 @intrinsic
@@ -62,12 +79,12 @@ def _ctpop(typingctx, x):
     return x(x), codegen
 
 
-@njit(cache=True, inline="always")
+@_inline_kernel
 def _popcount(x):
     return _ctpop(x)
 
 
-@njit(cache=True, inline="always")
+@_inline_kernel
 def _better(num, den, best_num, best_den):
     """Compare num/den against best_num/best_den: 1 greater, 0 equal (within tolerance), -1 less."""
     a = num * best_den
@@ -80,7 +97,7 @@ def _better(num, den, best_num, best_den):
     return -1
 
 
-@njit(cache=True)
+@_kernel
 def _solve_enum(umask, umass, idx, n, sub_mass, sub_union):
     """Max over subsets S of the n uops idx[:n] of mass(S)/|ports(S)|; returns (num, den, mask)."""
     best_num = 0.0
@@ -106,81 +123,146 @@ def _solve_enum(umask, umass, idx, n, sub_mass, sub_union):
     return best_num, best_den, best_mask
 
 
-@njit(cache=True)
-def _solve_sos(umask, umass, idx, n, comp_mask, lattice, sizes, class_ports):
-    """Sum-over-subsets over the port classes of one component; returns (num, den, mask)."""
-    # port classes: ports with the same membership signature over the component's uops
-    k = 0
-    rest = comp_mask
-    while rest:
-        p = rest & -rest
-        rest ^= p
-        found = -1
-        for c in range(k):
-            q = class_ports[c] & -class_ports[c]  # a representative port of class c
-            same = True
-            for j in range(n):
-                m = umask[idx[j]]
-                if ((m & p) != 0) != ((m & q) != 0):
-                    same = False
-                    break
-            if same:
-                found = c
-                break
-        if found >= 0:
-            class_ports[found] |= p
-        else:
-            class_ports[k] = p
-            k += 1
-    size = 1 << k
+# --- port lattice: rows of 8 doubles, added as whole vectors ---------------------------
+# numba does not vectorize "row r += row r - h" itself (it cannot tell the two rows of one
+# array apart), and scalar adds made this path 3x slower; these emit 8-wide vector
+# operations (one AVX-512 or two AVX2 registers, four NEON).
+_ROW = 8
+_ROW_VEC = ir.VectorType(ir.DoubleType(), _ROW)
+
+
+def _row_pointer(context, builder, array_type, array, offset):
+    data = context.make_array(array_type)(context, builder, array).data
+    return builder.bitcast(builder.gep(data, [offset], inbounds=True), _ROW_VEC.as_pointer())
+
+
+@intrinsic
+def _row_add(typingctx, lat, dst, src):
+    """lat[dst:dst+8] += lat[src:src+8]"""
+    def codegen(context, builder, signature, args):
+        to = _row_pointer(context, builder, signature.args[0], args[0], args[1])
+        frm = _row_pointer(context, builder, signature.args[0], args[0], args[2])
+        total = builder.fadd(builder.load(to, typ=_ROW_VEC, align=8),
+                             builder.load(frm, typ=_ROW_VEC, align=8))
+        builder.store(total, to, align=8)
+        return context.get_dummy_value()
+    return types.void(lat, dst, src), codegen
+
+
+@intrinsic
+def _row_add_scaled(typingctx, lat, dst, w, table, src):
+    """lat[dst:dst+8] += w * table[src:src+8]"""
+    def codegen(context, builder, signature, args):
+        to = _row_pointer(context, builder, signature.args[0], args[0], args[1])
+        frm = _row_pointer(context, builder, signature.args[3], args[3], args[4])
+        scale = builder.insert_element(ir.Constant(_ROW_VEC, ir.Undefined), args[2],
+                                       ir.Constant(ir.IntType(32), 0))
+        scale = builder.shuffle_vector(scale, ir.Constant(_ROW_VEC, ir.Undefined),
+                                       ir.Constant(ir.VectorType(ir.IntType(32), _ROW), [0] * _ROW))
+        total = builder.fadd(builder.load(to, typ=_ROW_VEC, align=8),
+                             builder.fmul(scale, builder.load(frm, typ=_ROW_VEC, align=8)))
+        builder.store(total, to, align=8)
+        return context.get_dummy_value()
+    return types.void(lat, dst, w, table, src), codegen
+
+
+@intrinsic
+def _double_from_bits(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+    return types.float64(bits), codegen
+
+
+# _SUBSET_ROW[l * 8 + k] = 1 if the low port bits l are a subset of k: a uop's low three
+# ports spread over the 8 columns of its row
+_SUBSET_ROW = np.array([float(low & ~k == 0) for low in range(_ROW) for k in range(_ROW)])
+
+
+@_kernel
+def _solve_lattice(umask, umass, idx, n, cmask, lat, ratio, ratio_bits, inv_size):
+    """Max over port sets Q of the n uops idx[:n] of mass(uops confined to Q) / |Q|; returns
+    (num, den, mask) of the largest maximising Q.
+
+    lat, ratio (and ratio_bits, ratio viewed as int64): 2^max(k, 3) entries for the k ports
+    of cmask; inv_size[q] = 1 / popcount(q) for the first entries. Exact sums: every uop's mass is added to
+    each Q that contains it by the zeta transform, no division until the final ratios.
+    """
+    k = _popcount(cmask)
+    size = 1 << max(k, 3)
+    contiguous = cmask == (1 << k) - 1        # ports 0..k-1: indices need no compression
     for q in range(size):
-        lattice[q] = 0.0
-    for j in range(n):
-        m = umask[idx[j]]
-        cm = 0
-        for c in range(k):
-            if class_ports[c] & m:
-                cm |= 1 << c
-        lattice[cm] += umass[idx[j]]
-    sizes[0] = 0
-    for b in range(k):
-        lo = 1 << b
-        w = _popcount(class_ports[b])
-        for q in range(lo, lo << 1):
-            sizes[q] = sizes[q - lo] + w
-    # zeta transform: lattice[Q] = mass of uops whose class set is a subset of Q
-    h = 1
+        lat[q] = 0.0
+    for a in range(n):
+        m = umask[idx[a]]
+        if not contiguous:
+            m = _compress(m, cmask)
+        _row_add_scaled(lat, m & ~(_ROW - 1), umass[idx[a]], _SUBSET_ROW, (m & (_ROW - 1)) * _ROW)
+    # zeta transform over the high port bits: row r += row r - h for every row with bit h
+    # set, lowest bit first; the low three bits were spread by _SUBSET_ROW above
+    h = _ROW
     while h < size:
-        for base in range(0, size, h << 1):
-            for j in range(base, base + h):
-                lattice[j + h] += lattice[j]
+        for base in range(0, size, 2 * h):
+            for r in range(base, base + h, _ROW):
+                _row_add(lat, r + h, r)
         h <<= 1
-    best_num = 0.0
-    best_den = 1.0
-    best_q = 0
-    for q in range(1, size):
-        c = _better(lattice[q], sizes[q], best_num, best_den)
-        if c > 0 or (c == 0 and sizes[q] > best_den):
-            best_num = lattice[q]
-            best_den = sizes[q]
-            best_q = q
-    mask = 0
-    for c in range(k):
-        if best_q >> c & 1:
-            mask |= class_ports[c]
-    return best_num, best_den, mask
+    # best ratio: ratios are >= 0, so their bit patterns order like their values and the
+    # max is an integer max (which vectorizes; a float max with NaN rules does not)
+    tabulated = min(size, inv_size.shape[0])
+    for q in range(tabulated):
+        ratio[q] = lat[q] * inv_size[q]
+    for q in range(tabulated, size):
+        ratio[q] = lat[q] / _popcount(q)
+    top_bits = 0
+    for q in range(size):
+        top_bits = max(top_bits, ratio_bits[q])
+    top = _double_from_bits(top_bits)
+    if top <= 0.0:
+        return 0.0, 1.0, 0
+    # the maximising sets are closed under union: their union is the largest
+    floor = top * (1.0 - _REL_TOL)
+    best = 0
+    for q in range(size):
+        best |= q if ratio[q] >= floor else 0
+    mask = best if contiguous else _expand(best, cmask)
+    return lat[best], float(_popcount(best)), mask
 
 
-@njit(cache=True, inline="always")
+@_inline_kernel
+def _compress(m, cmask):
+    """The bits of m at cmask's set positions, packed to the bottom (pext)."""
+    out = 0
+    i = 0
+    while cmask:
+        low = cmask & -cmask
+        cmask ^= low
+        if m & low:
+            out |= 1 << i
+        i += 1
+    return out
+
+
+@_inline_kernel
+def _expand(c, cmask):
+    """Inverse of _compress (pdep)."""
+    out = 0
+    while c and cmask:
+        low = cmask & -cmask
+        cmask ^= low
+        if c & 1:
+            out |= low
+        c >>= 1
+    return out
+
+
+@_inline_kernel
 def _bit_index(b):
     return trailing_zeros(b)
 
 
-# layout of the flow solver's work buffers (slices of make_scratch()'s arrays)
 _FLOW_MAX_UOPS = 62          # uop sets are int64 bitmasks
 
 
-@njit(cache=True, inline="always")
+@_inline_kernel
 def _enqueue_ports(ports, u, from_port, visited, tail, queue, via_uop, via_port):
     """BFS step: queue every port of `ports`, reached through uop u from from_port (-1: start)."""
     while ports:
@@ -195,52 +277,71 @@ def _enqueue_ports(ports, u, from_port, visited, tail, queue, via_uop, via_port)
     return visited, tail
 
 
-@njit(cache=True)
-def _augment(lmask, n, deficit_a, a, x, cap, users, queue, via_uop, via_port, tol):
+@_inline_kernel
+def _slack(cap, cmask, tol):
+    """The ports of cmask with cap > tol."""
+    slack = 0
+    rest = cmask
+    while rest:
+        b = rest & -rest
+        rest ^= b
+        if cap[_bit_index(b)] > tol:
+            slack |= b
+    return slack
+
+
+@_kernel
+def _augment(lmask, deficit_a, a, x, cap, carriers, slack, queue, via_uop, via_port, tol):
     """Push deficit_a of local uop a through one augmenting path (BFS over ports).
 
-    Returns (amount pushed, 0), or (0, V) when no port with slack is reachable:
-    then V is a set of saturated ports whose confined uops carry more than its capacity.
+    slack: the ports with cap > tol. Returns (amount pushed, 0, slack after the push), or
+    (0, V, slack) when no port with slack is reachable: then V is a set of saturated ports
+    whose confined uops carry more than its capacity.
     """
-    visited = 0
-    expanded = 1 << a        # uops whose ports are already in the queue
+    visited, tail = _enqueue_ports(lmask[a], a, -1, 0, 0, queue, via_uop, via_port)
+    hit = lmask[a] & slack          # stop at the first port with slack, as soon as it is queued
+    expanded = 1 << a               # uops whose ports are already in the queue
     head = 0
-    tail = 0
-    visited, tail = _enqueue_ports(lmask[a], a, -1, visited, tail, queue, via_uop, via_port)
-    while head < tail:
+    while hit == 0 and head < tail:
         p = queue[head]
         head += 1
-        if cap[p] > tol:
-            amount = min(deficit_a, cap[p])
-            q = p
-            while via_port[q] >= 0:
-                amount = min(amount, x[via_uop[q] * 64 + via_port[q]])
-                q = via_port[q]
-            cap[p] -= amount
-            q = p
-            while True:
-                u = via_uop[q]
-                x[u * 64 + q] += amount
-                pp = via_port[q]
-                if pp < 0:
-                    break
-                x[u * 64 + pp] -= amount
-                q = pp
-            return amount, 0
         # a uop running on p may move to another of its ports
-        cand = users[p] & ~expanded
-        while cand:
+        cand = carriers[p] & ~expanded
+        expanded |= cand
+        while cand and hit == 0:
             ub = cand & -cand
             cand ^= ub
             u = _bit_index(ub)
-            if x[u * 64 + p] > tol:
-                expanded |= ub
-                visited, tail = _enqueue_ports(lmask[u] & ~visited, u, p, visited, tail, queue,
-                                               via_uop, via_port)
-    return 0.0, visited
+            new = lmask[u] & ~visited
+            visited, tail = _enqueue_ports(new, u, p, visited, tail, queue, via_uop, via_port)
+            hit = new & slack
+    if hit == 0:
+        return 0.0, visited, slack
+    end = _bit_index(hit & -hit)
+    amount = min(deficit_a, cap[end])
+    q = end
+    while via_port[q] >= 0:
+        amount = min(amount, x[via_uop[q] * 64 + via_port[q]])
+        q = via_port[q]
+    cap[end] -= amount
+    if cap[end] <= tol:
+        slack &= ~(1 << end)
+    q = end
+    while True:
+        u = via_uop[q]
+        x[u * 64 + q] += amount
+        carriers[q] |= 1 << u
+        pp = via_port[q]
+        if pp < 0:
+            break
+        x[u * 64 + pp] -= amount
+        if x[u * 64 + pp] <= tol:
+            carriers[pp] &= ~(1 << u)
+        q = pp
+    return amount, 0, slack
 
 
-@njit(cache=True)
+@_kernel
 def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
     """Exact bottleneck of one component by Dinkelbach iteration on max-flow feasibility.
 
@@ -257,7 +358,7 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
     lmass = work_f[n * 64 + 64:n * 64 + 64 + n]          # the part not yet scheduled
     lorig = work_f[n * 64 + 64 + n:n * 64 + 64 + 2 * n]   # the uop's whole mass
     lmask = work_i[192:192 + n]
-    users = work_i[256:320]                  # users[p]: local uops that may run on p
+    carriers = work_i[256:320]               # carriers[p]: local uops with load on p (x > tol)
     queue = work_i[:64]
     via_uop = work_i[64:128]
     via_port = work_i[128:192]
@@ -286,9 +387,8 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
         total += umass[j]
     lam = total / _popcount(cmask)
     for a in range(n):
-        r = lmass[a] / _popcount(lmask[a])
-        if r > lam:
-            lam = r
+        if lmass[a] > lam * _popcount(lmask[a]):       # a multiply: 17 divisions cost more
+            lam = lmass[a] / _popcount(lmask[a])
     tol = _REL_TOL * 64.0 * total
     rest = cmask
     while rest:
@@ -296,7 +396,7 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
         rest ^= b
         p = _bit_index(b)
         cap[p] = lam
-        users[p] = 0
+        carriers[p] = 0
     # greedy start: each uop spreads over its ports in proportion to their slack
     starved = 0
     for a in range(n):
@@ -309,7 +409,6 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             rest ^= b
             p = _bit_index(b)
             room += cap[p]
-            users[p] |= 1 << a
         share = min(1.0, r / room) if room > 0.0 else 0.0
         while m:
             b = m & -m
@@ -317,6 +416,8 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             p = _bit_index(b)
             take = cap[p] * share
             x[a * 64 + p] = take
+            if take > tol:
+                carriers[p] |= 1 << a
             cap[p] -= take
             r -= take
         if r > tol:
@@ -324,10 +425,11 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             lmass[a] = r
         else:
             lmass[a] = 0.0
+    slack = _slack(cap, cmask, tol)
     while starved:
         a = _bit_index(starved & -starved)
-        pushed, blocked = _augment(lmask, n, lmass[a], a, x, cap, users, queue, via_uop,
-                                   via_port, tol)
+        pushed, blocked, slack = _augment(lmask, lmass[a], a, x, cap, carriers, slack, queue,
+                                          via_uop, via_port, tol)
         if blocked == 0:
             lmass[a] -= pushed
             if lmass[a] <= tol:
@@ -347,14 +449,9 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
             rest ^= b
             cap[_bit_index(b)] += denser - lam
         lam = denser
+        slack = _slack(cap, cmask, tol)
     # ports that can shed load to a port with slack are not in the bottleneck
-    reach = 0
-    rest = cmask
-    while rest:
-        b = rest & -rest
-        rest ^= b
-        if cap[_bit_index(b)] > tol:
-            reach |= b
+    reach = slack
     done = 0
     grown = reach != 0
     while grown:
@@ -381,14 +478,83 @@ def _solve_flow(umask, umass, idx, n, cmask, work_f, work_i):
     return mass, float(_popcount(tight)), tight
 
 
+Workspace = namedtuple("Workspace", [
+    "scratch_f", "scratch_i",                  # enumeration's subset table; the flow solver's arrays
+    "lat", "ratio", "ratio_bits", "inv_size",  # the port lattice (ratio_bits: ratio as int64)
+    "umask", "umass",                          # an experiment's merged uops: port masks, masses
+    "idx", "comp",                             # the uops of one component; component of each uop
+    "slot", "slot_key",                        # merge hash table: stamp and uop, port mask
+])
+_MAX_DISTINCT = 256          # distinct uops per experiment (a power of two: slot's low bits)
+_HASH_SLOTS = 4096           # 16 x _MAX_DISTINCT keeps probe chains short
+_FLOW_FLOATS = _FLOW_MAX_UOPS * 64 + 64 + 2 * _FLOW_MAX_UOPS
+_INV_SIZES = 1 << 12         # 1/|Q| is tabulated for lattices up to 2^12 entries
+
+
 @njit(cache=True)
-def solve_uops(umask, umass, d, scratch_f, scratch_i, idx, comp, method=0):
+def new_workspace():
+    """All buffers one thread needs to simulate experiments (reused across experiments).
+
+    The large ones are sized for the largest enumeration and lattice (2^16 entries) but not
+    initialised: the operating system maps a page when it is first touched, so the memory
+    (and the page faults) an experiment costs are those of the entries its method uses.
+    """
+    big = 1 << max(_MAX_ENUM_UOPS, _MAX_LATTICE_BITS)
+    ratio = np.empty(big)
+    inv_size = np.empty(_INV_SIZES)
+    inv_size[0] = 0.0
+    for q in range(1, _INV_SIZES):
+        inv_size[q] = 1.0 / _popcount(q)
+    return Workspace(np.empty(max(big, _FLOW_FLOATS)), np.empty(big, dtype=np.int64),
+                     np.empty(big), ratio, ratio.view(np.int64), inv_size,
+                     np.empty(_MAX_DISTINCT, dtype=np.int64), np.empty(_MAX_DISTINCT),
+                     np.empty(_MAX_DISTINCT, dtype=np.int64), np.empty(_MAX_DISTINCT, dtype=np.int64),
+                     np.zeros(_HASH_SLOTS + 1, dtype=np.int64), np.empty(_HASH_SLOTS, dtype=np.int64))
+
+
+@_inline_kernel
+def _enum(umask, umass, idx, n, ws):
+    return _solve_enum(umask, umass, idx, n, ws.scratch_f, ws.scratch_i)
+
+
+@_inline_kernel
+def _lattice(umask, umass, idx, n, cmask, ws):
+    return _solve_lattice(umask, umass, idx, n, cmask, ws.lat, ws.ratio, ws.ratio_bits, ws.inv_size)
+
+
+@_inline_kernel
+def solve_uops(umask, umass, d, ws, method=METHOD_AUTO):
     """Bottleneck of d distinct uops (umask[:d], umass[:d]); returns (cycles, port mask).
 
-    scratch_f / scratch_i: buffers from make_scratch(); idx, comp: int64[>= d].
-    Returns cycles = -1.0 when a component is too large for both methods (the
-    caller falls back to the LP).
+    ws: from new_workspace(). Returns cycles = -1.0 when a component is too large for
+    every method (the caller falls back to the LP).
     """
+    if method == METHOD_AUTO:
+        # solve the whole set at once: splitting it into connected components first costs
+        # more than it saves
+        idx = ws.idx
+        union = 0
+        for j in range(d):
+            idx[j] = j
+            union |= umask[j]
+        if d <= _ENUM_PREFERRED_UOPS:
+            num, den, mask = _enum(umask, umass, idx, d, ws)
+            return (num / den, mask) if num > 0.0 else (0.0, 0)
+        if _popcount(union) <= _LATTICE_PREFERRED_BITS:
+            num, den, mask = _lattice(umask, umass, idx, d, union, ws)
+            return (num / den, mask) if num > 0.0 else (0.0, 0)
+        if d <= _FLOW_MAX_UOPS:
+            num, den, mask = _solve_flow(umask, umass, idx, d, union, ws.scratch_f, ws.scratch_i)
+            return (num / den, mask) if num > 0.0 else (0.0, 0)
+    return _solve_components(umask, umass, d, ws, method)
+
+
+@_kernel
+def _solve_components(umask, umass, d, ws, method):
+    """solve_uops one connected component (uops sharing ports) at a time: the optimum is
+    the best component's."""
+    idx = ws.idx
+    comp = ws.comp
     for j in range(d):
         comp[j] = -1
     best_num = 0.0
@@ -398,8 +564,8 @@ def solve_uops(umask, umass, d, scratch_f, scratch_i, idx, comp, method=0):
     for start in range(d):
         if comp[start] >= 0 or umass[start] <= 0.0:
             continue
-        # grow the connected component of `start` (uops sharing ports): close the port
-        # set under overlap first, then collect its uops
+        # grow the connected component of `start`: close the port set under overlap first,
+        # then collect its uops
         cmask = umask[start]
         grown = True
         while grown:
@@ -416,24 +582,23 @@ def solve_uops(umask, umass, d, scratch_f, scratch_i, idx, comp, method=0):
                 idx[n] = j
                 n += 1
         n_comp += 1
+        k = _popcount(cmask)
         if n == 1:
             num = umass[start]
-            den = float(_popcount(cmask))
+            den = float(k)
             mask = cmask
-        elif n <= _ENUM_PREFERRED_UOPS and method != METHOD_FLOW or method == METHOD_ENUM:
+        elif method == METHOD_ENUM or method == METHOD_AUTO and n <= _ENUM_PREFERRED_UOPS:
             if n > _MAX_ENUM_UOPS:
                 return -1.0, 0
-            num, den, mask = _solve_enum(umask, umass, idx, n, scratch_f, scratch_i)
-        elif method == METHOD_SOS:
-            if _popcount(cmask) > _MAX_SOS_BITS:
+            num, den, mask = _enum(umask, umass, idx, n, ws)
+        elif method == METHOD_SOS or method == METHOD_AUTO and k <= _LATTICE_PREFERRED_BITS:
+            if k > _MAX_LATTICE_BITS:
                 return -1.0, 0
-            num, den, mask = _solve_sos(umask, umass, idx, n, cmask, scratch_f, scratch_i,
-                                        scratch_i[1 << _MAX_SOS_BITS:])
+            num, den, mask = _lattice(umask, umass, idx, n, cmask, ws)
         elif n <= _FLOW_MAX_UOPS:
-            num, den, mask = _solve_flow(umask, umass, idx, n, cmask, scratch_f, scratch_i)
-        elif _popcount(cmask) <= _MAX_SOS_BITS:
-            num, den, mask = _solve_sos(umask, umass, idx, n, cmask, scratch_f, scratch_i,
-                                        scratch_i[1 << _MAX_SOS_BITS:])
+            num, den, mask = _solve_flow(umask, umass, idx, n, cmask, ws.scratch_f, ws.scratch_i)
+        elif k <= _MAX_LATTICE_BITS:
+            num, den, mask = _lattice(umask, umass, idx, n, cmask, ws)
         else:
             return -1.0, 0
         c = _better(num, den, best_num, best_den)
@@ -451,44 +616,23 @@ def solve_uops(umask, umass, d, scratch_f, scratch_i, idx, comp, method=0):
     return best_num / best_den, best_mask
 
 
-_MAX_DISTINCT = 256          # distinct uops per experiment
-_HASH_SLOTS = 512            # > 2 x _MAX_DISTINCT keeps probe chains short
-
-
-@njit(cache=True)
-def make_scratch():
-    """Work buffers for solve_uops: 2^16 lattice entries (+ 64 port-class slots)."""
-    size = 1 << max(_MAX_SOS_BITS, _MAX_ENUM_UOPS)
-    return np.zeros(size, dtype=np.float64), np.zeros(size + 64, dtype=np.int64)
-
-
-@njit(cache=True)
-def new_workspace():
-    """All buffers one thread needs to simulate experiments (reused across calls)."""
-    scratch_f, scratch_i = make_scratch()
-    return (scratch_f, scratch_i,
-            np.zeros(_MAX_DISTINCT, dtype=np.int64),     # umask: merged uops' port masks
-            np.zeros(_MAX_DISTINCT, dtype=np.float64),   # umass: their masses
-            np.zeros(_MAX_DISTINCT, dtype=np.int64),     # idx: a component's uops
-            np.zeros(_MAX_DISTINCT, dtype=np.int64),     # comp: component of each uop
-            np.zeros(_HASH_SLOTS + 1, dtype=np.int64),   # slot_stamp: live hash slots + counter
-            np.zeros(_HASH_SLOTS, dtype=np.int64))       # slot_uop: hash slot -> uop
-
-
-@njit(cache=True)
+@_inline_kernel
 def experiment_cycles(masks, counts, ptr, forms, mults, e, r_max, ws, method=METHOD_AUTO):
     """Simulate experiment e of a CSR set under one mapping; returns (cycles, bottleneck mask).
 
     ws comes from new_workspace(). NaN cycles for an unknown form (index -1),
     TOO_LARGE when the numba paths cannot solve it (the caller uses the LP).
     """
-    scratch_f, scratch_i, umask, umass, idx, comp, slot_stamp, slot_uop = ws
-    # merge uops with equal port masks; an open-addressing table keyed by the mask,
-    # cleared by stamping (slot_stamp[h] == stamp means slot h is live)
+    umask, umass, slot, slot_key = ws.umask, ws.umass, ws.slot, ws.slot_key
+    # merge uops with equal port masks through an open-addressing table keyed by the mask;
+    # slot[h] = stamp * _MAX_DISTINCT + uop, live when its stamp is this call's, so nothing needs
+    # clearing (the extra last entry counts the calls). Masks of ports 0..11 are their own
+    # hash: no collisions on any real machine's ports.
     d = 0
     n_insn = 0.0
-    stamp = slot_stamp[_HASH_SLOTS] + 1       # the extra last entry counts the calls
-    slot_stamp[_HASH_SLOTS] = stamp
+    stamp = slot[_HASH_SLOTS] + 1
+    slot[_HASH_SLOTS] = stamp
+    live = stamp * _MAX_DISTINCT
     for t in range(ptr[e], ptr[e + 1]):
         f = forms[t]
         if f < 0:
@@ -500,20 +644,20 @@ def experiment_cycles(masks, counts, ptr, forms, mults, e, r_max, ws, method=MET
             if c <= 0.0:
                 continue
             m = masks[f, j]
-            h = (m ^ (m >> 7) ^ (m >> 17) ^ (m >> 31)) & (_HASH_SLOTS - 1)
-            while slot_stamp[h] == stamp and umask[slot_uop[h]] != m:
+            h = (m ^ (m >> 12) ^ (m >> 24) ^ (m >> 36) ^ (m >> 48)) & (_HASH_SLOTS - 1)
+            while slot[h] >= live and slot_key[h] != m:
                 h = (h + 1) & (_HASH_SLOTS - 1)
-            if slot_stamp[h] == stamp:
-                umass[slot_uop[h]] += c * mult
+            if slot[h] >= live:
+                umass[slot[h] & (_MAX_DISTINCT - 1)] += c * mult
             else:
                 if d == _MAX_DISTINCT:
                     return TOO_LARGE, 0
-                slot_stamp[h] = stamp
-                slot_uop[h] = d
+                slot[h] = live | d
+                slot_key[h] = m
                 umask[d] = m
                 umass[d] = c * mult
                 d += 1
-    cycles, bmask = solve_uops(umask, umass, d, scratch_f, scratch_i, idx, comp, method)
+    cycles, bmask = solve_uops(umask, umass, d, ws, method)
     if cycles < 0.0:
         return TOO_LARGE, 0
     if r_max > 0.0:
@@ -523,15 +667,19 @@ def experiment_cycles(masks, counts, ptr, forms, mults, e, r_max, ws, method=MET
     return cycles, bmask
 
 
-@njit(cache=True)
-def _simulate_batch(masks, counts, ptr, forms, mults, r_max, method):
-    n_exp = ptr.shape[0] - 1
-    cycles = np.empty(n_exp, dtype=np.float64)
-    bottleneck = np.zeros(n_exp, dtype=np.int64)
-    ws = new_workspace()
-    for e in range(n_exp):
+@_kernel
+def _simulate_into(masks, counts, ptr, forms, mults, r_max, method, ws, cycles, bottleneck):
+    for e in range(ptr.shape[0] - 1):
         cycles[e], bottleneck[e] = experiment_cycles(masks, counts, ptr, forms, mults, e, r_max,
                                                      ws, method)
+
+
+@njit(cache=True)
+def _simulate_batch(masks, counts, ptr, forms, mults, r_max, method, ws):
+    n_exp = ptr.shape[0] - 1
+    cycles = np.empty(n_exp, dtype=np.float64)
+    bottleneck = np.empty(n_exp, dtype=np.int64)
+    _simulate_into(masks, counts, ptr, forms, mults, r_max, method, ws, cycles, bottleneck)
     return cycles, bottleneck
 
 
@@ -542,9 +690,8 @@ def _simulate_population(masks, counts, ptr, forms, mults, r_max):
     out = np.empty((n_pop, n_exp), dtype=np.float64)
     for p in prange(n_pop):
         ws = new_workspace()
-        for e in range(n_exp):
-            out[p, e] = experiment_cycles(masks[p], counts[p], ptr, forms, mults, e, r_max, ws,
-                                          METHOD_AUTO)[0]
+        _simulate_into(masks[p], counts[p], ptr, forms, mults, r_max, METHOD_AUTO, ws, out[p],
+                       np.empty(n_exp, dtype=np.int64))
     return out
 
 
@@ -555,13 +702,25 @@ def _rate(r_max) -> float:
     return float(r_max) if r_max else 0.0
 
 
+_thread = threading.local()
+
+
+def _workspace():
+    """This thread's workspace, made once: a new one per call would be mapped afresh (page
+    faults) every time."""
+    if not hasattr(_thread, "workspace"):
+        _thread.workspace = new_workspace()
+    return _thread.workspace
+
+
 def simulate_arrays(masks, counts, ptr, forms, mults, r_max=None, method=METHOD_AUTO):
     """One mapping x many experiments -> (cycles float64[E], bottleneck int64[E]).
 
     cycles is NaN for an experiment with a form the mapping lacks; bottleneck is a
     port mask, or FRONTEND when the R_max cap decides.
     """
-    cycles, bottleneck = _simulate_batch(masks, counts, ptr, forms, mults, _rate(r_max), method)
+    cycles, bottleneck = _simulate_batch(masks, counts, ptr, forms, mults, _rate(r_max), method,
+                                         _workspace())
     for e in np.flatnonzero(cycles == TOO_LARGE):
         cycles[e], bottleneck[e] = _lp_experiment(masks, counts, forms[ptr[e]:ptr[e + 1]],
                                                   mults[ptr[e]:ptr[e + 1]], r_max)

@@ -142,3 +142,26 @@ def test_stack_engine_makes_push_and_pop_chains_free():
     r = predict(["stosq", "addq $1, %rax"])
     assert ("rdi",) in [c.resources for c in r.chains]
     # (a post-indexed AArch64 load costs address_update_latency too: test_asm_osaca_forms)
+
+
+def test_addresses_are_followed_through_pointer_bumps():
+    # a[i] = a[i-1] + x with a moving pointer: the load reads what the previous iteration
+    # stored 8 bytes back: store forwarding (4) + addsd (4) per iteration
+    r = predict(["movsd -8(%rdi), %xmm0", "addsd %xmm1, %xmm0", "movsd %xmm0, (%rdi)",
+                 "addq $8, %rdi"])
+    assert r.bounds.loop_carried == 8.0 and "mem" in r.chains[0].resources
+    # a[i] = a[i] + x: a different element every iteration, no chain through memory
+    r = predict(["movsd (%rdi), %xmm0", "addsd %xmm1, %xmm0", "movsd %xmm0, (%rdi)",
+                 "addq $8, %rdi"])
+    assert "mem" not in {x for c in r.chains for x in c.resources}
+    # within one iteration, through the bump: the store at [rdi] is the load at [rdi - 8]
+    r = predict(["movsd %xmm0, (%rdi)", "addq $8, %rdi", "movsd -8(%rdi), %xmm1"])
+    mem = [e for e in r.graph.edges if e.resource == "mem"]
+    assert [(e.src, e.dst, e.distance) for e in mem] == [(0, 2, 0)]
+
+
+def test_push_then_pop_forwards_through_the_stack():
+    # push rbx; pop rbx: rbx goes through memory (the stack engine moves rsp for free)
+    r = predict(["pushq %rbx", "popq %rbx", "addq $1, %rax"])
+    chain = next(c for c in r.chains if "rbx" in c.resources)
+    assert "mem" in chain.resources and chain.ratio == TOY.pipeline["store_forward_latency"]

@@ -224,3 +224,43 @@ def test_too_many_distinct_uops_falls_back_to_lp():
     exps = ExperimentSet(model.forms, (Experiment.of(list(uops)),))
     cycles, _ = sim.simulate(model, exps)
     assert cycles[0] == pytest.approx(lp_cycles(model, exps.experiments[0])[0], rel=1e-7)
+
+
+@pytest.mark.parametrize("method", [sim.METHOD_AUTO, sim.METHOD_ENUM, sim.METHOD_SOS, sim.METHOD_FLOW])
+def test_sparse_high_ports_every_path_equals_lp(method):
+    """14 ports scattered over bits 3..45: masks beyond the merge table's direct range (hash
+    probing), lattice indices compressed to the used ports, lattices larger than the 1/|Q| table."""
+    rng = np.random.default_rng(44)
+    used = sorted(int(p) for p in rng.choice(np.arange(3, 46), size=14, replace=False))
+    uops = {}
+    for f in range(30):
+        merged = {}
+        for _ in range(rng.integers(1, 4)):
+            chosen = rng.choice(used, size=rng.integers(1, 6), replace=False)
+            mask = sum(1 << int(p) for p in chosen)
+            merged[mask] = merged.get(mask, 0) + int(rng.integers(1, 3))
+        uops[f"f{f}"] = tuple(sorted(merged.items()))
+    model = MachineModel("sparse", "x86", tuple(str(i) for i in range(46)), uops)
+    exps = random_experiments(rng, model.forms, 150, 6)
+    masks, counts = model.to_arrays()
+    ptr, forms, mults = exps.to_arrays(model.form_index())
+    cycles, bottleneck = sim.simulate_arrays(masks, counts, ptr, forms, mults, method=method)
+    for e, experiment in enumerate(exps.experiments):
+        expected, load = lp_cycles(model, experiment)
+        assert cycles[e] == pytest.approx(expected, rel=1e-7)
+        for p in model.port_names(int(bottleneck[e])):
+            assert load[model.ports.index(p)] == pytest.approx(expected, rel=1e-6)
+
+
+def test_results_do_not_depend_on_earlier_calls():
+    # the per-thread workspace (merge table never cleared, stamped instead) is reused
+    rng = np.random.default_rng(9)
+    first, other = random_model(rng, 9, 20, max_uops=4), random_model(rng, 9, 20, max_uops=4)
+    exps = random_experiments(rng, first.forms, 200, 5)
+    before = sim.simulate(first, exps)
+    sim.simulate(other, random_experiments(rng, other.forms, 200, 7))
+    after = sim.simulate(first, exps)
+    np.testing.assert_array_equal(before[0], after[0])
+    np.testing.assert_array_equal(before[1], after[1])
+    expected = [lp_cycles(first, e)[0] for e in exps.experiments]
+    np.testing.assert_allclose(after[0], expected, rtol=1e-7)

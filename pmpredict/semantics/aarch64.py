@@ -298,7 +298,8 @@ class _Op:
     lane: int | None = None
     element: int | None = None        # element bits of a vector list (ld1r: one per register)
     memory: Memory | None = None
-    increment: str | None = None      # post-index register (`[x0], x2`)
+    increment: str | int | None = None   # post-index register (`[x0], x2`) or constant (`, 16`)
+    value: int | None = None          # an immediate's value, when it is a known integer
 
 
 def _fold_post_index(operands) -> tuple[list, list[str | None]]:
@@ -313,6 +314,8 @@ def _fold_post_index(operands) -> tuple[list, list[str | None]]:
                             writeback="post", index_shift=m.index_shift, has_disp=m.has_disp)
             if isinstance(ops[i + 1], Register):
                 increments[i] = ops[i + 1].name
+            elif isinstance(ops[i + 1].value, int):
+                increments[i] = ops[i + 1].value        # `[x0], 16`: the constant added
             del ops[i + 1]
             del increments[i + 1]
             break
@@ -349,7 +352,8 @@ def _instruction_ops(operands, mnemonic: str) -> tuple[_Op, ...]:
             if op.text.startswith("="):        # `ldr x0, =value`: a literal-pool load
                 out.append(_Op("mem", memory=Memory(symbols=op.symbols, has_disp=True)))
             else:
-                out.append(_Op("imm"))
+                value = op.value if isinstance(op.value, int) and not op.symbols else None
+                out.append(_Op("imm", value=value))
         elif isinstance(op, Shift):
             out.append(_Op("shift"))
         elif isinstance(op, Symbol):
@@ -569,6 +573,7 @@ class _Builder:
         self.writes: list[RegAccess] = []
         self.memory: list[MemAccess] = []
         self.notes = list(res.notes)
+        self.offsets: list[tuple[str, int]] = []
 
     def read(self, name, operand, role=DATA, width=None):
         fam = family(name)
@@ -594,11 +599,15 @@ class _Builder:
 
     def memory_operand(self, i, op: _Op, access: str):
         m, spec = op.memory, self.res.spec
-        for reg in (m.base, m.index, op.increment):
+        register_increment = op.increment if isinstance(op.increment, str) else None
+        for reg in (m.base, m.index, register_increment):
             if reg:
                 self.read(reg, i, ADDRESS, _register_width(reg))
         if m.writeback and m.base:
             self.write(m.base, i, 64)
+            step = op.increment if m.writeback == "post" else m.disp if not m.symbols else None
+            if isinstance(step, int) and family(m.base):
+                self.offsets.append((family(m.base), step))
         scale = 1 << m.index_shift.amount if m.index_shift is not None and \
             m.index_shift.amount else 1
         kind = _memory_kind(self.res, self.ops)
@@ -664,7 +673,18 @@ class _Builder:
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             move=self._move(), branch=_branch(res), trap=_trap(res, ops), known=res.known,
-            notes=tuple(dict.fromkeys(self.notes)))
+            notes=tuple(dict.fromkeys(self.notes)), offsets=tuple(self.offsets) + self._bump())
+
+    def _bump(self) -> tuple[tuple[str, int], ...]:
+        """add / sub of an immediate to a 64-bit register into itself: a pointer bump."""
+        res, ops = self.res, self.ops
+        if res.mnemonic not in ("add", "sub") or len(ops) != 3 or ops[2].kind != "imm":
+            return ()
+        a, b, c = ops
+        if a.kind != "reg" or b.kind != "reg" or a.cls != "G" or a.width != 64 \
+                or family(a.name or "") != family(b.name or "") or not isinstance(c.value, int):
+            return ()
+        return ((family(a.name), c.value if res.mnemonic == "add" else -c.value),)
 
     def _move(self) -> bool:
         res, ops = self.res, self.ops

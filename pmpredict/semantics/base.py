@@ -99,6 +99,10 @@ class InstructionSemantics:
     known: bool = True                # False: the tables do not know the mnemonic; reads/writes
                                       # were guessed from the operand order (reported to the user)
     notes: tuple[str, ...] = ()       # anything a report should say about this instruction
+    # registers the instruction sets to their own old value plus a constant (a pointer bump:
+    # add/sub of an immediate, inc/dec, lea r, [r + d], push/pop on rsp, AArch64 write-back):
+    # with them the dependency engine follows addresses from one iteration to the next
+    offsets: tuple[tuple[str, int], ...] = ()
 
     @property
     def loads(self) -> bool:

@@ -146,6 +146,7 @@ class _Implicit:
     memory: tuple = ()                # MemAccess with operand None
     flags_read: frozenset = NONE
     notes: tuple = ()
+    offsets: tuple = ()               # (family, constant added to it): push/pop/call/ret on rsp
 
 
 @dataclass(frozen=True)
@@ -212,20 +213,23 @@ def _stack(store: bool, extra_reads=(), extra_writes=(), width=64, base="rsp", d
         d = (-8 if store else 0) if disp is None else disp
         mem = MemAccess(None, base=base, disp=d, width=width, load=not store, store=store)
         return _Implicit(reads=(("rsp", 64, ADDRESS),) + tuple(extra_reads),
-                         writes=(("rsp", 64),) + tuple(extra_writes), memory=(mem,))
+                         writes=(("rsp", 64),) + tuple(extra_writes), memory=(mem,),
+                         offsets=(("rsp", -8 if store else 8),))
     return handler
 
 
 def _push(w, ops, prefixes):
     width = w if w == 16 else 64
     return _Implicit(reads=(("rsp", 64, ADDRESS),), writes=(("rsp", 64),),
-                     memory=(MemAccess(None, base="rsp", disp=-width // 8, width=width, store=True),))
+                     memory=(MemAccess(None, base="rsp", disp=-width // 8, width=width, store=True),),
+                     offsets=(("rsp", -width // 8),))
 
 
 def _pop(w, ops, prefixes):
     width = w if w == 16 else 64
     return _Implicit(reads=(("rsp", 64, ADDRESS),), writes=(("rsp", 64),),
-                     memory=(MemAccess(None, base="rsp", width=width, load=True),))
+                     memory=(MemAccess(None, base="rsp", width=width, load=True),),
+                     offsets=(("rsp", width // 8),))
 
 
 def _leave(w, ops, prefixes):
@@ -605,6 +609,7 @@ class _Op:
     mask: str | None = None
     zeroing: bool = False
     indirect: bool = False
+    value: int | None = None          # an immediate's value, when it is a known integer
 
 
 def _instruction_ops(operands, key: FormKey) -> tuple[_Op, ...]:
@@ -628,7 +633,8 @@ def _instruction_ops(operands, key: FormKey) -> tuple[_Op, ...]:
                 out.append(_Op("mem", width=k[1] if k[0] == "mem" else None,
                                memory=Memory(symbols=(op.name,), has_disp=True), indirect=indirect))
         elif isinstance(op, Immediate):
-            out.append(_Op("imm"))
+            value = op.value if isinstance(op.value, int) and not op.symbols else None
+            out.append(_Op("imm", value=value))
         elif isinstance(op, Rounding):
             out.append(_Op("round"))
         else:
@@ -990,7 +996,25 @@ class _Builder:
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             idiom=idiom, move=self._move(), branch=_branch(spec, ops),
             fusion=self._fusion(), trap=self._trap(), known=res.known,
-            notes=tuple(dict.fromkeys(self.notes)))
+            notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets())
+
+    def _offsets(self) -> tuple[tuple[str, int], ...]:
+        """A 64-bit register set to itself plus a constant (32-bit writes zero-extend: their
+        result is no constant offset of the 64-bit value)."""
+        m, ops = self.res.mnemonic, self.ops
+        if not ops or ops[0].kind != "reg" or ops[0].cls != "G" or ops[0].width != 64:
+            return ()
+        dest = family(ops[0].name)
+        if m in ("add", "sub") and len(ops) == 2 and ops[1].kind == "imm" \
+                and ops[1].value is not None:
+            return ((dest, ops[1].value if m == "add" else -ops[1].value),)
+        if m in ("inc", "dec") and len(ops) == 1:
+            return ((dest, 1 if m == "inc" else -1),)
+        if m == "lea" and len(ops) == 2 and ops[1].kind == "mem":
+            mem = ops[1].memory
+            if mem.base and family(mem.base) == dest and mem.index is None and not mem.symbols:
+                return ((dest, mem.disp),)
+        return ()
 
     def _trap(self) -> str | None:
         if self.res.spec is not None and self.res.spec.trap:

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
+
+from .. import semantics
+
+_WORD = re.compile(r"[a-z][a-z0-9]*")
 
 
 def number(x, digits: int = 6):
@@ -23,9 +28,26 @@ def mnemonic(row) -> str:
 def chain_text(report, chain) -> str:
     """`4 × addsd` or `vmulpd -> vaddpd` for the instructions of a dependency cycle."""
     names = [mnemonic(report.rows[i]) for i in chain.nodes]
+    if len(names) == 1:
+        return names[0]
     if len(set(names)) == 1:
         return f"{len(names)} × {names[0]}"
     return " -> ".join(names)
+
+
+def resource_names(report, chain) -> str:
+    """What a chain's edges carry, as the kernel spells it: `xmm0` rather than the family
+    `v0`, `memory` rather than `mem`; flags as they are (ZF, CF...)."""
+    isa = semantics.get(report.isa)
+    words = [w for i in chain.nodes for w in _WORD.findall(report.rows[i].text.lower())]
+    out = []
+    for name in chain.resources:
+        if name == "mem":
+            out.append("memory")
+            continue
+        spelled = next((w for w in words if isa.register_family(w) == name), name)
+        out.append(spelled)
+    return ", ".join(dict.fromkeys(out))
 
 
 def finite(x):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..asm.detect import SYNTAX_NAMES
-from .common import chain_text, number
+from .common import chain_text, number, resource_names
 
 TOLERANCE = 0.02          # a bound within 2% of the prediction is what limits it
 
@@ -48,25 +48,28 @@ def assumptions(report) -> list[str]:
 
 
 def _bound_parts(report) -> list[tuple[float, str, str]]:
-    """(value, kind, description) of each known bound."""
+    """(value, name of the limit, the limit told in full) of each known bound."""
     b, parts = report.bounds, []
     if b is None:
         return parts
     if b.throughput is not None:
-        where = ("front end (R_max)" if report.bottleneck == ["frontend"]
-                 else "ports " + ", ".join(report.bottleneck))
-        parts.append((b.throughput, "ports", where))
+        if report.bottleneck == ["frontend"]:
+            where = "the ports"
+        else:
+            kinds = report.bottleneck_kinds
+            where = "ports " + ", ".join(report.bottleneck) + (f" ({', '.join(kinds)})"
+                                                               if kinds else "")
+        parts.append((b.throughput, "the ports", where))
     if report.chains:
         c = report.chains[0]
-        parts.append((b.loop_carried, "loop-carried",
-                      f"chain through {', '.join(c.resources)}: {chain_text(report, c)}"))
-    else:
-        parts.append((0.0, "loop-carried", "no loop-carried dependency"))
+        parts.append((b.loop_carried, "the loop-carried chain",
+                      f"the loop-carried chain through {resource_names(report, c)} "
+                      f"({chain_text(report, c)})"))
     if b.front_end is not None:
         slots = sum(r.annotated.slot for r in report.rows if r.annotated)
         what = f"{slots} instructions at {report.r_max:g} per cycle" if report.r_max else \
             "one taken branch per iteration"
-        parts.append((b.front_end, "front end", what))
+        parts.append((b.front_end, "the front end", f"the front end ({what})"))
     return parts
 
 
@@ -77,21 +80,21 @@ def verdict(report) -> str:
     parts = sorted(_bound_parts(report), key=lambda p: -p[0])
     if not parts:
         return ""
-    value, kind, what = parts[0]
+    value, name, told = parts[0]
     rest = [p for p in parts[1:] if p[0] > 0]
-    others = "; " + ", ".join(f"{k} would allow {v:.2f}" for v, k, _ in rest) if rest else ""
+    others = "; " + ", ".join(f"{n} would allow {v:.2f}" for v, n, _ in rest) if rest else ""
     if value >= report.cycles * (1 - TOLERANCE):
-        return f"bound by the {kind} ({what}): {value:.2f} cycles per iteration{others}"
+        return f"bound by {told}: {value:.2f} cycles per iteration{others}"
     # the costs take more simulations: they are named here only once computed (--bottlenecks,
     # --json); otherwise the line says where to look
     crit = report.computed_criticality
     if crit and crit.cost:
         top = max(crit.cost, key=crit.cost.get)
         if crit.cost[top] > 0:
-            return (f"no single bound explains {report.cycles:.2f} cycles (the largest is the "
-                    f"{kind}, {value:.2f}): the {top} costs most ({crit.cost[top]:.2f} cycles "
+            return (f"no single bound explains {report.cycles:.2f} cycles (the largest is "
+                    f"{name}, {value:.2f}): the {top} costs most ({crit.cost[top]:.2f} cycles "
                     "per iteration)")
-    return (f"no single bound explains {report.cycles:.2f} cycles (the largest is the {kind}, "
+    return (f"no single bound explains {report.cycles:.2f} cycles (the largest is {name}, "
             f"{value:.2f}): bottlenecks interact (see --bottlenecks)")
 
 
