@@ -34,7 +34,7 @@ import tempfile
 from pmpredict import semantics
 from pmpredict.forms import parse_form, split_operands
 from pmpredict.exporters.opcodes import instance_of
-from pmpredict.model import load_model
+from pmpredict.data.model_files import load_model
 from pmpredict.models import builtin_path
 
 CPUS = {"skl": "skylake", "zen": "znver1", "a72": "cortex-a72"}

@@ -26,9 +26,10 @@ from pmpredict.data.experiments import ExperimentSet, load_experiments
 from pmpredict.exporters.llvm import export_llvm
 from pmpredict.exporters.opcodes import resolve_opcodes
 from pmpredict.exporters.common import singleton_cycles
-from pmpredict.exporters.osaca import export_osaca, osaca_identity, osaca_order
+from pmpredict.exporters.osaca import export_osaca, osaca_order
+from pmpredict.osaca_forms import osaca_identity
 from pmpredict.metrics import mape
-from pmpredict.model import load_model
+from pmpredict.data.model_files import load_model
 from pmpredict.sim import simulate
 
 ARTIFACT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",

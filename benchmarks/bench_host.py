@@ -51,7 +51,7 @@ def random_experiments(forms, n, length, seed) -> ExperimentSet:
 
 
 def predict_model(model_spec, exps):
-    from pmpredict.model import load_model
+    from pmpredict.data.model_files import load_model
     from pmpredict.sim import simulate
     model = load_model(model_spec)
     cycles, _ = simulate(model, exps)

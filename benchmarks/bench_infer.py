@@ -28,7 +28,7 @@ from pmpredict.infer.pipeline import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.metrics import evaluate_model
-from pmpredict.model import load_model
+from pmpredict.data.model_files import load_model
 
 DATA = os.environ.get("PMEVO_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared",
                                                  "data", "pmevo-artifact"))

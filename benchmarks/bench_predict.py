@@ -41,7 +41,7 @@ sys.path.insert(0, ROOT)
 
 from pmpredict.asm.kernel import Kernel, all_regions, find_loops, innermost, select_kernel  # noqa: E402
 from pmpredict.asm.parse import Instruction, Label, parse_file  # noqa: E402
-from pmpredict.model import load_model  # noqa: E402
+from pmpredict.data.model_files import load_model  # noqa: E402
 from pmpredict.models import builtin_path  # noqa: E402
 from pmpredict.predict import Predictor  # noqa: E402
 from pmpredict.views import render_text  # noqa: E402

@@ -47,7 +47,7 @@ sys.path.insert(0, ROOT)
 
 from pmpredict import sim  # noqa: E402
 from pmpredict.data.experiments import load_experiments, load_many  # noqa: E402
-from pmpredict.model import load_model  # noqa: E402
+from pmpredict.data.model_files import load_model  # noqa: E402
 
 ARTIFACT = os.path.join(ROOT, "..", "shared", "data", "pmevo-artifact")
 PEER_SRC = os.path.join(ROOT, "..", "shared", "peers", "pmevo-sim")

@@ -16,7 +16,8 @@ import dataclasses
 import os
 import sys
 
-from pmpredict.model import abstract_port_names, load_model
+from pmpredict.model import abstract_port_names
+from pmpredict.data.model_files import load_model
 from pmpredict.models import builtin_path
 
 

@@ -6,7 +6,6 @@ Nothing here knows about a target format's syntax.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
@@ -14,6 +13,7 @@ from pmpredict import semantics
 from pmpredict.data.experiments import Experiment, ExperimentSet
 from pmpredict.errors import InputError
 from pmpredict.forms import parse_form
+from pmpredict.model import structure_problem, timing_problem
 
 # Latency of a form the model has no measurement for. PMEvo infers port usage
 # from throughput alone, so most models carry no latency; these defaults keep
@@ -44,22 +44,13 @@ def check_exportable(model) -> None:
     """
     if not model.uops:
         raise ExportError(model, "the model has no instruction forms")
-    n_ports = len(model.ports)
     for form, uops in model.uops.items():
         if not uops:
             raise ExportError(model, f"form {form!r} has no uops (an empty write list cannot be "
                                      "exported: give it at least one uop)")
-        for mask, count in uops:
-            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise ExportError(model, f"form {form!r}: uop count {count!r} must be an integer >= 1")
-            if mask <= 0 or mask >> n_ports:
-                raise ExportError(model, f"form {form!r}: uop port mask {mask:#x} is empty or names "
-                                         "a port the model does not have")
-    for form, lat in model.latency.items():
-        if not isinstance(lat, (int, float)) or isinstance(lat, bool) or math.isnan(lat) or lat < 0:
-            raise ExportError(model, f"form {form!r}: latency {lat!r} must be a number >= 0")
-    if model.r_max is not None and not model.r_max > 0:
-        raise ExportError(model, f"r_max {model.r_max!r} must be positive")
+    why = structure_problem(model) or timing_problem(model)      # the model's own checks, again:
+    if why:                                                      # a model built around them
+        raise ExportError(model, why)
 
 
 def singleton_cycles(model) -> dict[str, float]:
@@ -86,20 +77,16 @@ def latency_of(model, form: str) -> Latency:
     return Latency(DEFAULT_LATENCY + extra, False)
 
 
-def write_text(path, text: str) -> None:
-    """Write atomically (a temporary file renamed over the target); an OSError is an InputError."""
-    import os
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise InputError(str(path), f"cannot write: {exc.strerror}") from None
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote (views/export.py renders it)."""
+    path: str
+    format: str                        # "osaca" or "llvm"
+    forms: int                         # forms written (osaca) / bound to an opcode (llvm)
+    skipped: tuple[str, ...]           # forms not exported (listed in a comment in the file)
+    opcodes: int | None = None         # llvm: opcodes bound
+    writes: int | None = None          # llvm: SchedWriteRes defined
+    shared: tuple = ()                 # llvm: (opcode, the form whose write it got, other forms)
 
 
 def plainness(form: str, isa: str) -> tuple[int, int]:

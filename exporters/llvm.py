@@ -37,8 +37,10 @@ from dataclasses import dataclass, field
 from pmpredict import semantics
 from pmpredict.forms import parse_form
 
-from .common import (ExportError, Latency, check_exportable, latency_of, representative,
-                     singleton_cycles, tablegen_identifier, write_text)
+from pmpredict.files import write_atomic
+
+from .common import (ExportError, ExportResult, Latency, check_exportable, latency_of,
+                     representative, singleton_cycles, tablegen_identifier)
 from .opcodes import Resolution, resolve_opcodes
 from .render import render_template
 
@@ -159,67 +161,60 @@ def write_latency(model, form: str) -> Latency:
     return latency_of(model, form)
 
 
-def choose_form(forms: list[str], cycles: dict[str, float], order: dict[str, int],
-                isa: str = "x86") -> str:
-    """The form whose write an opcode shared by several forms gets (common.representative)."""
-    return representative(forms, cycles, order, isa)
-
-
-def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | None = None,
-              name: str | None = None) -> LlvmPlan:
-    if version not in CYCLES_FIELD:
-        raise ExportError(model, f"unsupported LLVM version {version} (14 or 19)")
-    check_exportable(model)
-    prefix = "Pmp" + _camel(name or model.name)
-    if resolutions is None:
-        resolutions = resolve_opcodes(model.forms, model.isa)
+def _resources(model, prefix: str) -> tuple[list[Resource], list[Resource], dict[int, str]]:
+    """(units, groups, resource name of each uop mask): a unit per port, a group per distinct
+    multi-port uop set, and a covering group where tblgen needs one."""
     unit_names = resource_names(prefix, model.ports)
-    units = [Resource(n, 1 << i, (), f"port {p}") for i, (n, p) in enumerate(zip(unit_names,
-                                                                                 model.ports))]
+    units = [Resource(n, 1 << i, (), f"port {p}")
+             for i, (n, p) in enumerate(zip(unit_names, model.ports))]
     resource_of = {u.mask: u.name for u in units}
     groups: list[Resource] = []
+
+    def add_group(mask: int, note: str = "") -> None:
+        members = [unit_names[i] for i in range(len(model.ports)) if mask >> i & 1]
+        name = group_name(prefix, model.port_names(mask))
+        if name in {g.name for g in groups} or name in unit_names:
+            name = f"{prefix}Group{len(groups)}"
+        groups.append(Resource(name, mask, tuple(members),
+                               "ports " + ", ".join(model.port_names(mask)) + note))
+        resource_of[mask] = name
+
     for uops in model.uops.values():
         for mask, _ in uops:
-            if mask in resource_of:
-                continue
-            members = [unit_names[i] for i in range(len(model.ports)) if mask >> i & 1]
-            gname = group_name(prefix, model.port_names(mask))
-            if gname in {g.name for g in groups} or gname in unit_names:
-                gname = f"{prefix}Group{len(groups)}"
-            groups.append(Resource(gname, mask, tuple(members),
-                                   "ports " + ", ".join(model.port_names(mask))))
-            resource_of[mask] = gname
+            if mask not in resource_of:
+                add_group(mask)
     cover = covering_group(g.mask for g in groups)
     if cover is not None and cover not in resource_of:
-        members = [unit_names[i] for i in range(len(model.ports)) if cover >> i & 1]
-        gname = group_name(prefix, model.port_names(cover))
-        if gname in {g.name for g in groups} or gname in unit_names:
-            gname = f"{prefix}Group{len(groups)}"
-        groups.append(Resource(gname, cover, tuple(members), "ports " + ", ".join(
-            model.port_names(cover)) + " (used by no write: tblgen wants a supergroup of "
-            "overlapping groups)"))
-        resource_of[cover] = gname
+        add_group(cover, " (used by no write: tblgen wants a supergroup of overlapping groups)")
     groups.sort(key=lambda g: (bin(g.mask).count("1"), g.mask))
+    return units, groups, resource_of
 
-    cycles = singleton_cycles(model)
-    order = {f: i for i, f in enumerate(model.forms)}
+
+def _opcodes(model, resolutions) -> tuple[dict[str, list[str]], list[tuple[str, str]]]:
+    """(opcode -> its forms in model order, unresolved (form, why))."""
     by_opcode: dict[str, list[str]] = {}
     unresolved = []
     for form in model.forms:
         r = resolutions.get(form)
         if r is None or not r.opcode:
             unresolved.append((form, (r.error if r else None) or "not resolved"))
-            continue
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", r.opcode):
+        elif not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", r.opcode):
             unresolved.append((form, f"opcode {r.opcode!r} is not a TableGen identifier"))
-            continue
-        by_opcode.setdefault(r.opcode, []).append(form)
+        else:
+            by_opcode.setdefault(r.opcode, []).append(form)
+    return by_opcode, unresolved
 
+
+def _writes(model, prefix: str, by_opcode, resource_of) -> tuple[list[Write], list]:
+    """One SchedWriteRes per distinct (resources, cycles, latency, uops); each opcode gets the
+    write of its representative form. Returns (writes, merged)."""
+    cycles = singleton_cycles(model)
+    order = {f: i for i, f in enumerate(model.forms)}
     writes: dict[tuple, Write] = {}
     merged = []
     for opcode in sorted(by_opcode, key=lambda op: order[by_opcode[op][0]]):
         forms = by_opcode[opcode]
-        form = choose_form(forms, cycles, order, model.isa)
+        form = representative(forms, cycles, order, model.isa)
         if len(forms) > 1:
             merged.append((opcode, form, [f for f in forms if f != form]))
         lat = write_latency(model, form)
@@ -234,28 +229,51 @@ def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | Non
             writes[key] = w
         w.opcodes.append(opcode)
         w.forms.extend(forms)
-    clash = {u.name for u in units + groups} & set(by_opcode)
-    if clash:
-        raise ExportError(model, f"resource name(s) {sorted(clash)} clash with opcode names; "
-                                 "pass another model name")
+    return list(writes.values()), merged
+
+
+def _issue_width(model) -> tuple[int, str]:
+    """IssueWidth and the comment that says where it comes from."""
     if model.r_max:
         issue = int(math.ceil(model.r_max - 1e-9))
-        note = f"R_max = {model.r_max:g} instructions/cycle" + (
+        return issue, f"R_max = {model.r_max:g} instructions/cycle" + (
             "" if issue == model.r_max else " (rounded up: IssueWidth is an integer)")
-    else:
-        issue = len(model.ports)
-        note = "the model has no R_max: one per port, so the ports bound throughput"
-    window, load = model.pipeline.get("window"), model.pipeline.get("load_latency")
+    return len(model.ports), "the model has no R_max: one per port, so the ports bound throughput"
+
+
+def _latency_sources(model, writes) -> list[tuple[str, int]]:
+    """(latency_source, number of bound forms using it), for the header comment."""
     sources: dict[str, int] = {}
-    for w in writes.values():
+    for w in writes:
         for form in w.forms:
             if form in model.latency_source:
                 text = " ".join(model.latency_source[form].split())      # one comment line
                 sources[text] = sources.get(text, 0) + 1
+    return sorted(sources.items())
+
+
+def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | None = None,
+              name: str | None = None) -> LlvmPlan:
+    if version not in CYCLES_FIELD:
+        raise ExportError(model, f"unsupported LLVM version {version} (14 or 19)")
+    check_exportable(model)
+    prefix = "Pmp" + _camel(name or model.name)
+    if resolutions is None:
+        resolutions = resolve_opcodes(model.forms, model.isa)
+    units, groups, resource_of = _resources(model, prefix)
+    by_opcode, unresolved = _opcodes(model, resolutions)
+    writes, merged = _writes(model, prefix, by_opcode, resource_of)
+    clash = {u.name for u in units + groups} & set(by_opcode)
+    if clash:
+        raise ExportError(model, f"resource name(s) {sorted(clash)} clash with opcode names; "
+                                 "pass another model name")
+    issue, note = _issue_width(model)
+    window, load = model.pipeline.get("window"), model.pipeline.get("load_latency")
     return LlvmPlan(prefix, _camel(name or model.name), version, CYCLES_FIELD[version], issue, note,
-                    units, groups, list(writes.values()), unresolved, merged,
+                    units, groups, writes, unresolved, merged,
                     whole_cycles(window) if window is not None else None,
-                    whole_cycles(load) if load is not None else None, sorted(sources.items()))
+                    whole_cycles(load) if load is not None else None,
+                    _latency_sources(model, writes))
 
 
 def _context(plan: LlvmPlan, model, source: str, complete: bool) -> dict:
@@ -304,8 +322,9 @@ def render_llvm(model, version: int = 19, self_contained: bool = False, source: 
 
 
 def export_llvm(model, path, version: int = 19, self_contained: bool = False,
-                source: str = "", name: str | None = None) -> dict:
+                source: str = "", name: str | None = None) -> ExportResult:
     text, plan = render_llvm(model, version, self_contained, source, name=name)
-    write_text(path, text)
-    return {"opcodes": len(plan.opcodes), "writes": len(plan.writes),
-            "unresolved": [f for f, _ in plan.unresolved], "merged": plan.merged}
+    write_atomic(path, text, "TableGen file")
+    return ExportResult(str(path), "llvm", sum(len(w.forms) for w in plan.writes),
+                        tuple(f for f, _ in plan.unresolved), len(plan.opcodes), len(plan.writes),
+                        tuple((op, form, tuple(others)) for op, form, others in plan.merged))

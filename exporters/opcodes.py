@@ -24,7 +24,9 @@ import subprocess
 from dataclasses import dataclass
 
 from pmpredict import semantics
-from pmpredict.data.osaca import FOREIGN_PREFIX
+from pmpredict.errors import InputError
+from pmpredict.files import write_atomic
+from pmpredict.osaca_forms import is_foreign
 from pmpredict.forms import example_instance, parse_form
 
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "opcodes.json")
@@ -79,17 +81,14 @@ def _read_table(path) -> dict:
 def _write_table(path, table: dict) -> None:
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf8") as f:
-            json.dump(table, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
+        write_atomic(path, json.dumps(table, indent=1, sort_keys=True), "opcode cache")
+    except (OSError, InputError):
         pass                          # a cache that cannot be written is only slower
 
 
 def instance_of(form: str, isa: str) -> str:
     """The instruction llvm-mc is asked about (raises ValueError if the form has none)."""
-    if form.startswith(FOREIGN_PREFIX):
+    if is_foreign(form):
         raise ValueError("a form imported from a foreign OSACA file has no concrete instance")
     return example_instance(parse_form(form, isa))
 

@@ -41,136 +41,17 @@ import math
 import re
 
 from pmpredict import semantics
-from pmpredict.data.osaca import FOREIGN_PREFIX, OSACA_PIPELINE_KEYS, parse_foreign_form_name
+from pmpredict.data.osaca import OSACA_PIPELINE_KEYS
 from pmpredict.forms import parse_form, split_operands
+from pmpredict.osaca_forms import UnsupportedForm, is_foreign, osaca_identity
 
-from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, check_exportable, latency_of,
-                     representative, singleton_cycles, write_text)
+from pmpredict.files import write_atomic
+
+from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportResult, check_exportable,
+                     latency_of, representative, singleton_cycles)
 from .render import render_template
 
 OSACA_VERSION = "0.7.1"
-_X86_VECTOR = {64: "mm", 128: "xmm", 256: "ymm", 512: "zmm"}
-_AARCH64_SCALAR = {8: "b", 16: "h", 32: "s", 64: "d", 128: "q"}
-# shift / extend words OSACA's AArch64 parser folds into the preceding operand
-_AARCH64_FOLDED = {"lsl", "lsr", "asr", "ror", "sxtw", "uxtw", "uxtb"}
-
-
-class UnsupportedForm(ValueError):
-    """A form whose operands have no OSACA spelling (listed in a comment, not exported)."""
-
-
-# --- operands ------------------------------------------------------------------------
-
-_PLACEHOLDER = re.compile(r"\(\(([^()]*)\)\)")
-
-
-def _memory(text: str, vocab) -> dict:
-    inner = text[text.index("[") + 1:text.rindex("]")]
-    base = offset = index = None
-    scale = 1
-    terms = [t.strip() for t in re.split(r"[+,]", inner) if t.strip()]
-    for term in terms:
-        m = re.fullmatch(r"(\d+)\s*\*\s*\(\(DIV:\d+\)\)|\(\(DIV:\d+\)\)\s*\*\s*(\d+)", term)
-        if m:
-            index, scale = "gpr", int(m.group(1) or m.group(2))
-        elif re.fullmatch(r"\(\(MEM:\d+\)\)", term):
-            base = vocab.memory_base
-        elif re.fullmatch(r"\(\(DIV:\d+\)\)", term):
-            index = "gpr"
-        elif re.fullmatch(r"\(\((MIMM|IMM):\d+\)\)|#?-?(0x[0-9a-fA-F]+|\d+)", term):
-            offset = "imd"
-        else:
-            raise UnsupportedForm(f"memory term {term!r}")
-    op = {"class": "memory", "base": base, "offset": offset, "index": index, "scale": scale}
-    if vocab.indexed_writeback:
-        op.update(pre_indexed=False, post_indexed=False)
-    return op
-
-
-def _immediate(text: str, mnemonic: str = "") -> dict:
-    body = text.lstrip("#")
-    is_float = "." in body or ("e" in body.lower() and not body.lower().startswith(("0x", "-0x")))
-    # fcmeq/fcmgt/... against zero: assemblers print the zero as #0.0, which OSACA reads as double
-    is_float = is_float or (mnemonic.startswith("fcm") and body in ("0", "0.0"))
-    return {"class": "immediate", "imd": "double" if is_float else "int"}
-
-
-def _register_by_name(o, vocab) -> dict:
-    """x86: `gpr`, or the vector register's name without digits."""
-    ph = o.placeholders[0]
-    if ph.kind == "DIV" or ph.reg_class == "G":
-        return {"class": "register", "name": vocab.any_gpr}
-    name = _X86_VECTOR.get(ph.width)
-    if name is None:
-        raise UnsupportedForm(f"x86 vector register of width {ph.width}")
-    return {"class": "register", "name": name}
-
-
-def _register_by_prefix(o, vocab) -> dict:
-    """AArch64: the prefix (w, x, b..q, v) and, for a vector, the element shape."""
-    ph = o.placeholders[0]
-    if ph.reg_class == "G" or ph.kind == "DIV":
-        return {"class": "register", "prefix": "w" if ph.width == 32 else "x"}
-    if ph.width is None:                       # VEC: v register, element type from the arrangement
-        arr = o.arrangement or _PLACEHOLDER.sub("", o.text)
-        m = re.search(r"\.\d*([bhsdq])", arr)
-        if not m:
-            raise UnsupportedForm(f"vector register without an arrangement: {o.text!r}")
-        return {"class": "register", "prefix": "v", "shape": m.group(1)}
-    prefix = _AARCH64_SCALAR.get(ph.width)
-    if prefix is None:
-        raise UnsupportedForm(f"AArch64 register of width {ph.width}")
-    return {"class": "register", "prefix": prefix}
-
-
-def _aarch64_literal(text: str) -> list[dict]:
-    """Shift / extend words: folded, or an identifier (+ an immediate amount), as OSACA parses."""
-    words = text.split()
-    if words[0].lower() in _AARCH64_FOLDED:
-        return []
-    out = [{"class": "identifier"}]
-    if len(words) > 1:
-        out.append(_immediate(words[1]))
-    return out
-
-
-_REGISTERS = {"name": _register_by_name, "prefix": _register_by_prefix}
-
-
-def osaca_operands(template) -> list[dict]:
-    """OSACA operand classes of a parsed form, in OSACA's order (AT&T on x86)."""
-    isa = semantics.get(template.isa)
-    vocab = isa.osaca
-    ops: list[dict] = []
-    for o in template.operands:
-        if o.kind == "mem":
-            ops.append(_memory(o.text, vocab))
-        elif o.kind == "reg":
-            ops.append(_REGISTERS[vocab.register_style](o, vocab))
-        elif o.kind == "imm":
-            ops.append(_immediate(o.text, template.mnemonic))
-        elif vocab.words_are_identifiers:
-            ops.extend(_aarch64_literal(o.text))
-        elif isa.register_family(o.text.strip().lower()) is not None:
-            # a fixed register (shl r64, cl): OSACA matches it by name
-            ops.append({"class": "register", "name": o.text.strip().lower()})
-        else:
-            raise UnsupportedForm(f"operand {o.text!r}")
-    return list(reversed(ops)) if vocab.att_order else ops
-
-
-def osaca_mnemonic(template) -> str:
-    """The name OSACA looks the form up by: AT&T stems (movzx r, m8 -> movzb) and the
-    64-bit-immediate spelling (mov r64, imm64 -> movabs) where the ISA has them."""
-    name = template.mnemonic.lower()
-    vocab = semantics.get(template.isa).osaca
-    if name in vocab.mnemonic_stems:
-        src = template.operands[-1]
-        return vocab.mnemonic_stems[name].get(src.width, name)
-    if name in vocab.wide_immediate_names and template.operands[-1].kind == "imm" \
-            and template.operands[-1].width == 64:
-        return vocab.wide_immediate_names[name]
-    return name
 
 
 def printed_alias(form: str, isa: str, asm: str | None, n_operands: int) -> str | None:
@@ -186,13 +67,6 @@ def printed_alias(form: str, isa: str, asm: str | None, n_operands: int) -> str 
         return None
     return mnemonic.lower() if len(split_operands(rest)) == n_operands else None
 
-
-def osaca_identity(form: str, isa: str) -> tuple[str, list[dict]]:
-    """(name, operands) of one of our forms, or of a foreign form imported from OSACA."""
-    if form.startswith(FOREIGN_PREFIX):
-        return parse_foreign_form_name(form, isa)
-    t = parse_form(form, isa)
-    return osaca_mnemonic(t), osaca_operands(t)
 
 
 # --- the document -----------------------------------------------------------------------
@@ -217,32 +91,25 @@ def _plain_move(form: str, isa: str) -> bool:
             and regs[0].width == 64)
 
 
+def _forms_where(model, semantic, shape) -> list[str]:
+    """The model's own (not foreign) forms whose FormSemantics pass `semantic` and whose
+    parsed template passes shape(isa semantics, template)."""
+    isa = semantics.get(model.isa)
+    return [form for form in model.forms if not is_foreign(form)
+            and semantic(isa.form(form)) and shape(isa, parse_form(form, model.isa))]
+
+
 def pure_load_forms(model) -> list[str]:
     """Forms that only load: a register destination and one memory source."""
-    isa = semantics.get(model.isa)
-    out = []
-    for form in model.forms:
-        if form.startswith(FOREIGN_PREFIX) or not isa.form(form).reads_memory:
-            continue
-        t = parse_form(form, model.isa)
-        if len(t.operands) != 2 or t.operands[0].kind != "reg" or t.operands[1].kind != "mem":
-            continue
-        if re.fullmatch(isa.osaca.pure_load, t.mnemonic):
-            out.append(form)
-    return out
+    return _forms_where(model, lambda sem: sem.reads_memory, lambda isa, t: (
+        len(t.operands) == 2 and t.operands[0].kind == "reg" and t.operands[1].kind == "mem"
+        and re.fullmatch(isa.osaca.pure_load, t.mnemonic)))
 
 
 def pure_store_forms(model) -> list[str]:
     """Forms that only store (no memory read) a register."""
-    isa = semantics.get(model.isa)
-    out = []
-    for form in model.forms:
-        if form.startswith(FOREIGN_PREFIX) or not isa.form(form).pure_store:
-            continue
-        t = parse_form(form, model.isa)
-        if any(o.kind == "reg" for o in t.operands):
-            out.append(form)
-    return out
+    return _forms_where(model, lambda sem: sem.pure_store,
+                        lambda isa, t: any(o.kind == "reg" for o in t.operands))
 
 
 def osaca_order(model, cycles) -> list[str]:
@@ -307,20 +174,20 @@ def osaca_context(model, source: str = "") -> dict:
             continue
         lat = latency_of(model, form)
         names = [name]
-        if form in printed and not form.startswith(FOREIGN_PREFIX):
+        if form in printed and not is_foreign(form):
             alias = printed_alias(form, model.isa, printed[form].asm,
                                   len(parse_form(form, model.isa).operands))
             if alias and alias != name:
                 names.append(alias)
         entries.append({
             "form": form,
-            "name": name if len(names) == 1 else "[" + ", ".join(names) + "]",
+            "name": _flow(name if len(names) == 1 else names),     # quoted: any mnemonic
             "operands": [_flow(o) for o in operands],
             "latency": yaml_number(lat.value),
             "latency_default": not lat.measured,
             "facts": _entry_facts(model, form),
             "port_pressure": _flow(port_pressure(model, model.uops[form])),
-            "throughput": repr(float(tp[form])),
+            "throughput": yaml_number(float(tp[form])),
             "uops": sum(c for _, c in model.uops[form]),
             "form_json": _flow(form),
         })
@@ -390,9 +257,9 @@ def render_osaca(model, source: str = "") -> str:
     return render_template("osaca.yml.j2", osaca_context(model, source))
 
 
-def export_osaca(model, path, source: str = "") -> dict:
-    """Write the OSACA file; returns a summary (forms written, unsupported forms)."""
+def export_osaca(model, path, source: str = "") -> ExportResult:
+    """Write the OSACA file; returns what was written (forms, unsupported forms)."""
     ctx = osaca_context(model, source)
     text = render_template("osaca.yml.j2", ctx)
-    write_text(path, text)
-    return {"forms": len(ctx["entries"]), "unsupported": ctx["unsupported"]}
+    write_atomic(path, text, "OSACA file")
+    return ExportResult(str(path), "osaca", len(ctx["entries"]), tuple(ctx["unsupported"]))

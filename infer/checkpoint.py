@@ -9,12 +9,12 @@ checked on resume so a checkpoint cannot silently continue a different run.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
 import numpy as np
 
 from pmpredict.errors import InputError
+from pmpredict.files import write_atomic
+from pmpredict.jsonio import parse_json
 
 KIND = "pmpredict-infer-checkpoint"
 VERSION = 1
@@ -44,21 +44,20 @@ def _join(obj, arrays):
     return obj
 
 
-def save_checkpoint(path, snapshot: dict, config: dict, forms, inputs) -> None:
+def save_checkpoint(path, snapshot, config: dict, forms, inputs,
+                    experiments: str | None = None) -> None:
+    """Write a pipeline.Snapshot (or its dict form) atomically: an interrupted write leaves
+    the previous checkpoint whole. `experiments` is a digest of the experiment set, checked
+    on resume."""
+    if not isinstance(snapshot, dict):
+        snapshot = snapshot.to_dict()
     arrays: dict[str, np.ndarray] = {}
     meta = {"kind": KIND, "version": VERSION, "config": config, "forms": list(forms),
             "inputs": list(inputs), "snapshot": _split(snapshot, arrays, "")}
+    if experiments is not None:
+        meta["experiments"] = experiments
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ckpt-", suffix=".npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, lambda fh: np.savez_compressed(fh, **arrays), "checkpoint")
 
 
 def load_checkpoint(path) -> dict:
@@ -71,10 +70,16 @@ def load_checkpoint(path) -> dict:
     except Exception as exc:        # zip/npz errors come in many types
         raise InputError(path, f"not a pmpredict checkpoint ({exc.__class__.__name__})", 1, 1) from None
     try:
-        meta = json.loads(arrays.pop("meta").tobytes().decode())
-    except (KeyError, ValueError):
-        raise InputError(path, "not a pmpredict checkpoint (no metadata)", 1, 1) from None
-    if meta.get("kind") != KIND or meta.get("version") != VERSION:
+        meta = parse_json(arrays.pop("meta").tobytes().decode(), path).data
+    except (KeyError, ValueError, InputError):
+        raise InputError(path, "not a pmpredict checkpoint (no readable metadata)", 1, 1) from None
+    if not isinstance(meta, dict) or meta.get("kind") != KIND or meta.get("version") != VERSION:
         raise InputError(path, "not a pmpredict checkpoint of this version", 1, 1)
-    meta["snapshot"] = _join(meta["snapshot"], arrays)
+    try:
+        meta["snapshot"] = _join(meta["snapshot"], arrays)
+        if not isinstance(meta["forms"], list) or not isinstance(meta["inputs"], list):
+            raise TypeError("forms / inputs")
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise InputError(path, "a damaged pmpredict checkpoint (its metadata is incomplete)",
+                         1, 1) from None
     return meta

@@ -21,6 +21,11 @@ from .experiments import (pair_experiments, singleton_experiments, singleton_thr
                           weighted_pair_experiments)
 
 
+# x86 hosts: ALU/vector ports plus load, store and divider units fit in 10 (Zen 4, Golden Cove):
+# the port count `pmpredict infer --measure` infers with unless told otherwise
+HOST_PORTS = 10
+
+
 @dataclass
 class TrainingSet:
     sets: dict[str, ExperimentSet]           # phase -> measured set, in measuring order

@@ -115,7 +115,7 @@ def model_path(cache_dir: str | None = None) -> str:
 
 def load_cached(cache_dir: str | None = None):
     """This machine's model if it has been measured, else None."""
-    from pmpredict.model import load_model
+    from pmpredict.data.model_files import load_model
     path = model_path(cache_dir)
     return load_model(path) if os.path.exists(path) else None
 
@@ -165,7 +165,7 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     progress(Progress): measurement progress; notify(text): a note (waiting for the lock).
     core: the bootstrap forms (default measure/forms_core.txt); seed_builtin: start from a built-in
     model measured on this very CPU when there is one."""
-    from pmpredict.model import load_model
+    from pmpredict.data.model_files import load_model
 
     from .measure.calibrate import cpu_name
     from .measure.cache import default_cache_dir
@@ -238,7 +238,7 @@ def _with_facts(model, facts: dict, description: str | None = None):
 
 def _builtin_for(identity: str):
     """A built-in model whose provenance names this CPU identity, or None."""
-    from pmpredict.model import load_model
+    from pmpredict.data.model_files import load_model
     from pmpredict.models import builtin_names
     for name in builtin_names():
         model = load_model(name)

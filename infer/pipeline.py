@@ -25,14 +25,14 @@ one mapping is refined on measured + synthetic, from the best restart
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
 from . import evolve
 from .distill import distillation_problem
 from .problem import Problem
-from .refine import ExactRefiner, penalty, relative_errors
+from .refine import ExactRefiner, relative_errors
 from .start import random_start, singleton_start
 
 METHODS = ("exact", "pmevo", "pmevo+exact")
@@ -84,23 +84,73 @@ class InferConfig:
         return vw, self.set_weight + (self.final_set_weight - self.set_weight) * x
 
 
+@dataclass
+class Snapshot:
+    """Everything needed to continue a run exactly, after a complete step.
+
+    `phase` is None between restarts, "ea", "refine", "done" (the restart's mapping is
+    final) or "distill"; `masks`, `counts`, `dirty` hold the mapping being refined (None
+    outside refine / distill), `ea` the EA population (phase "ea"), `best` the best
+    finished restart {"objective", "error", "restart", "masks", "counts"}, `members` the
+    finished restarts' mappings when they are distilled.
+    """
+    restart: int = 0
+    phase: str | None = None
+    step: int = 0
+    best: dict | None = None
+    elapsed: float = 0.0
+    history: list = field(default_factory=list)
+    ea: dict | None = None
+    masks: np.ndarray | None = None
+    counts: np.ndarray | None = None
+    dirty: np.ndarray | None = None
+    members: list | None = None
+    distilled: bool = False
+
+    def to_dict(self) -> dict:
+        """The checkpoint's form: unset optional parts are left out."""
+        out = asdict_shallow(self)
+        for key in ("ea", "masks", "counts", "dirty", "members"):
+            if out[key] is None:
+                del out[key]
+        if not out["distilled"]:
+            del out["distilled"]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Snapshot":
+        return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
+
+    def take_mapping(self):
+        """(masks, counts) of the mapping being refined, cleared from the snapshot."""
+        m, c = self.masks, self.counts
+        self.masks = self.counts = self.dirty = None
+        return m, c
+
+
+def asdict_shallow(obj) -> dict:
+    """A dataclass's fields as a dict, values as they are (dataclasses.asdict deep-copies)."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
 class Stopped(Exception):
     """Raised inside a step when the caller's should_stop() says so."""
 
 
 class Inference:
-    def __init__(self, problem: Problem, config: InferConfig, snapshot: dict | None = None):
+    def __init__(self, problem: Problem, config: InferConfig, snapshot=None):
         self.p = problem
         self.cfg = config
         self.refiner = ExactRefiner(problem)
-        self.snap = snapshot or {"restart": 0, "phase": None, "step": 0, "best": None,
-                                 "elapsed": 0.0, "history": []}
+        # a Snapshot, or its dict form as a checkpoint holds it
+        self.snap = (Snapshot.from_dict(snapshot) if isinstance(snapshot, dict)
+                     else snapshot or Snapshot())
         self.current = None      # (masks, counts) being worked on, possibly mid-step
         self._distill_refiner = None
 
     # --- helpers -------------------------------------------------------------
     def _rng(self, *tag):
-        return np.random.default_rng([self.cfg.seed, self.snap["restart"], *tag])
+        return np.random.default_rng([self.cfg.seed, self.snap.restart, *tag])
 
     def final_objective(self, masks, counts) -> tuple[float, float]:
         return self.refiner.objective(masks, counts, self.cfg.final_volume_weight,
@@ -112,9 +162,9 @@ class Inference:
 
     def best_mapping(self):
         """The best complete mapping so far, or the one being refined if it is better."""
-        if self.snap["phase"] == "distill" and self.current is not None:
+        if self.snap.phase == "distill" and self.current is not None:
             return self.current[0].copy(), self.current[1].copy()   # the distillation so far
-        best = self.snap["best"]
+        best = self.snap.best
         cands = []
         if best is not None:
             cands.append((best["objective"], best["masks"], best["counts"]))
@@ -129,45 +179,44 @@ class Inference:
     # --- the run ---------------------------------------------------------------
     def run(self, progress=None, on_snapshot=None, should_stop=None):
         """Advance to the end (or until should_stop()); returns (masks, counts) of the best mapping."""
-        t0 = time.monotonic() - self.snap["elapsed"]
-        self._t0 = t0
+        t0 = time.monotonic() - self.snap.elapsed
 
         def emit(**info):
-            self.snap["elapsed"] = time.monotonic() - t0
+            self.snap.elapsed = time.monotonic() - t0
             if progress:
-                progress(dict(info, restart=self.snap["restart"], elapsed=self.snap["elapsed"]))
+                progress(dict(info, restart=self.snap.restart, elapsed=self.snap.elapsed))
 
         try:
             while not self.finished():
-                if self.snap["restart"] >= self.cfg.restarts:
+                if self.snap.restart >= self.cfg.restarts:
                     self._distill_step(emit, should_stop)
-                elif self.snap["phase"] is None:
+                elif self.snap.phase is None:
                     self._begin_restart()
-                if self.snap["phase"] == "ea":
+                if self.snap.phase == "ea":
                     self._ea_step(emit, should_stop)
-                elif self.snap["phase"] == "refine":
+                elif self.snap.phase == "refine":
                     self._refine_step(emit, should_stop)
-                elif self.snap["phase"] == "done":
+                elif self.snap.phase == "done":
                     self._finish_restart()
-                self.snap["elapsed"] = time.monotonic() - t0
+                self.snap.elapsed = time.monotonic() - t0
                 if on_snapshot:
                     on_snapshot(self.snap)
         except Stopped:
             pass
-        self.snap["elapsed"] = time.monotonic() - t0
+        self.snap.elapsed = time.monotonic() - t0
         return self.best_mapping()
 
     def finished(self) -> bool:
-        return (self.snap["restart"] >= self.cfg.restarts
-                and (not self.cfg.distils or self.snap.get("distilled", False)))
+        return (self.snap.restart >= self.cfg.restarts
+                and (not self.cfg.distils or self.snap.distilled))
 
     def _begin_restart(self):
         s = self.snap
-        s["step"] = 0
+        s.step = 0
         if self.cfg.method in ("pmevo", "pmevo+exact"):
             state = evolve.init_population(self.p, self.cfg.population, self.cfg.slots, self._rng(1))
-            s["phase"] = "ea"
-            s["ea"] = _ea_to_snap(state)
+            s.phase = "ea"
+            s.ea = _ea_to_snap(state)
         else:
             rng = self._rng(1)
             if self.cfg.start == "random":
@@ -175,18 +224,18 @@ class Inference:
             else:
                 m, c = singleton_start(self.p, self.cfg.slots, rng, share=self.cfg.start != "singleton",
                                        fit=self.cfg.start == "fitted")
-            s["phase"] = "refine"
-            s["masks"], s["counts"] = m, c
-            s["dirty"] = np.ones(self.p.n_forms, dtype=bool)
+            s.phase = "refine"
+            s.masks, s.counts = m, c
+            s.dirty = np.ones(self.p.n_forms, dtype=bool)
 
     def _ea_step(self, emit, should_stop):
         s = self.snap
-        state = _ea_from_snap(s["ea"])
+        state = _ea_from_snap(s.ea)
         if should_stop and should_stop():
             raise Stopped
         if state.generation < self.cfg.generations:
             evolve.generation(self.p, state, self.cfg.ea_volume_weight, self.cfg.mutation_rate)
-            s["ea"] = _ea_to_snap(state)
+            s.ea = _ea_to_snap(state)
             i = evolve.best_individual(state, self.cfg.ea_volume_weight)
             self.current = (state.masks[i], state.counts[i])
             emit(phase="ea", step=state.generation, error=float(state.error[i]),
@@ -195,11 +244,11 @@ class Inference:
         i = evolve.best_individual(state, self.cfg.ea_volume_weight)
         m, c = state.masks[i].copy(), state.counts[i].copy()
         evolve.local_search_counts(self.p, m, c, self.refiner.n_chunks)
-        del s["ea"]
-        s["masks"], s["counts"] = m, c
-        s["dirty"] = np.ones(self.p.n_forms, dtype=bool)
-        s["step"] = 0
-        s["phase"] = "refine" if self.cfg.method == "pmevo+exact" else "done"
+        s.ea = None
+        s.masks, s.counts = m, c
+        s.dirty = np.ones(self.p.n_forms, dtype=bool)
+        s.step = 0
+        s.phase = "refine" if self.cfg.method == "pmevo+exact" else "done"
         self.current = (m, c)
         emit(phase="ea-local", step=state.generation, error=self.error_on(self.p, m, c),
              volume=float(c.sum()))
@@ -210,7 +259,7 @@ class Inference:
         A sweep cut short by should_stop() is not a snapshot (Stopped): resume redoes it.
         """
         s = self.snap
-        m, c, dirty = s["masks"].copy(), s["counts"].copy(), s["dirty"].copy()
+        m, c, dirty = s.masks.copy(), s.counts.copy(), s.dirty.copy()
         if reset_dirty:
             dirty[:] = True
         self.current = (m, c)
@@ -218,43 +267,42 @@ class Inference:
         changed = refiner.sweep(m, c, order, *weights, dirty, should_stop=should_stop)
         if should_stop and should_stop():
             raise Stopped
-        s["masks"], s["counts"], s["dirty"] = m, c, dirty
-        s["step"] += 1
-        emit(phase=phase, step=s["step"], error=self.error_on(self.p, m, c),
+        s.masks, s.counts, s.dirty = m, c, dirty
+        s.step += 1
+        emit(phase=phase, step=s.step, error=self.error_on(self.p, m, c),
              volume=float(c.sum()), changed=changed)
         return changed
 
     def _refine_step(self, emit, should_stop):
         s = self.snap
-        sweep = s["step"]
+        sweep = s.step
         # while the penalties change every form may move
         reset = sweep <= self.cfg.anneal_sweeps and (sweep > 0 or self.cfg.method != "pmevo+exact")
-        changed = self._sweep_step(self.refiner, [self.cfg.seed, s["restart"], sweep, 7],
+        changed = self._sweep_step(self.refiner, [self.cfg.seed, s.restart, sweep, 7],
                                    self.cfg.weights(sweep), "refine", emit, should_stop, reset)
-        if (changed == 0 and sweep >= self.cfg.anneal_sweeps) or s["step"] >= self.cfg.max_sweeps:
-            s["phase"] = "done"
+        if (changed == 0 and sweep >= self.cfg.anneal_sweeps) or s.step >= self.cfg.max_sweeps:
+            s.phase = "done"
 
     def _finish_restart(self):
         s = self.snap
-        m, c = s.pop("masks"), s.pop("counts")
-        s.pop("dirty", None)
+        m, c = s.take_mapping()
         obj, err = self.final_objective(m, c)
-        s["history"].append({"restart": s["restart"], "objective": obj, "error": err,
+        s.history.append({"restart": s.restart, "objective": obj, "error": err,
                              "volume": float(c.sum())})
         if self.cfg.distils:
-            s.setdefault("members", []).append({"masks": m.copy(), "counts": c.copy()})
-        if s["best"] is None or obj < s["best"]["objective"] - 1e-15:
-            s["best"] = {"objective": obj, "error": err, "restart": s["restart"],
+            s.members = (s.members or []) + [{"masks": m.copy(), "counts": c.copy()}]
+        if s.best is None or obj < s.best["objective"] - 1e-15:
+            s.best = {"objective": obj, "error": err, "restart": s.restart,
                          "masks": m, "counts": c}
-        s["restart"] += 1
-        s["phase"] = None
+        s.restart += 1
+        s.phase = None
         self.current = None
 
     # --- distillation (after the last restart) -------------------------------------------
     def _distillation_refiner(self) -> ExactRefiner:
         """The refiner over measured + synthetic experiments; rebuilt identically on resume."""
         if self._distill_refiner is None:
-            members = [(d["masks"], d["counts"]) for d in self.snap["members"]]
+            members = [(d["masks"], d["counts"]) for d in self.snap.members]
             rng = np.random.default_rng([self.cfg.seed, self.cfg.restarts, 99])
             problem = distillation_problem(self.p, members, self.cfg.distill, rng)
             self._distill_refiner = ExactRefiner(problem)
@@ -263,22 +311,21 @@ class Inference:
     def _distill_step(self, emit, should_stop):
         s = self.snap
         refiner = self._distillation_refiner()
-        if s["phase"] != "distill":
-            s["phase"], s["step"] = "distill", 0
-            s["masks"], s["counts"] = s["best"]["masks"].copy(), s["best"]["counts"].copy()
-            s["dirty"] = np.ones(self.p.n_forms, dtype=bool)
+        if s.phase != "distill":
+            s.phase, s.step = "distill", 0
+            s.masks, s.counts = s.best["masks"].copy(), s.best["counts"].copy()
+            s.dirty = np.ones(self.p.n_forms, dtype=bool)
         final = (self.cfg.final_volume_weight, self.cfg.final_set_weight)
-        changed = self._sweep_step(refiner, [self.cfg.seed, self.cfg.restarts, s["step"], 11], final,
+        changed = self._sweep_step(refiner, [self.cfg.seed, self.cfg.restarts, s.step, 11], final,
                                    "distill", emit, should_stop)
-        if changed == 0 or s["step"] >= self.cfg.distill_sweeps:
-            m, c = s.pop("masks"), s.pop("counts")
-            s.pop("dirty")
+        if changed == 0 or s.step >= self.cfg.distill_sweeps:
+            m, c = s.take_mapping()
             obj, err = self.final_objective(m, c)
-            s["history"].append({"restart": "distilled", "objective": obj, "error": err,
+            s.history.append({"restart": "distilled", "objective": obj, "error": err,
                                  "volume": float(c.sum())})
-            s["best"] = {"objective": obj, "error": err, "restart": "distilled",
+            s.best = {"objective": obj, "error": err, "restart": "distilled",
                          "masks": m, "counts": c}
-            s["phase"], s["distilled"] = None, True
+            s.phase, s.distilled = None, True
             self.current = None
 
 

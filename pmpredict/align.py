@@ -122,7 +122,7 @@ def common_forms(model: MachineModel, reference: MachineModel) -> tuple[list[tup
     from . import semantics
     from .asm.match import FormMatcher
     from .asm.normalize import normalize
-    from .data.osaca import FOREIGN_PREFIX
+    from .osaca_forms import FOREIGN_PREFIX
     from .forms import example_instance, parse_form
 
     if model.isa != reference.isa:

@@ -11,14 +11,22 @@ import importlib
 import sys
 
 from . import __version__
+from .commands.measure_progress import sigterm_as_interrupt
 from .errors import InputError
 
 # the order of `pmpredict --help`
 COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with pmpredict's one-line errors (exit status 2, as argparse's own)."""
+
+    def error(self, message):
+        raise InputError("<command line>", f"{message} (see `{self.prog} -h`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="pmpredict",
         description="Port-mapping inference (PMEvo) and basic-block throughput prediction.")
     parser.add_argument("--version", action="version", version=f"pmpredict {__version__}")
@@ -36,9 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        status = args.func(args)
+        args = parser.parse_args(argv)
+        args.argv = argv
+        # SIGTERM unwinds as Ctrl-C does in every command: temporary directories removed,
+        # caches and checkpoints written, outputs left whole
+        with sigterm_as_interrupt():
+            status = args.func(args)
     except InputError as exc:
         print(f"pmpredict: error: {exc}", file=sys.stderr)
         return 2

@@ -29,7 +29,7 @@ class InputError(Exception):
         return ":".join(parts)
 
 
-def json_position(text: str, pos: int) -> tuple[int, int]:
+def text_position(text: str, pos: int) -> tuple[int, int]:
     """1-based (line, column) of character offset `pos` in `text`."""
     line = text.count("\n", 0, pos) + 1
     column = pos - (text.rfind("\n", 0, pos) + 1) + 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 from functools import lru_cache
 
 from . import semantics
@@ -58,14 +59,21 @@ class Placeholder:
         raise ValueError(f"unknown placeholder kind (({body}))")
 
 
+class OperandKind(str, Enum):
+    """What an operand of a form is. A str, so `operand.kind == "mem"` reads as before."""
+    REG = "reg"
+    MEM = "mem"
+    IMM = "imm"
+    LITERAL = "literal"          # a fixed token: shift, extend, constant, label...
+
+    __str__ = str.__str__        # "mem", not "OperandKind.MEM", in text and f-strings
+    __format__ = str.__format__
+
+
 @dataclass(frozen=True)
 class OperandTemplate:
-    """One operand of a form.
-
-    kind: "reg", "mem", "imm" or "literal" (a fixed token: shift, extend,
-    constant, label...). text is the operand in asm spelling with placeholders.
-    """
-    kind: str
+    """One operand of a form; text is the operand in asm spelling with placeholders."""
+    kind: OperandKind
     text: str
     placeholders: tuple[Placeholder, ...]
     mem_width: int | None = None      # x86: from `qword ptr`
@@ -74,21 +82,21 @@ class OperandTemplate:
     @property
     def access(self) -> str:
         """R / W / RW for a register, R for a memory read (the form's semantics decide stores)."""
-        if self.kind == "reg":
+        if self.kind is OperandKind.REG:
             return self.placeholders[0].access
         return ""
 
     @property
     def reg_class(self) -> str:
-        return self.placeholders[0].reg_class if self.kind == "reg" else ""
+        return self.placeholders[0].reg_class if self.kind is OperandKind.REG else ""
 
     @property
     def width(self) -> int | None:
-        if self.kind == "reg":
+        if self.kind is OperandKind.REG:
             return self.placeholders[0].width
-        if self.kind == "imm" and self.placeholders:
+        if self.kind is OperandKind.IMM and self.placeholders:
             return self.placeholders[0].width
-        if self.kind == "mem":
+        if self.kind is OperandKind.MEM:
             return self.mem_width
         return None
 
@@ -143,16 +151,17 @@ def _operand(text: str) -> OperandTemplate:
         # a memory operand (an AArch64 lane like `((REG..)).d[0]` is a register)
         words = text.split("[", 1)[0].split()
         width = MEM_WIDTHS.get(words[0].lower()) if words else None
-        return OperandTemplate("mem", text, slots, mem_width=width)
+        return OperandTemplate(OperandKind.MEM, text, slots, mem_width=width)
     if slots and slots[0].kind == "REG":
         rest = _PLACEHOLDER_BODY.sub("", text).strip().strip("{}")
-        return OperandTemplate("reg", text, slots, arrangement=rest or None)
+        return OperandTemplate(OperandKind.REG, text, slots, arrangement=rest or None)
     if slots and slots[0].kind in ("IMM", "DIV"):
-        return OperandTemplate("imm" if slots[0].kind == "IMM" else "reg", text, slots)
+        kind = OperandKind.IMM if slots[0].kind == "IMM" else OperandKind.REG
+        return OperandTemplate(kind, text, slots)
     # fixed tokens: immediates written out (#3, 0x53, -3) and shift/extend words
     if re.fullmatch(r"#?-?(0x[0-9a-fA-F]+|[0-9][0-9.e+]*)", text):
-        return OperandTemplate("imm", text, slots)
-    return OperandTemplate("literal", text, slots)
+        return OperandTemplate(OperandKind.IMM, text, slots)
+    return OperandTemplate(OperandKind.LITERAL, text, slots)
 
 
 @lru_cache(maxsize=8192)          # the matcher, kinds and views parse the same forms

@@ -58,7 +58,7 @@ def classify(isa: str, mnemonic: str, *, loads: bool, stores: bool, branch: bool
 def form_kinds(form: str, isa: str) -> tuple[str, ...]:
     """Kinds of a form string (PMEvo spelling); () for one that cannot be read (an imported
     `osaca:` name)."""
-    from .data.osaca import FOREIGN_PREFIX
+    from .osaca_forms import FOREIGN_PREFIX
     from .forms import parse_form
     if form.startswith(FOREIGN_PREFIX):
         return ()

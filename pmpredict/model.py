@@ -17,20 +17,22 @@ Optional timing facts: per form "latency_from" ({"<operand index>": cycles}),
 "latency_source", "move_elimination", "idiom_ports"; top level "pipeline"
 ({key: number}, keys in PIPELINE_KEYS) and "pipeline_source" ({key: text}).
 
-The PMEvo artifact's ``Mapping3`` files load too (each inner port list is one
-uop occurrence; repeats become counts).
+Reading files (native JSON, PMEvo Mapping3, OSACA YAML, built-in names) is
+pmpredict.data.model_files.load_model; this module is the data type and its checks.
 """
 
 from __future__ import annotations
 
-import math
-import os
-import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from . import semantics
-from .errors import InputError
-from .jsonio import JsonDocument, read_json, write_json
+from .jsonio import write_json
+from .validate import (count_problem, latency_problem, name_problem, port_list_problem,
+                       r_max_problem)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 FORMAT_NAME = "pmpredict-model"
 FORMAT_VERSION = 1
@@ -49,6 +51,8 @@ PIPELINE_KEYS = {
     "indexed_load_op_slots": "front-end slots of a load-op with an index register "
                              "(add r, [base + index + disp])",
 }
+# the name of this machine's model (pmpredict.infer.hostmodel), measured on demand
+HOST_MODEL = "host"
 # pipeline keys whose value is a yes/no fact: 0 or 1
 PIPELINE_FLAGS = {"macro_fusion"}
 
@@ -102,19 +106,9 @@ class MachineModel:
     pipeline_source: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        if len(set(self.ports)) != len(self.ports):
-            raise ValueError("duplicate port names")
-        if len(self.ports) > 62:
-            raise ValueError("at most 62 ports are supported")
-        if self.r_max is not None and not self.r_max > 0:
-            raise ValueError("r_max must be positive")
-        full = (1 << len(self.ports)) - 1
-        for form, uops in self.uops.items():
-            for mask, count in uops:
-                if mask <= 0 or mask & ~full:
-                    raise ValueError(f"form {form!r}: uop port mask {mask:#x} is empty or out of range")
-                if count < 1:
-                    raise ValueError(f"form {form!r}: uop count {count} must be >= 1")
+        problem = structure_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         problem = timing_problem(self)
         if problem is not None:
             raise ValueError(problem)
@@ -126,13 +120,6 @@ class MachineModel:
 
     def port_names(self, mask: int) -> list[str]:
         return [p for i, p in enumerate(self.ports) if mask >> i & 1]
-
-    def mask_of(self, names) -> int:
-        index = {p: i for i, p in enumerate(self.ports)}
-        mask = 0
-        for n in names:
-            mask |= 1 << index[n]
-        return mask
 
     def volume(self) -> int:
         """Total uop count over all forms (the EA's size measure)."""
@@ -210,15 +197,6 @@ PER_FORM_FIELDS = ("latency", "operand_latency", "latency_source", "move_elimina
                    "idiom_ports")
 
 
-def latency_problem(value) -> str | None:
-    """Why `value` is not a latency (a finite number >= 0), or None."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return f"must be a number, not {value!r}"
-    if not math.isfinite(value) or value < 0:
-        return f"must be a finite number >= 0, not {value!r}"
-    return None
-
-
 def pipeline_problem(key, value) -> str | None:
     """Why (key, value) is not a pipeline fact (see PIPELINE_KEYS), or None."""
     if key not in PIPELINE_KEYS:
@@ -231,10 +209,10 @@ def pipeline_problem(key, value) -> str | None:
 
 def operand_count(form: str, isa: str) -> int | None:
     """Operands of a form (PMEvo spelling or an imported `osaca:` name); None if unparsable."""
-    from .data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
     from .forms import parse_form
+    from .osaca_forms import is_foreign, parse_foreign_form_name
     try:
-        if form.startswith(FOREIGN_PREFIX):
+        if is_foreign(form):
             return len(parse_foreign_form_name(form, isa)[1])
         return len(parse_form(form, isa).operands)
     except ValueError:
@@ -250,6 +228,36 @@ def operand_index_problem(form: str, isa: str, index) -> str | None:
         return "its operands cannot be counted (malformed form string)"
     if not 0 <= index < n:
         return f"operand index {index} is out of range (the form has {n} operand(s))"
+    return None
+
+
+def structure_problem(model: "MachineModel") -> str | None:
+    """The first thing wrong with the model's name, ports, R_max, forms or uops, or None."""
+    why = name_problem(model.name)
+    if why:
+        return f"model name {why}"
+    if model.isa not in semantics.ISAS:
+        return f"isa must be {' or '.join(repr(i) for i in semantics.ISAS)}, not {model.isa!r}"
+    why = port_list_problem(list(model.ports)) or next(
+        (f"port name {p!r} must be a string" for p in model.ports if not isinstance(p, str)), None)
+    if why:
+        return f"ports: {why}"
+    why = r_max_problem(model.r_max)
+    if why:
+        return f"r_max {why}"
+    if not isinstance(model.provenance, dict):
+        return f"provenance must be an object, not {model.provenance!r}"
+    full = (1 << len(model.ports)) - 1
+    for form, uops in model.uops.items():
+        why = name_problem(form)
+        if why:
+            return f"form name {why}"
+        for mask, count in uops:
+            if mask <= 0 or mask & ~full:
+                return f"form {form!r}: uop port mask {mask:#x} is empty or out of range"
+            why = count_problem(count)
+            if why:
+                return f"form {form!r}: uop count {why}"
     return None
 
 
@@ -291,185 +299,3 @@ def normalize_uops(pairs) -> tuple[tuple[int, int], ...]:
     for mask, count in pairs:
         merged[mask] = merged.get(mask, 0) + count
     return tuple(sorted(merged.items()))
-
-
-# --- loading -------------------------------------------------------------------
-
-def _port_mask(doc: JsonDocument, form: str, names, index: dict[str, int]) -> int:
-    if not isinstance(names, list) or not names:
-        raise doc.error(f"form {form!r}: a uop needs a non-empty list of ports", form)
-    mask = 0
-    for p in names:
-        if str(p) not in index:
-            raise doc.error(f"form {form!r}: unknown port {p!r} (ports are {', '.join(index)})", form)
-        mask |= 1 << index[str(p)]
-    return mask
-
-
-def _ports(doc: JsonDocument, ports) -> tuple[str, ...]:
-    if not isinstance(ports, list) or not ports or not all(isinstance(p, (str, int)) for p in ports):
-        raise doc.error("'ports' must be a non-empty list of port names", "ports")
-    names = tuple(str(p) for p in ports)
-    if len(set(names)) != len(names):
-        raise doc.error("'ports' lists a port twice", "ports")
-    if len(names) > 62:
-        raise doc.error("at most 62 ports are supported", "ports")
-    return names
-
-
-def _from_mapping3(doc: JsonDocument, name: str) -> MachineModel:
-    data = doc.data
-    arch = data.get("arch")
-    if not isinstance(arch, dict):
-        raise doc.error("Mapping3 without an 'arch' object", "kind")
-    ports = _ports(doc, arch.get("ports"))
-    index = {p: i for i, p in enumerate(ports)}
-    insns = arch.get("insns")
-    if not isinstance(insns, list):
-        raise doc.error("'arch' needs an 'insns' list", "arch")
-    known = set(insns)
-    assignment = data.get("assignment")
-    if not isinstance(assignment, dict):
-        raise doc.error("Mapping3 without an 'assignment' object", "kind")
-    uops = {}
-    for form, uop_list in assignment.items():
-        if form not in known:
-            raise doc.error(f"form {form!r} is not in the architecture's 'insns'", form)
-        if not isinstance(uop_list, list):
-            raise doc.error(f"form {form!r}: expected a list of uops", form)
-        uops[form] = normalize_uops((_port_mask(doc, form, u, index), 1) for u in uop_list)
-    return MachineModel(name=name, isa=semantics.isa_of_forms(insns), ports=ports, uops=uops,
-                        provenance={"source": "PMEvo Mapping3", "file": os.path.basename(doc.path)})
-
-
-def _from_native(doc: JsonDocument) -> MachineModel:
-    data = doc.data
-    if data.get("version") != FORMAT_VERSION:
-        raise doc.error(f"unsupported model format version {data.get('version')!r} "
-                        f"(this pmpredict reads version {FORMAT_VERSION})", "version")
-    ports = _ports(doc, data.get("ports"))
-    index = {p: i for i, p in enumerate(ports)}
-    forms = data.get("forms")
-    if not isinstance(forms, dict):
-        raise doc.error("'forms' must be an object mapping form -> {uops: [...]}", "forms")
-    uops = {}
-    timing = {name: {} for name in PER_FORM_FIELDS}
-    for form, entry in forms.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("uops"), list):
-            raise doc.error(f"form {form!r}: expected {{\"uops\": [...]}}", form)
-        pairs = []
-        for u in entry["uops"]:
-            if not isinstance(u, dict):
-                raise doc.error(f"form {form!r}: a uop must be {{\"ports\": [...], \"count\": n}}", form)
-            count = u.get("count", 1)
-            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise doc.error(f"form {form!r}: uop count must be an integer >= 1, not {count!r}", form)
-            pairs.append((_port_mask(doc, form, u.get("ports"), index), count))
-        uops[form] = normalize_uops(pairs)
-    isa = data.get("isa") or semantics.isa_of_forms(uops)
-    if isa not in semantics.ISAS:
-        raise doc.error(f"'isa' must be {' or '.join(repr(i) for i in semantics.ISAS)}, not {isa!r}",
-                        "isa")
-    for form, entry in forms.items():
-        _form_timing(doc, form, entry, isa, timing)
-    pipeline, pipeline_source = _pipeline(doc, data)
-    r_max = data.get("r_max")
-    if r_max is not None and (not isinstance(r_max, (int, float)) or isinstance(r_max, bool) or r_max <= 0):
-        raise doc.error(f"'r_max' must be a positive number or null, not {r_max!r}", "r_max")
-    return MachineModel(name=str(data.get("name") or os.path.splitext(os.path.basename(doc.path))[0]),
-                        isa=isa, ports=ports, uops=uops, r_max=float(r_max) if r_max else None,
-                        provenance=dict(data.get("provenance") or {}), pipeline=pipeline,
-                        pipeline_source=pipeline_source, **timing)
-
-
-def _form_timing(doc: JsonDocument, form: str, entry: dict, isa: str, timing: dict) -> None:
-    """Read one form's optional latency, latency_from, latency_source and flags into `timing`."""
-    if entry.get("latency") is not None:
-        why = latency_problem(entry["latency"])
-        if why:
-            raise doc.error(f"form {form!r}: latency {why}", form)
-        timing["latency"][form] = float(entry["latency"])
-    per = entry.get("latency_from")
-    if per is not None:
-        if not isinstance(per, dict):
-            raise doc.error(f"form {form!r}: latency_from must be an object "
-                            "{\"<operand index>\": latency}", form)
-        out = {}
-        for key, lat in per.items():
-            index = int(key) if re.fullmatch(r"[0-9]+", key) else key
-            why = operand_index_problem(form, isa, index) or latency_problem(lat)
-            if why:
-                raise doc.error(f"form {form!r}: latency_from {key!r}: {why}", form)
-            out[index] = float(lat)
-        if out:
-            timing["operand_latency"][form] = out
-    if "latency_source" in entry:
-        if not isinstance(entry["latency_source"], str):
-            raise doc.error(f"form {form!r}: latency_source must be a string, "
-                            f"not {entry['latency_source']!r}", form)
-        timing["latency_source"][form] = entry["latency_source"]
-    for key in ("move_elimination", "idiom_ports"):
-        if key in entry:
-            if not isinstance(entry[key], bool):
-                raise doc.error(f"form {form!r}: {key} must be true or false, not {entry[key]!r}",
-                                form)
-            timing[key][form] = entry[key]
-
-
-def _pipeline(doc: JsonDocument, data: dict) -> tuple[dict, dict]:
-    pipeline = data.get("pipeline") or {}
-    if not isinstance(pipeline, dict):
-        raise doc.error("'pipeline' must be an object {key: number}", "pipeline")
-    for key, value in pipeline.items():
-        why = pipeline_problem(key, value)
-        if why:
-            raise doc.error(why, key)
-    sources = data.get("pipeline_source") or {}
-    if not isinstance(sources, dict):
-        raise doc.error("'pipeline_source' must be an object {key: text}", "pipeline_source")
-    for key, text in sources.items():
-        if key not in pipeline:
-            raise doc.error(f"pipeline_source names {key!r}, which 'pipeline' does not have",
-                            "pipeline_source")
-        if not isinstance(text, str):
-            raise doc.error(f"pipeline_source {key!r} must be a string, not {text!r}",
-                            "pipeline_source")
-    return dict(pipeline), dict(sources)
-
-
-# the name of this machine's model (pmpredict.infer.hostmodel), measured on demand
-HOST_MODEL = "host"
-
-
-def load_model(spec: str) -> MachineModel:
-    """Load a model from a path (native JSON, PMEvo Mapping3, OSACA YAML) or a built-in name;
-    "host" is this machine's model as far as it has been measured."""
-    from .models import builtin_path
-    path = spec
-    if spec == HOST_MODEL and not os.path.exists(spec):
-        from .infer.hostmodel import load_cached
-        model = load_cached()
-        if model is None:
-            raise InputError(spec, "this machine's model has not been measured yet: "
-                                   "`pmpredict predict FILE.s --model host` measures it")
-        return model
-    if not os.path.exists(spec):
-        builtin = builtin_path(spec)
-        if builtin is None:
-            raise InputError(spec, "no such file, and not a built-in model (see `pmpredict models`)")
-        path = builtin
-    if path.endswith((".yml", ".yaml")):
-        from .data.osaca import load_osaca_model
-        return load_osaca_model(path)
-    doc = read_json(path)
-    if not isinstance(doc.data, dict):
-        raise InputError(path, "expected a JSON object (a model)", 1, 1)
-    name = os.path.splitext(os.path.basename(path))[0]
-    if doc.data.get("kind") == "Mapping3":
-        return _from_mapping3(doc, name)
-    if doc.data.get("format") == FORMAT_NAME:
-        return _from_native(doc)
-    if doc.data.get("kind") == "ExperimentList" or doc.data.get("format") == "pmpredict-experiments":
-        raise InputError(path, "this is an experiment file, not a model", 1, 1)
-    raise InputError(path, f"not a model: expected \"format\": \"{FORMAT_NAME}\" or a PMEvo "
-                           "\"kind\": \"Mapping3\"", 1, 1)

@@ -5,7 +5,9 @@ import os
 import pytest
 
 from conftest import artifact
-from pmpredict.model import MachineModel, load_model
+from pmpredict.model import MachineModel
+
+from pmpredict.data.model_files import load_model
 
 HOST_FORMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "infer", "measure",
                           "forms_host.txt")

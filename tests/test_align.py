@@ -11,7 +11,9 @@ import pytest
 from pmpredict import semantics
 from pmpredict.align import align, align_pairs, aligned_model, port_profile
 from pmpredict.cli import main
-from pmpredict.model import MachineModel, abstract_port_names, load_model
+from pmpredict.model import MachineModel, abstract_port_names
+
+from pmpredict.data.model_files import load_model
 
 ADD = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
 IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"

@@ -5,7 +5,7 @@ import pytest
 from pmpredict.asm.match import APPROX_ADDR, APPROX_GPR, FormMatcher
 from pmpredict.asm.normalize import FormKey, normalize
 from pmpredict.asm.parse import parse
-from pmpredict.model import load_model
+from pmpredict.data.model_files import load_model
 
 X86_FORMS = [
     "ADD_((REG:RW:G:64)),_((IMM:32))",

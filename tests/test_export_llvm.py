@@ -56,8 +56,8 @@ def test_tblgen_accepts_the_self_contained_export(label, version, tmp_path):
     # every resolved form is bound, each opcode by exactly one InstRW
     bound = re.findall(r"InstRW<\[\w+\], \(instrs ([^)]*)\)>", text)
     opcodes = [op.strip() for group in bound for op in group.split(",")]
-    assert len(opcodes) == len(set(opcodes)) == summary["opcodes"] + 1      # + COPY
-    assert summary["unresolved"] == []
+    assert len(opcodes) == len(set(opcodes)) == summary.opcodes + 1      # + COPY
+    assert summary.skipped == ()
 
 
 def _tblgen_latencies(text: str) -> dict[str, int]:
@@ -158,7 +158,7 @@ def test_unresolvable_forms_are_listed_not_guessed(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     summary = export_llvm(odd, str(out), self_contained=True)
-    assert summary["unresolved"] == [bogus]
+    assert summary.skipped == (bogus,)
     text = out.read_text()
     assert re.search(r"//   _frobnicate_\S+  -- llvm-mc: unrecognized instruction mnemonic", text)
     assert (cache / "pmpredict" / "opcodes.json").exists()        # the user cache was written

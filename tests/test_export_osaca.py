@@ -11,7 +11,8 @@ import pytest
 from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
 from pmpredict.exporters.opcodes import resolve_opcodes
 from pmpredict.exporters.common import singleton_cycles
-from pmpredict.exporters.osaca import export_osaca, osaca_identity, osaca_order
+from pmpredict.exporters.osaca import export_osaca, osaca_order
+from pmpredict.osaca_forms import osaca_identity
 from pmpredict.forms import example_instance, parse_form
 from pmpredict.models import builtin_names
 from pmpredict.sim import simulate

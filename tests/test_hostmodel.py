@@ -51,7 +51,7 @@ def test_the_forms_of_a_kernel_and_what_is_left_out():
 
 
 def test_host_names_this_machines_model_not_a_builtin(tmp_path, monkeypatch):
-    from pmpredict.model import load_model
+    from pmpredict.data.model_files import load_model
     from pmpredict.models import builtin_names
     assert "host" not in builtin_names() and "zen4-vm" in builtin_names()
     monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))

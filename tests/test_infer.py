@@ -19,7 +19,8 @@ from pmpredict.infer.prepare import prepare
 from pmpredict.infer.problem import build_problem
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.metrics import mape
-from pmpredict.model import MachineModel, load_model
+from pmpredict.model import MachineModel
+from pmpredict.data.model_files import load_model
 from pmpredict.sim import simulate, simulate_arrays
 
 
@@ -170,8 +171,8 @@ def test_distillation_fits_the_measured_experiments():
     inference = Inference(problem, InferConfig(seed=0, restarts=3, distill=200))
     masks, counts = inference.run()
     assert inference.finished()
-    assert inference.snap["history"][-1]["restart"] == "distilled"
-    assert len(inference.snap["members"]) == 3
+    assert inference.snap.history[-1]["restart"] == "distilled"
+    assert len(inference.snap.members) == 3
     assert inference.error_on(problem, masks, counts) < 0.03
 
 

@@ -10,7 +10,8 @@ from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.cli import main
 from pmpredict.kinds import form_kinds, instruction_kinds, port_kinds
-from pmpredict.model import MachineModel, load_model
+from pmpredict.model import MachineModel
+from pmpredict.data.model_files import load_model
 from pmpredict.predict import Predictor
 
 MEM = "qword_ptr_[((MEM:64))_+_((MIMM:16))]"

@@ -17,7 +17,8 @@ from pmpredict.infer.measure.calibrate import cpuinfo
 from pmpredict.infer.measure.chains import (FLAGS, REFERENCES, Chain, form_timing, plan_form,
                                             reference_values)
 from pmpredict.infer.measure.latency import LatencyTable, split_latencies
-from pmpredict.model import MachineModel, load_model
+from pmpredict.data.model_files import load_model
+from pmpredict.model import MachineModel
 
 X86 = semantics.get("x86")
 IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"

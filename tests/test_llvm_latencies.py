@@ -7,7 +7,9 @@ import shutil
 import pytest
 
 from pmpredict.forms import example_instance, parse_form
-from pmpredict.model import MachineModel, load_model
+from pmpredict.model import MachineModel
+
+from pmpredict.data.model_files import load_model
 
 TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
                     "add_llvm_latencies.py")

@@ -264,7 +264,7 @@ def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
 
 
 def test_zen4_vm_model_covers_the_host_forms():
-    from pmpredict.model import load_model
+    from pmpredict.data.model_files import load_model
     model = load_model("zen4-vm")
     assert set(model.uops) == set(default_forms())
     assert model.isa == "x86" and "cpu" in model.provenance and "cpu_identity" in model.provenance

@@ -14,7 +14,7 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.normalize import normalize
 from pmpredict.asm.parse import parse_file
-from pmpredict.model import load_model
+from pmpredict.data.model_files import load_model
 from pmpredict.predict import Predictor
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")

@@ -11,7 +11,7 @@ import pytest
 
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.model import load_model
+from pmpredict.data.model_files import load_model
 from pmpredict.predict import Predictor
 
 osaca = pytest.importorskip("osaca", reason="OSACA is not installed (its skx.yml is the model)")

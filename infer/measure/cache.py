@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 
 from .codegen import HARNESS_VERSION
 
@@ -50,11 +51,25 @@ class ResultCache:
             tag = hashlib.sha256(cpu.encode()).hexdigest()[:12]
             self.path = os.path.join(cache_dir, f"measure-{tag}.sqlite")
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._set_wal()
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS results "
                              "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             self._import_json_lines(os.path.join(cache_dir, f"measure-{tag}.jsonl"))
+
+    def _set_wal(self) -> None:
+        """Write-ahead logging, so readers never wait for a writer. Changing the journal mode
+        returns "database is locked" at once, without SQLite's busy handler, while another
+        process writes: retried here for as long as a write would wait."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _import_json_lines(self, path: str) -> None:
         if not os.path.exists(path):

@@ -35,14 +35,17 @@ def load_form_list(path: str) -> list[str]:
     import os
     if path in PACKAGED and not os.path.exists(path):
         return packaged_forms(path)
-    try:
-        with open(path) as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
+    from ... import semantics
+    from ...errors import find_line
+    from ...files import read_text
+    text = read_text(path)
     forms = parse_form_list(text, path)
     if not forms:
         raise InputError(path, "no forms in the list", 1, 1)
+    for form in forms:        # a line of junk is an error, not a form to measure
+        if not semantics.get(semantics.isa_of_form(form)).form(form).known:
+            raise InputError(path, f"{form!r} is not an instruction form pmpredict knows",
+                             find_line(text, form))
     return forms
 
 

@@ -185,9 +185,16 @@ def select_kernel(program: Program, lines: str | None = None, region: str | None
     st = program.statements
     isa = program.isa
     path = program.path
-    if lines:
+    if lines is not None and region is not None:
+        raise InputError(path, "give either --lines or --region, not both")
+    if lines is not None:
         a, b = parse_lines(lines, path)
+        n_lines = len(program.lines)
+        if b > n_lines:
+            raise InputError(path, f"--lines {lines}: the file has {n_lines} lines")
         insns = [s for s in st if isinstance(s, Instruction) and a <= s.line <= b]
+        if not insns:
+            raise InputError(path, f"--lines {lines}: no instruction on these lines", a)
         return _kernel(insns, "lines", f"lines {a}-{b} (--lines)")
     regions = _mca_regions(st)
     others = [{"name": n, "lines": list(_span(_insns(st, lo, hi)))} for n, lo, hi in regions]

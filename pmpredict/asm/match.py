@@ -20,7 +20,7 @@ smallest, so the choice is deterministic:
 
 Forms of foreign OSACA files (`osaca:<mnemonic> <op>,...`, pmpredict.data.osaca) are a
 second source of patterns, matched with OSACA's own rules against the key's OSACA view
-(normalize.osaca_view_*): see _osaca_fits. Among several fitting OSACA forms the most
+(normalize.osaca_view_*): see osaca_forms.osaca_fits. Among several fitting OSACA forms the most
 specific wins (fewest `*` wildcards / generic classes), then the first mnemonic tried
 (Intel name, then the name as written, then without AT&T suffix), then file order
 (OSACA itself takes the first fitting entry in file order).
@@ -30,23 +30,34 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 
 from .. import semantics
-from ..data.osaca import FOREIGN_PREFIX, parse_foreign_form_name
+from ..osaca_forms import (FOREIGN_PREFIX, is_foreign, operand_tokens, osaca_fits, osaca_pattern,
+                           parse_foreign_form_name)
 from ..forms import parse_form
 from .normalize import FormKey, render_key
 
-APPROX_GPR = "general-purpose register width differs"
-APPROX_ADDR = "addressing mode differs (model has [base, #imm])"
-APPROX_MASK = "AVX-512 masking/broadcast ignored"
-APPROX_LOAD = "no form with this memory operand: register form used, memory access not counted"
+class Approximation(str, Enum):
+    """Why a match is approximate; the value is the sentence a report prints."""
+    GPR = "general-purpose register width differs"
+    ADDR = "addressing mode differs (model has [base, #imm])"
+    MASK = "AVX-512 masking/broadcast ignored"
+    LOAD = "no form with this memory operand: register form used, memory access not counted"
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+APPROX_GPR, APPROX_ADDR, APPROX_MASK, APPROX_LOAD = (Approximation.GPR, Approximation.ADDR,
+                                                     Approximation.MASK, Approximation.LOAD)
 
 
 @dataclass(frozen=True)
 class Match:
     key: FormKey
     form: str | None                  # the model's form string, None if unmatched
-    approx: tuple[str, ...] = ()      # why the match is approximate (empty: exact)
+    approx: tuple[Approximation, ...] = ()   # why the match is approximate (empty: exact)
     reason: str = ""                  # why it is unmatched
 
     @property
@@ -70,16 +81,13 @@ def _number(text: str):
             return None
 
 
-_OSACA_TOKEN = re.compile(r"mem\([^)]*\)|[^,]+")
-
-
 def form_pattern(template) -> tuple:
     """FormTemplate -> (mnemonic, operand patterns) in the FormKey vocabulary.
 
     A foreign OSACA form keeps its own operand tokens (kind "osaca"), for display."""
-    if template.name.startswith(FOREIGN_PREFIX):
+    if is_foreign(template.name):
         mnemonic, _, rest = template.name.partition(" ")
-        return mnemonic, tuple(("osaca", t) for t in _OSACA_TOKEN.findall(rest))
+        return mnemonic, tuple(("osaca", t) for t in operand_tokens(rest))
     pats = []
     isa = semantics.get(template.isa)
     for op in template.operands:
@@ -127,210 +135,102 @@ def _fits(value: int, width: int) -> bool:
     return -(1 << (width - 1)) <= value < (1 << width)
 
 
+# How a user operand (normalize.FormKey vocabulary) fits a form's operand pattern, one rule
+# per pattern kind: (penalty, approximation note or None), or None when it does not fit.
+
+def _fit_reg(u, f, hint, allow_approx):
+    if u[0] != "reg" or u[1] != f[1]:
+        return None
+    if u[2] == f[2]:
+        return 0.0, None
+    if u[1] == "G" and allow_approx and u[2] is not None and f[2] is not None:
+        return abs(f[2] - u[2]) / 64.0, APPROX_GPR
+    return None
+
+
+def _fit_fixreg(u, f, hint, allow_approx):
+    return (0.0, None) if u[0] == "reg" and len(u) > 3 and u[3] == f[1] else None
+
+
+def _fit_vreg(u, f, hint, allow_approx):
+    return (0.0, None) if u[0] == "vreg" and u[1] == f[1] else None
+
+
+def _fit_velem(u, f, hint, allow_approx):
+    if u[0] != "velem" or u[1] != f[1]:
+        return None
+    return (0.0 if u[2] == f[2] else 0.5), None
+
+
+def _fit_vlist(u, f, hint, allow_approx):
+    return (0.0, None) if u[0] == "vlist" and u[1] == f[1] and u[2] == f[2] else None
+
+
+def _fit_mem(u, f, hint, allow_approx):
+    if u[0] != "mem":
+        return None
+    if u[1] is None:
+        return (0.0 if f[1] == hint else 1.0), None
+    return (0.0, None) if u[1] == f[1] else None
+
+
+def _fit_addr(u, f, hint, allow_approx):
+    if u[0] != "addr" or u[1] != f[1] or u[2] != f[2]:
+        return None
+    disp = u[3]
+    if f[3] is None:
+        return (0.0, None) if disp == 0 else None
+    if f[3] == 8:
+        return (1.0, None) if disp is not None and -128 <= disp < 128 else None
+    return 2.0, None
+
+
+def _fit_amem(u, f, hint, allow_approx):
+    if u[0] != "amem":
+        return None
+    if u[1] in ("base", "imm"):
+        return 0.0, None
+    return (1.0, APPROX_ADDR) if allow_approx else None
+
+
+def _fit_imm_w(u, f, hint, allow_approx):
+    if u[0] != "imm":
+        return None
+    v = u[1]
+    if v is None or isinstance(v, float):
+        return (f[1] / 8.0, None) if f[1] >= 32 else None
+    return (f[1] / 8.0, None) if _fits(v, f[1]) else None
+
+
+def _fit_imm_lit(u, f, hint, allow_approx):
+    if u[0] != "imm":
+        return None
+    if u[1] is None or f[1] is None:
+        return 1.0, None
+    if isinstance(u[1], float) != isinstance(f[1], float):
+        return 2.0, None
+    return (0.0 if u[1] == f[1] else 1.0), None
+
+
+def _fit_shift(u, f, hint, allow_approx):
+    if u[0] != "shift" or u[1] != f[1]:
+        return None
+    if u[2] == f[2]:
+        return 0.0, None
+    if u[2] is None or f[2] is None:
+        return 2.0, None                  # an amount written vs none: worse than another amount
+    return 1.0 + abs(u[2] - f[2]) / 100.0, None
+
+
+_FIT = {"reg": _fit_reg, "fixreg": _fit_fixreg, "vreg": _fit_vreg, "velem": _fit_velem,
+        "vlist": _fit_vlist, "mem": _fit_mem, "addr": _fit_addr, "amem": _fit_amem,
+        "imm_w": _fit_imm_w, "imm_lit": _fit_imm_lit, "shift": _fit_shift}
+
+
 def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
     """(penalty, approx note or None) if user operand u fits pattern f, else None."""
-    uk, fk = u[0], f[0]
-    if fk == "reg":
-        if uk != "reg" or u[1] != f[1]:
-            return None
-        if u[2] == f[2]:
-            return 0.0, None
-        if u[1] == "G" and allow_approx and u[2] is not None and f[2] is not None:
-            return abs(f[2] - u[2]) / 64.0, APPROX_GPR
-        return None
-    if fk == "fixreg":
-        return (0.0, None) if uk == "reg" and len(u) > 3 and u[3] == f[1] else None
-    if fk == "vreg":
-        return (0.0, None) if uk == "vreg" and u[1] == f[1] else None
-    if fk == "velem":
-        if uk != "velem" or u[1] != f[1]:
-            return None
-        return (0.0 if u[2] == f[2] else 0.5), None
-    if fk == "vlist":
-        return (0.0, None) if uk == "vlist" and u[1] == f[1] and u[2] == f[2] else None
-    if fk == "mem":
-        if uk != "mem":
-            return None
-        if u[1] is None:
-            return (0.0 if f[1] == hint else 1.0), None
-        return (0.0, None) if u[1] == f[1] else None
-    if fk == "addr":
-        if uk != "addr" or u[1] != f[1] or u[2] != f[2]:
-            return None
-        disp = u[3]
-        if f[3] is None:
-            return (0.0, None) if disp == 0 else None
-        if f[3] == 8:
-            return (1.0, None) if disp is not None and -128 <= disp < 128 else None
-        return 2.0, None
-    if fk == "amem":
-        if uk != "amem":
-            return None
-        if u[1] in ("base", "imm"):
-            return 0.0, None
-        return (1.0, APPROX_ADDR) if allow_approx else None
-    if fk == "imm_w":
-        if uk != "imm":
-            return None
-        v = u[1]
-        if v is None or isinstance(v, float):
-            return (f[1] / 8.0, None) if f[1] >= 32 else None
-        return (f[1] / 8.0, None) if _fits(v, f[1]) else None
-    if fk == "imm_lit":
-        if uk != "imm":
-            return None
-        if u[1] is None or f[1] is None:
-            return 1.0, None
-        if isinstance(u[1], float) != isinstance(f[1], float):
-            return 2.0, None
-        return (0.0 if u[1] == f[1] else 1.0), None
-    if fk == "shift":
-        if uk != "shift" or u[1] != f[1]:
-            return None
-        if u[2] == f[2]:
-            return 0.0, None
-        if u[2] is None or f[2] is None:
-            return 2.0, None                  # an amount written vs none: worse than another amount
-        return 1.0 + abs(u[2] - f[2]) / 100.0, None
-    return None
-
-
-# --- foreign OSACA forms ----------------------------------------------------------------
-
-WILD = "*"
-_X86_CLASSES = {"mm", "xmm", "ymm", "zmm", "k"}
-
-
-def osaca_pattern(op: dict, vocab) -> tuple:
-    """One OSACA operand dict (parse_foreign_form_name) -> a pattern for _osaca_fits."""
-    cls = op.get("class")
-    if cls == "register":
-        if vocab.register_style == "prefix":
-            return ("R", op.get("prefix"), op.get("shape"))
-        return ("R", op.get("name"))
-    if cls == "immediate":
-        return ("I", op.get("imd"))
-    if cls == "memory":
-        pre, post = op.get("pre_indexed", False), op.get("post_indexed", False)
-        if pre and post:                # the name spells OSACA's `'*'` for both as "pre,post"
-            pre = post = WILD
-        return ("M", op.get("base"), op.get("offset"), op.get("index"), op.get("scale"), pre, post)
-    if cls == "identifier":
-        return ("ID",)
-    if cls == "condition":
-        return ("C", str(op.get("ccode")).upper())
-    if cls == "prfop":
-        return ("P",)
-    return ("NEVER", cls)               # flags and unknown classes: OSACA never matches them
-
-
-def _exact(pattern_value, user_value) -> int | None:
-    """1 for an equal value, 0 for the wildcard, None for a mismatch."""
-    if pattern_value == WILD:
-        return 0
-    return 1 if pattern_value == user_value else None
-
-
-def _fits_register_prefix(u: tuple, f: tuple, vocab) -> int | None:
-    """AArch64 spelling: prefix and element shape."""
-    prefix = _exact(f[1], u[1])
-    if prefix is None:
-        return None
-    if u[2] is None:                    # OSACA: a register without shape fits any entry shape
-        return prefix
-    if f[2] is None:
-        return None
-    shape = _exact(f[2], u[2])
-    return None if shape is None else prefix + shape
-
-
-def _fits_register_name(u: tuple, f: tuple, vocab) -> int | None:
-    """x86 spelling: the register's name without digits, or a class."""
-    if f[1] == WILD:
-        return 0
-    if f[1] == vocab.any_gpr:           # any general-purpose register, any width
-        return 1 if u[2] == "G" else None
-    if u[1] == f[1]:                    # xmm / ymm / zmm / k / mm, or a fixed name (cl)
-        return 2
-    # uops.info-imported entries name a class by its first register (`mm0`); OSACA never
-    # matches them (it strips the digits of the instruction's register only): we do
-    cls = f[1].rstrip("0123456789")
-    return 2 if cls in _X86_CLASSES and cls == u[1] else None
-
-
-def _fits_offset(f, u) -> int | None:
-    if f == WILD:
-        return 0
-    if f is None:                       # OSACA: no offset, or a written 0 (x86)
-        return 1 if u in (None, "imd0") else None
-    if f == "imd":
-        return 1 if u in ("imd", "imd0") else None
-    return 1 if f == u else None
-
-
-_REGISTER_FITS = {"prefix": _fits_register_prefix, "name": _fits_register_name}
-
-
-def _fits_memory(u: tuple, f: tuple, vocab) -> int | None:
-    _, base, offset, index, scale, pre, post = u
-    total = 0
-    for fv, uv in ((f[1], base), (f[3], index)):
-        if fv == WILD:
-            continue
-        if fv is None or uv is None:
-            if fv is not uv:
-                return None
-        elif fv != uv and fv != vocab.any_gpr:
-            return None
-        total += 1
-    part = _fits_offset(f[2], offset)
-    if part is None:
-        return None
-    total += part
-    if f[4] != WILD:
-        # OSACA: equal scales, or both scaled (!= 1)
-        if not (f[4] == scale or (f[4] != 1 and scale != 1)):
-            return None
-        total += 1
-    if vocab.indexed_writeback:
-        for fv, uv in ((f[5], pre), (f[6], post)):
-            if fv == WILD:
-                continue
-            if bool(fv) != uv:
-                return None
-            total += 1
-    return total
-
-
-def _fits_immediate(u: tuple, f: tuple, vocab) -> int | None:
-    if vocab.any_immediate:             # OSACA: any x86 immediate fits `imd: int`
-        return 1
-    if f[1] == WILD:
-        return 0
-    if f[1] == "int":
-        return 1 if u[1] == "int" else None
-    return 1 if u[1] == "double" else None        # imd: double / float: a floating-point literal
-
-
-def _osaca_fits(u: tuple, f: tuple, vocab) -> int | None:
-    """Specificity (>= 0) with which user operand u (OSACA view) fits pattern f, else None.
-    `vocab`: the OsacaVocabulary of the ISA."""
-    fk, uk = f[0], u[0]
-    if uk == "any-reg":                 # a memory operand substituted as OSACA does (hidden load)
-        return 0 if fk == "R" else None
-    if fk == "R":
-        return _REGISTER_FITS[vocab.register_style](u, f, vocab) if uk == "r" else None
-    if fk == "M":
-        return _fits_memory(u, f, vocab) if uk == "m" else None
-    if fk == "I":
-        return _fits_immediate(u, f, vocab) if uk == "i" else None
-    if fk == "ID":
-        return 1 if uk == "id" else None
-    if fk == "C":
-        return _exact(f[1], u[1]) if uk == "cond" else None
-    if fk == "P":
-        return 1 if uk == "prfop" else None
-    return None
+    rule = _FIT.get(f[0])
+    return rule(u, f, hint, allow_approx) if rule else None
 
 
 class FormMatcher:
@@ -346,10 +246,10 @@ class FormMatcher:
         self.osaca_index: dict[tuple[str, int], list[tuple[int, str, tuple]]] = {}
         self.osaca_by_mnemonic: dict[str, list[str]] = {}
         for order, name in enumerate(forms):
-            if name.startswith(FOREIGN_PREFIX):
+            if is_foreign(name):
                 self._add_osaca(order, name)
         for name in sorted(forms):
-            if name.startswith(FOREIGN_PREFIX):
+            if is_foreign(name):
                 continue
             try:
                 template = parse_form(name, isa)
@@ -409,7 +309,7 @@ class FormMatcher:
             for order, name, pats in self.osaca_index.get((mnemonic, len(ops)), []):
                 total = 0
                 for u, f in zip(ops, pats):
-                    r = _osaca_fits(u, f, self.osaca)
+                    r = osaca_fits(u, f, self.osaca)
                     if r is None:
                         break
                     total += r

@@ -21,6 +21,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 
 from .. import semantics
 from ..errors import InputError
+from ..files import read_text
 
 
 
@@ -614,12 +615,13 @@ def _with_text(statements: list, lines: list[str]) -> list:
 
 
 def parse_file(path: str, syntax: str | None = None, isa: str | None = None) -> Program:
-    """Read and parse a file; the syntax is detected unless given."""
+    """Read and parse a file (UTF-8); the syntax is detected unless given."""
+    return parse_source(read_text(path), path, syntax, isa)
+
+
+def parse_source(text: str, path: str, syntax: str | None = None, isa: str | None = None) -> Program:
+    """Parse assembly text read elsewhere (standard input); the syntax is detected unless
+    given. `path` names it in errors."""
     from .detect import detect_syntax
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
     syntax = detect_syntax(text, syntax=syntax, isa=isa, path=path)
     return parse(text, syntax, path)

@@ -2,33 +2,80 @@
 
 from __future__ import annotations
 
-import json
+import argparse
 import math
 import sys
 
-def add_mapping_arguments(p) -> None:
-    """--mapping M --experiments E [--json]: the arguments simulate and evaluate share."""
-    p.add_argument("--mapping", "-m", required=True, metavar="M",
-                   help="model file (native JSON, PMEvo Mapping3, OSACA YAML) or built-in name")
+from ..jsonio import dumps
+from ..validate import name_problem, number_problem, r_max_problem
+
+def add_model_arguments(p) -> None:
+    """--model M --experiments E [--json]: the arguments simulate and evaluate share."""
+    p.add_argument("--model", "--mapping", "-m", dest="model", required=True, metavar="M",
+                   help="model file (native JSON, PMEvo Mapping3, OSACA YAML) or built-in name "
+                        "(--mapping is the old name)")
     p.add_argument("--experiments", "-e", required=True, metavar="E", help="experiment file")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def bottleneck_names(model, mask: int) -> list[str]:
-    from ..sim import FRONTEND
-    if mask == FRONTEND:
-        return ["frontend"]        # the R_max cap, not a port set, limits throughput
-    return model.port_names(int(mask))
-
-
-def json_number(x):
-    """JSON has no NaN: a missing number is null."""
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
-
-
 def print_json(data) -> None:
-    json.dump(data, sys.stdout, indent=1)
-    sys.stdout.write("\n")
+    """JSON on stdout; never NaN or Infinity (a view turns a missing number into null)."""
+    sys.stdout.write(dumps(data))
+
+
+def emit(view, result, as_json: bool, **options) -> None:
+    """Print a command's result through its view (pmpredict/views/<command>.py)."""
+    if as_json:
+        print_json(view.json(result, **options))
+    else:
+        sys.stdout.write(view.text(result, **options))
+
+
+# --- argument types: a bad value is an argparse error (one line, exit 2) before any work ---
+
+def int_in(low: int, high: int | None = None):
+    """argparse type: an integer in [low, high]."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"between {low} and {high}"
+            raise argparse.ArgumentTypeError(f"must be {bound}, not {value}")
+        return value
+    return parse
+
+
+def float_in(low: float, high: float = math.inf, low_open: bool = False):
+    """argparse type: a finite number in [low, high] ((low, high] with low_open)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        why = number_problem(value, low, high, low_open=low_open)
+        if why:
+            raise argparse.ArgumentTypeError(why)
+        return value
+    return parse
+
+
+def r_max_value(text: str) -> float:
+    """argparse type: a peak rate R_max (instructions per cycle)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    why = r_max_problem(value)
+    if why:
+        raise argparse.ArgumentTypeError(why)
+    return value
+
+
+def name_value(text: str) -> str:
+    """argparse type: a model name (non-empty printable text)."""
+    why = name_problem(text)
+    if why:
+        raise argparse.ArgumentTypeError(why)
+    return text

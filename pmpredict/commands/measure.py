@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import replace
 
 from ..errors import InputError
+from ..files import check_output, read_text
 from .common import print_json
 from .measure_progress import STOPPED, MeasureProgress, deadline_check, sigterm_as_interrupt
 
@@ -53,6 +55,8 @@ def _run_options(args, default=None):
 
 def _cache(args):
     from ..infer.measure import default_cache_dir
+    if args.cache and os.path.exists(args.cache) and not os.path.isdir(args.cache):
+        raise InputError(args.cache, "--cache must name a directory, not a file")
     return None if args.no_cache else (args.cache or default_cache_dir())
 
 
@@ -67,6 +71,9 @@ def run(args):
 
 
 def _dispatch(args):
+    _cache(args)                                  # a bad --cache fails before any work
+    if args.output:
+        check_output(args.output, "measured experiments")
     if args.training_set:
         if args.file or args.experiments:
             raise InputError(args.training_set, "--training-set takes no FILE.s or --experiments")
@@ -86,11 +93,7 @@ def _dispatch(args):
 
 def _run_block(args):
     from ..infer.measure.block import BLOCK_OPTIONS, LARGE_SPREAD, measure_block
-    try:
-        with open(args.file) as fh:
-            text = fh.read()
-    except OSError as exc:
-        raise InputError(args.file, f"cannot read: {exc.strerror}") from None
+    text = read_text(args.file)
     result = measure_block(text, args.syntax, args.file, options=_run_options(args, BLOCK_OPTIONS),
                            line_range=args.lines, region=args.region, cache_dir=_cache(args))
     if args.json:

@@ -1,53 +1,51 @@
-"""`pmpredict models`: list the built-in models and this machine's."""
+"""`pmpredict models`: list the built-in models and this machine's, or show one model and its
+forms."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..errors import InputError
+from .common import emit
+
+
+@dataclass(frozen=True)
+class ModelListing:
+    models: tuple                 # (name, MachineModel, kinds.PortKinds) triples
+    forms: bool = False           # list the forms of the (one) model
+    host: dict | None = None      # this machine's model at a glance (infer.hostmodel.describe)
+
 
 def register(sub):
-    p = sub.add_parser("models", help="list the built-in machine models and what the uops on "
-                                      "each port do (share of the port's uop mass), and this "
-                                      "machine's model (--model host)")
+    p = sub.add_parser("models", help="list the built-in machine models, or one model's forms",
+                       description="Without M: the built-in models (name, ISA, ports, forms, "
+                                   "uop volume, where they come from) and what the uops on each "
+                                   "port do (share of the port's uop mass), and this machine's "
+                                   "model (--model host). With M (a built-in "
+                                   "name or a model file): that model; with --forms, every form "
+                                   "and its uops.")
+    p.add_argument("model", nargs="?", metavar="M", help="a built-in name or a model file")
+    p.add_argument("--forms", action="store_true", help="list the forms of M and their uops")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
 
-def _host_lines(info: dict) -> list[str]:
-    head = f"{'host':8s} this machine's model ({info['cpu']})"
-    if not info["measured"]:
-        return [head + ": not measured yet; `pmpredict predict FILE.s --model host` measures "
-                       "it (the core forms once, then the forms each kernel needs)"]
-    pipe = info["pipeline"]
-    front = ", ".join(f"{k} {pipe[k]:g}" for k in ("macro_fusion", "load_op_slots",
-                                                   "indexed_load_op_slots", "taken_branch",
-                                                   "load_latency", "store_forward_latency")
-                      if k in pipe)
-    width = f"r_max {info['r_max']:g}" if info["r_max"] else "r_max unknown"
-    return [f"{'host':8s} {info['isa']:8s} {info['ports']:2d} ports {info['forms']:4d} forms"
-            f"  ({info['with_latency']} with latencies; {info['unusable']} unusable here)"
-            f"  this machine's model ({info['cpu']})",
-            f"{'':8s} front end: {width}, {front or 'no pipeline facts'}",
-            f"{'':8s} created {info['created']} ({info['bootstrap']['how']}, "
-            f"{info['bootstrap']['seconds']:g} s), {info['extensions']} extension(s), last "
-            f"measured {info['last_measured']}",
-            f"{'':8s} {info['path']}"]
-
-
 def run(args):
-    from ..infer.hostmodel import describe
+    from ..data.model_files import load_model
     from ..kinds import port_kinds
-    from ..model import load_model
     from ..models import builtin_names
-    names = builtin_names()
-    if not names:
-        print("no built-in models are installed")
+    from ..views import models as view
+
+    if args.forms and args.model is None:
+        raise InputError("<command line>", "--forms lists the forms of one model: give M")
+    names = [args.model] if args.model is not None else builtin_names()
+    entries = []
     for name in names:
         model = load_model(name)
-        source = model.provenance.get("description", "")
-        print(f"{name:8s} {model.isa:8s} {len(model.ports):2d} ports {len(model.uops):4d} forms"
-              f"  volume {model.volume():5d}  {source}")
-        kinds = port_kinds(model)
-        for port in model.ports:
-            shares = ", ".join(f"{k} {s * 100:.0f}%" for k, s in kinds.of_port(port))
-            print(f"{'':8s} port {port:<4s} {shares or '-'}")
-    for line in _host_lines(describe()):
-        print(line)
+        entries.append((name, model, port_kinds(model)))
+    host = None
+    if args.model is None:
+        from ..infer.hostmodel import describe
+        host = describe()
+    emit(view, ModelListing(tuple(entries), args.forms, host), args.json)
     return 0

@@ -12,9 +12,16 @@ from .common import print_json
 
 
 def register(sub):
-    p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)")
+    p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)",
+                       description="Find the kernel of an assembly file (LLVM-MCA / OSACA / IACA "
+                                   "markers, or the innermost loop), match its instructions to "
+                                   "a model's forms and predict cycles per iteration: the port "
+                                   "bound (exact LP), the loop-carried dependency bound, the "
+                                   "front end, and an out-of-order simulation; per-instruction "
+                                   "port pressure and the bottleneck.")
     p.add_argument("files", nargs="+", metavar="FILE.s",
-                   help="assembly as written by gcc/clang -S (several files: each is predicted)")
+                   help="assembly as written by gcc/clang -S (several files: each is predicted); "
+                        "- reads standard input")
     p.add_argument("--model", "-m", metavar="M",
                    help="model file or built-in name (default: skl for x86, a72 for AArch64); "
                         "host: this machine's model, measuring the kernels' forms it lacks")
@@ -48,7 +55,7 @@ COMPILED_FROM_WITH_COSTS = 50
 
 
 def _model_for(args, isa: str, path: str):
-    from ..model import load_model
+    from ..data.model_files import load_model
     from ..models import builtin_path
 
     spec = args.model
@@ -73,13 +80,14 @@ def _host_model(files):
     """This machine's model with the forms of every kernel measured into it (infer.hostmodel).
     files: [(path, syntax, isa, kernels)], all x86."""
     from ..infer.hostmodel import kernel_forms, host_model
+    from ..infer.measure.instantiate import HARNESS_ISA
     from .measure_progress import MeasureProgress
 
     forms, left_out = [], []
     for path, syntax, isa, kernels in files:
-        if isa != "x86":
+        if isa != HARNESS_ISA:
             raise InputError(path, f"the kernel is {isa}; this machine's model "
-                                   "(--model host) is measured for x86-64 only")
+                                   f"(--model host) is measured for {HARNESS_ISA} only")
         for k in kernels:
             more, left = kernel_forms(k.instructions, syntax, isa)
             forms += [f for f in more if f not in forms]
@@ -94,13 +102,11 @@ def _host_model(files):
 
 
 def _fallback_for(spec: str, model):
+    from ..data.model_files import check_same_isa, load_model
     from ..fallback import with_fallback
-    from ..model import load_model
 
     other = load_model(spec)
-    if other.isa != model.isa:
-        raise InputError(spec, f"the fallback is {other.isa} but model {model.name!r} is "
-                               f"{model.isa}")
+    check_same_isa(model, other.isa, spec, "the fallback is")
     try:
         return with_fallback(model, other)
     except ValueError as exc:
@@ -121,21 +127,30 @@ def _kernels(program, args):
 def run(args):
     # heavy imports (lark, the engines) only when the command runs: `pmpredict --help`
     # and the other commands stay fast
-    from ..asm.parse import parse_file
+    from ..asm.parse import parse_file, parse_source
     from ..batch import render_all
+    from ..files import decode_utf8
     from ..predict import Predictor
     from ..views import DEFAULT_VIEWS, render_text, to_json
 
     files, models = [], {}                       # files: (path, syntax, isa, kernels); models by ISA
     host = _is_host(args.model)
+    if args.files.count("-") > 1:
+        raise InputError("<command line>", "standard input (-) can be read once")
     for path in args.files:
-        program = parse_file(path, syntax=args.syntax, isa=args.isa)
+        if path == "-":
+            path = "<stdin>"
+            text = decode_utf8(sys.stdin.buffer.read(), path)
+            program = parse_source(text, path, syntax=args.syntax, isa=args.isa)
+        else:
+            program = parse_file(path, syntax=args.syntax, isa=args.isa)
         if program.isa not in models and not host:
             models[program.isa] = _model_for(args, program.isa, path)
         files.append((path, program.syntax, program.isa, _kernels(program, args)))
     update = None
     if host:
-        models["x86"], update = _host_model(files)
+        model, update = _host_model(files)
+        models[model.isa] = model
     count = sum(len(kernels) for *_, kernels in files)
     costs = args.json or args.jsonl or args.bottlenecks
     compiled = count >= (COMPILED_FROM_WITH_COSTS if costs else COMPILED_FROM)

@@ -31,23 +31,52 @@ in OSACA. Latencies and pipeline facts of a foreign file carry the source
 
 from __future__ import annotations
 
-import math
 import os
 import re
 
 from .. import semantics
 from ..errors import InputError
-from ..model import PER_FORM_FIELDS, MachineModel, latency_problem, normalize_uops, pipeline_problem
+from ..files import read_text
+from ..model import PER_FORM_FIELDS, MachineModel, normalize_uops, pipeline_problem
+from ..osaca_forms import FOREIGN_PREFIX, foreign_entry_problem, foreign_form_name
+from ..validate import (MAX_COUNT, json_value_problem, latency_problem, name_problem,
+                        number_problem, port_list_problem, r_max_problem)
 
-FOREIGN_PREFIX = "osaca:"
 
 
 # --- YAML with line numbers ------------------------------------------------------
 
+# OSACA's files nest 6 levels; libyaml's composer recurses in C, and a file nested some
+# 10,000 levels deep crashes the interpreter: depth and aliases are checked on the events
+# (an iterative pass) before anything is composed
+MAX_YAML_NESTING = 100
+MAX_YAML_ALIASES = 10_000        # the shipped files use none; a "billion laughs" file uses many
+
+
+def _yaml_structure(text: str, loader, path) -> None:
+    import yaml
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_YAML_NESTING:
+                mark = event.start_mark
+                raise InputError(path, f"nested more than {MAX_YAML_NESTING} levels deep",
+                                 mark.line + 1, mark.column + 1)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                mark = event.start_mark
+                raise InputError(path, f"more than {MAX_YAML_ALIASES} aliases (*name)",
+                                 mark.line + 1, mark.column + 1)
+
+
 def _load_yaml(path):
     import yaml
 
-    # libyaml's loader when present: the shipped OSACA files are up to 1 MB
+    # libyaml's loader when present: the shipped OSACA files are up to 10 MB
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class _Loader(base):
@@ -59,16 +88,17 @@ def _load_yaml(path):
         return mapping
 
     _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    text = read_text(path)
     try:
-        with open(path, encoding="utf8") as f:
-            return yaml.load(f, Loader=_Loader)
-    except OSError as exc:
-        raise InputError(path, f"cannot read: {exc.strerror}") from None
+        _yaml_structure(text, base, path)
+        return yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(path, f"malformed YAML: {what}", mark.line + 1 if mark else None,
                          mark.column + 1 if mark else None) from None
+    except (ValueError, TypeError, OverflowError) as exc:   # a constructor on a bad scalar
+        raise InputError(path, f"malformed YAML: {exc}") from None
 
 
 def _strip_lines(obj):
@@ -82,97 +112,6 @@ def _strip_lines(obj):
 
 def _line(obj):
     return obj.get("__line__") if isinstance(obj, dict) else None
-
-
-# --- foreign form names ----------------------------------------------------------
-
-def _spell(value) -> str:
-    if value is None:
-        return "~"
-    if isinstance(value, dict):          # a register given as {name: ...} / {prefix: ...}
-        return str(value.get("prefix") or value.get("name") or "*")
-    return str(value)
-
-
-def operand_token(op: dict) -> str:
-    """One OSACA operand (a dict from the YAML) in the foreign form-name spelling."""
-    cls = op.get("class")
-    if cls == "register":
-        if op.get("prefix") is not None:
-            token = str(op["prefix"])
-            if op.get("shape") is not None:
-                token += "." + str(op["shape"])
-            return token
-        return str(op.get("name", "*"))
-    if cls == "immediate":
-        return f"imd:{op.get('imd', 'int')}"
-    if cls == "memory":
-        parts = [_spell(op.get(k)) for k in ("base", "offset", "index", "scale")]
-        if op.get("pre_indexed"):
-            parts.append("pre")
-        if op.get("post_indexed"):
-            parts.append("post")
-        return "mem(" + ",".join(parts) + ")"
-    if cls == "identifier":
-        return "id"
-    if cls == "condition":
-        return f"cond:{str(op.get('ccode', '*')).upper()}"
-    if cls == "flag":
-        return f"flag:{op.get('name', '*')}"
-    if cls == "prfop":
-        return "prfop"
-    return str(cls)
-
-
-def foreign_form_name(mnemonic: str, operands) -> str:
-    ops = ",".join(operand_token(o) for o in operands)
-    return FOREIGN_PREFIX + mnemonic.lower() + (" " + ops if ops else "")
-
-
-def _token_value(text: str):
-    if text == "~":
-        return None
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    return text
-
-
-def parse_foreign_form_name(form: str, isa: str) -> tuple[str, list[dict]]:
-    """Inverse of foreign_form_name: (mnemonic, OSACA operand dicts)."""
-    if not form.startswith(FOREIGN_PREFIX):
-        raise ValueError(f"not a foreign OSACA form name: {form!r}")
-    vocab = semantics.get(isa).osaca
-    body = form[len(FOREIGN_PREFIX):]
-    mnemonic, _, rest = body.partition(" ")
-    ops = []
-    for token in re.findall(r"mem\([^)]*\)|[^,]+", rest):
-        if token.startswith("mem("):
-            parts = token[4:-1].split(",")
-            op = {"class": "memory", "base": _token_value(parts[0]), "offset": _token_value(parts[1]),
-                  "index": _token_value(parts[2]), "scale": _token_value(parts[3])}
-            if vocab.indexed_writeback:
-                op["pre_indexed"] = "pre" in parts[4:]
-                op["post_indexed"] = "post" in parts[4:]
-            ops.append(op)
-        elif token.startswith("imd:"):
-            ops.append({"class": "immediate", "imd": token[4:]})
-        elif token == "id":
-            ops.append({"class": "identifier"})
-        elif token.startswith("cond:"):
-            ops.append({"class": "condition", "ccode": token[5:]})
-        elif token.startswith("flag:"):
-            ops.append({"class": "flag", "name": token[5:]})
-        elif token == "prfop":
-            ops.append({"class": "prfop"})
-        elif vocab.register_style == "prefix":
-            prefix, _, shape = token.partition(".")
-            op = {"class": "register", "prefix": prefix}
-            if shape:
-                op["shape"] = shape
-            ops.append(op)
-        else:
-            ops.append({"class": "register", "name": token})
-    return mnemonic, ops
 
 
 # --- port pressure -------------------------------------------------------------------
@@ -204,8 +143,8 @@ def _uops(path, entry, pressure, index):
         if not isinstance(item, list) or len(item) != 2:
             bad(f"port_pressure entry {item!r} must be [cycles, ports]")
         n, ports = item
-        if not isinstance(n, (int, float)) or isinstance(n, bool) or math.isnan(n) or n < 0:
-            bad(f"port_pressure cycles {n!r} must be a number >= 0")
+        if n != 0 and number_problem(n, 0, MAX_COUNT):
+            bad(f"port_pressure cycles {number_problem(n, 0, MAX_COUNT)}")
         names = list(ports) if isinstance(ports, str) else ports
         if not isinstance(names, list) or not names:
             bad(f"port_pressure ports {ports!r} must be a list of port names")
@@ -318,13 +257,10 @@ def load_osaca_model(path) -> MachineModel:
         raise InputError(path, f"'isa' must be {' or '.join(semantics.ISAS)}, not {data.get('isa')!r}",
                          1, 1)
     ports = data.get("ports")
-    if not isinstance(ports, list) or not ports:
-        raise InputError(path, "'ports' must be a non-empty list of port names", 1, 1)
+    why = port_list_problem(ports)
+    if why:
+        raise InputError(path, f"'ports' {why}", 1, 1)
     ports = tuple(str(p) for p in ports)
-    if len(set(ports)) != len(ports):
-        raise InputError(path, "'ports' lists a port twice", 1, 1)
-    if len(ports) > 62:
-        raise InputError(path, "at most 62 ports are supported", 1, 1)
     index = {p: i for i, p in enumerate(ports)}
     forms = data.get("instruction_forms")
     if not isinstance(forms, list):
@@ -347,10 +283,19 @@ def load_osaca_model(path) -> MachineModel:
         if not isinstance(operands, list) or not all(isinstance(o, dict) for o in operands):
             raise InputError(path, "'operands' must be a list of operand mappings", _line(entry))
         if "pmpredict_form" in entry:
-            names = [str(entry["pmpredict_form"])]
+            names = [entry["pmpredict_form"]]
+            why = name_problem(names[0])
+            if why:
+                raise InputError(path, f"pmpredict_form {why}", _line(entry))
         else:
             aliases = entry["name"] if isinstance(entry["name"], list) else [entry["name"]]
-            names = [foreign_form_name(str(a), operands) for a in aliases]
+            names = []
+            for alias in aliases:
+                why = foreign_entry_problem(alias, operands)
+                if why:
+                    skipped.append(f"{alias!r}: {why}")
+                else:
+                    names.append(foreign_form_name(alias, operands))
         try:
             form_uops = _uops(path, entry, entry.get("port_pressure"), index)
         except _Skip as why:
@@ -364,14 +309,16 @@ def load_osaca_model(path) -> MachineModel:
             for key, value in facts.items():
                 timing[key][name] = value
     r_max = meta.get("r_max")
-    if r_max is not None and (not isinstance(r_max, (int, float)) or isinstance(r_max, bool)
-                              or not r_max > 0):
-        raise InputError(path, f"pmpredict.r_max must be a positive number or null, not {r_max!r}",
-                         _line(meta))
+    why = r_max_problem(r_max)
+    if why:
+        raise InputError(path, f"pmpredict.r_max {why} (or null: no cap)", _line(meta))
     name = meta.get("name") or data.get("arch_code") or os.path.splitext(os.path.basename(path))[0]
     provenance = {"source": "OSACA machine file", "file": os.path.basename(path)}
     if isinstance(meta.get("provenance"), dict):
         provenance = _strip_lines(meta["provenance"])
+        why = json_value_problem(provenance)
+        if why:
+            raise InputError(path, f"pmpredict.provenance {why}", _line(meta))
     if skipped:
         provenance["skipped"] = skipped
     if "pmpredict" in data:
@@ -382,7 +329,8 @@ def load_osaca_model(path) -> MachineModel:
             provenance["osaca_load_latency"] = by_class
     try:
         return MachineModel(name=str(name), isa=isa, ports=ports, uops=uops,
-                            r_max=float(r_max) if r_max else None, provenance=provenance,
+                            r_max=float(r_max) if r_max is not None else None,
+                            provenance=provenance,
                             pipeline=pipeline, pipeline_source=pipeline_source, **timing)
     except ValueError as exc:
         raise InputError(path, str(exc)) from None

@@ -48,3 +48,10 @@ def resource_names(report, chain) -> str:
         spelled = next((w for w in words if isa.register_family(w) == name), name)
         out.append(spelled)
     return ", ".join(dict.fromkeys(out))
+
+
+def finite(x):
+    """A JSON number as it is; None for a missing or non-finite value (JSON has no NaN)."""
+    if x is None or not math.isfinite(float(x)):
+        return None
+    return float(x)
