@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pmpredict.data.experiments import ExperimentSet
 
 from . import design as designs
-from .experiments import (pair_experiments, singleton_experiments, singleton_throughputs,
-                          weighted_pair_experiments)
+from .experiments import singleton_experiments, singleton_throughputs
 
 
 # x86 hosts: ALU/vector ports plus load, store and divider units fit in 10 (Zen 4, Golden Cove):
@@ -51,8 +50,7 @@ class TrainingSet:
 
 def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_dir=None,
                          report=None, should_stop=None, design: str = "pairs",
-                         latencies: bool = False, n_ports: int = 10, seed: int = 0
-                         ) -> TrainingSet:
+                         latencies: bool = False) -> TrainingSet:
     """Measure the training experiments of `forms` on this host.
 
     out_dir: if given, each set is also written there as <name>.json as soon as it is done
@@ -61,7 +59,7 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
     progress(Progress): after every experiment; its `plan` lists the phases with their
     sizes (estimates until the singletons are measured).
     should_stop(): asked between kernels; MeasurementStopped (with the phase) if it says yes.
-    design: "pairs" or "blockers" (n_ports and seed size and seed its pilot inference).
+    design: "pairs" or "blockers" (infer/design.py).
     """
     from dataclasses import replace
 
@@ -116,22 +114,8 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
             with open(os.path.join(out_dir, "latencies.json"), "w") as fh:
                 json.dump(table.to_json(), fh, indent=1)
                 fh.write("\n")
-    blockers = []
-    if design == "pairs":
-        pairs = pair_experiments(usable)
-        weighted = weighted_pair_experiments(usable, throughput)
-        plan.update(pairs=len(pairs), weighted=len(weighted))
-        sets["pairs"] = measure("pairs", pairs, usable)
-        sets["weighted"] = measure("weighted", weighted, usable)
-    else:
-        pilot = designs.pilot_forms(usable, throughput)
-        sets["pilot"] = measure("pilot", designs.pilot_experiments(pilot, throughput), pilot)
-        pilot_set = sets["singletons"].concat(sets["pilot"])
-        uops = designs.pilot_mapping(pilot_set, pilot, n_ports, seed)
-        blockers = designs.choose_blockers(uops, throughput)
-        exps = designs.blocker_experiments(usable, blockers, throughput,
-                                           designs.pair_keys(sets["pilot"].experiments))
-        sets["blockers"] = measure("blockers", exps, usable)
+    more, blockers = designs.design_sets(design, usable, throughput, measure)
+    sets.update(more)
     return TrainingSet(sets, left_out, table, design, blockers)
 
 
@@ -140,4 +124,4 @@ def _design_plan(design: str, n: int) -> dict:
     if design == "pairs":
         return {"pairs": n * (n - 1) // 2, "weighted": n * (n - 1) // 2}
     p = min(n, designs.PILOT_SIZE)
-    return {"pilot": p * (p - 1), "blockers": max(0, n - p) * designs.MAX_BLOCKERS}
+    return {"pilot": p * (p - 1), "blockers": max(0, n - p) * designs.BLOCKERS}

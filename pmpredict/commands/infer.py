@@ -113,7 +113,7 @@ SETTINGS = {"method": "method", "seed": "seed", "restarts": "restarts", "start":
 def _measure_here(args, should_stop):
     """--measure: the host training set, measured now (or read back from the cache);
     None if should_stop() ended the measurement first."""
-    from pmpredict.infer.host import HOST_PORTS, measure_training_set
+    from pmpredict.infer.host import measure_training_set
     from pmpredict.infer.design import default_design
     from pmpredict.infer.measure import HostError, default_cache_dir, load_form_list
     from pmpredict.infer.measure.measure_set import MeasurementStopped
@@ -132,8 +132,7 @@ def _measure_here(args, should_stop):
         training = measure_training_set(forms, cache_dir=default_cache_dir(), progress=display,
                                         out_dir=out_dir, should_stop=should_stop,
                                         design=args.design or default_design(len(forms)),
-                                        latencies=not args.no_latencies,
-                                        n_ports=args.ports or HOST_PORTS, seed=args.seed or 0)
+                                        latencies=not args.no_latencies)
     except HostError as exc:
         raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
     except MeasurementStopped as exc:

@@ -1,0 +1,199 @@
+"""Experiment designs on live hardware: all pairs (PMEvo) against blockers (infer/design.py).
+
+    python3 benchmarks/bench_design.py [--forms FILE] [--heldout 200] [--seed 7]
+                                       [--cost-sample 120] [--extrapolate 1000] [--json OUT]
+
+1. Measures (through the measurement cache, so a rerun measures nothing) the host forms'
+   singletons, all pairs and weighted pairs (design "pairs"), and the blocker design
+   (its pilot and blocker experiments are pairs and weighted pairs too, so they come from
+   the same cache: both designs see identical measurements of the experiments they share).
+2. Measures held-out random experiments, `--heldout` of length 4 and as many of length 5
+   (seeded), never used in training.
+3. Infers a mapping from each design (the settings `pmpredict infer --measure` uses) and
+   prints the experiments, the inference time and the MAPE / Kendall tau on the held-out
+   experiments.
+4. Cost: times `--cost-sample` fresh random pairs and the latency chains of 12 forms with the
+   cache off (wall time and the CPU time of the harness and compiler processes), then
+   extrapolates the whole pipeline (singletons, latencies, design, inference) to
+   `--extrapolate` forms; the inference time for that many forms is measured on a synthetic
+   machine (each form gets the uops of a random host-model form, experiments simulated with 2%
+   noise), not extrapolated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import random
+import resource
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.infer import design as designs
+from pmpredict.infer.experiments import singleton_experiments, singleton_throughputs
+from pmpredict.infer.host import measure_training_set
+from pmpredict.infer.measure import (default_cache_dir, default_forms, load_form_list,
+                                     measure_experiment_set)
+from pmpredict.infer.measure.calibrate import cpu_name, host_frequency
+from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.prepare import prepare
+from pmpredict.infer.result import mapping_to_model
+from pmpredict.metrics import evaluate_model
+from pmpredict.model import MachineModel, load_model
+
+PORTS = 10
+
+
+def random_experiments(forms, n, length, seed) -> list[Experiment]:
+    rng = random.Random(seed)
+    return [Experiment.of([rng.choice(forms) for _ in range(length)]) for _ in range(n)]
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def infer(train: ExperimentSet, seed: int) -> tuple[MachineModel, float, float]:
+    """(model, wall seconds, CPU seconds) with the settings of `pmpredict infer --measure`."""
+    wall, cpu = time.monotonic(), time.process_time()
+    prepared = prepare(train, PORTS)
+    masks, counts = Inference(prepared.problem, InferConfig(seed=seed)).run()
+    model = mapping_to_model(prepared.problem, masks, counts, prepared.form_of, name="m",
+                             isa="x86")
+    return model, time.monotonic() - wall, time.process_time() - cpu
+
+
+def score(model, heldout) -> dict:
+    ev = evaluate_model(model, heldout)
+    return {"mape": ev.mape, "kendall": ev.kendall, "n": ev.n}
+
+
+def measure_cost(forms, n: int, seed: int) -> dict:
+    """Seconds per experiment (wall, harness + compiler CPU) of fresh random pairs."""
+    rng = random.Random(seed)
+    exps = [Experiment.of({a: 1, b: 1}) for a, b in
+            (rng.sample(forms, 2) for _ in range(n))]
+    wall, cpu = time.monotonic(), children_cpu()
+    measure_experiment_set(ExperimentSet(tuple(forms), tuple(exps), "x86", "cost"), cache_dir=None)
+    return {"experiments": n, "wall_s": (time.monotonic() - wall) / n,
+            "cpu_s": (children_cpu() - cpu) / n}
+
+
+def latency_cost(forms, n: int, seed: int) -> dict:
+    """Seconds per form of the latency chains (cache off), reference chains included."""
+    from pmpredict.infer.measure.latency import measure_latencies
+    sample = random.Random(seed).sample(forms, n)
+    wall, cpu = time.monotonic(), children_cpu()
+    measure_latencies(sample, cache_dir=None)
+    return {"forms": n, "wall_s": (time.monotonic() - wall) / n,
+            "cpu_s": (children_cpu() - cpu) / n}
+
+
+def synthetic_inference(n_forms: int, host: MachineModel, seed: int) -> dict:
+    """The blocker design's inference on n_forms synthetic forms (uops of random host-model
+    forms), measured by simulation with 2% noise: inference seconds and held-out MAPE."""
+    from pmpredict.sim import simulate
+    rng = np.random.default_rng(seed)
+    host_forms = list(host.uops)
+    names = [f"F{i}" for i in range(n_forms)]
+    truth = MachineModel("truth", "x86", host.ports,
+                         {f: host.uops[host_forms[rng.integers(len(host_forms))]] for f in names})
+
+    def measure(name, exps, forms):
+        s = ExperimentSet(tuple(forms), tuple(exps), "x86", name)
+        cycles, _ = simulate(truth, s)
+        return ExperimentSet(s.forms, tuple(replace(e, cycles=float(c) * (1 + rng.normal(0, 0.02)))
+                                            for e, c in zip(s.experiments, cycles)), "x86", name)
+    single = measure("singletons", singleton_experiments(names), names)
+    throughput = singleton_throughputs(single)
+    wall = time.monotonic()
+    sets, blockers = designs.design_sets("blockers", names, throughput, single, measure, PORTS,
+                                         seed)
+    design_s = time.monotonic() - wall
+    train = single
+    for s in sets.values():
+        train = train.concat(s)
+    model, infer_s, infer_cpu = infer(train, seed)
+    heldout = measure("heldout", random_experiments(names, 300, 5, seed + 1), names)
+    return {"forms": n_forms, "experiments": len(train), "blockers": len(blockers),
+            "pilot_inference_s": design_s, "inference_s": infer_s, "inference_cpu_s": infer_cpu,
+            **score(model, heldout)}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--forms", help="form list (default: the packaged host forms)")
+    ap.add_argument("--heldout", type=int, default=200, help="held-out experiments per length")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--cost-sample", type=int, default=120)
+    ap.add_argument("--extrapolate", type=int, default=1000)
+    ap.add_argument("--skip-synthetic", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    forms = load_form_list(args.forms) if args.forms else default_forms()
+    cache = default_cache_dir()
+    out = {"date": datetime.date.today().isoformat(), "cpu": cpu_name(),
+           "ghz": round(host_frequency(), 3), "command": "python3 " + " ".join(sys.argv),
+           "forms": len(forms)}
+    print(f"# {out['date']}  {out['cpu']} ({out['ghz']} GHz as calibrated)  {out['command']}")
+
+    results = {}
+    for name in designs.DESIGNS:
+        t = measure_training_set(forms, cache_dir=cache, design=name, n_ports=PORTS,
+                                 seed=args.seed)
+        train = t.combined()
+        results[name] = {"experiments": len(train), "sets": {k: len(v) for k, v in t.sets.items()},
+                         "blockers": t.blockers, "train": train}
+    usable = sorted({f for e in results["pairs"]["train"].experiments if e.cycles for f, _ in e.counts})
+    heldout_exps = (random_experiments(usable, args.heldout, 4, args.seed)
+                    + random_experiments(usable, args.heldout, 5, args.seed + 1))
+    heldout = measure_experiment_set(ExperimentSet(tuple(usable), tuple(heldout_exps), "x86",
+                                                   "held-out"), cache_dir=cache)
+    print(f"held-out: {len(heldout)} random experiments of length 4 and 5 (seed {args.seed}), "
+          "never used in training")
+    print(f"{'design':10s} {'experiments':>11s} {'inference':>10s} {'MAPE':>7s} {'Kendall':>8s}")
+    for name, r in results.items():
+        model, wall, cpu = infer(r.pop("train"), args.seed)
+        r.update(inference_s=wall, inference_cpu_s=cpu, **score(model, heldout))
+        print(f"{name:10s} {r['experiments']:11d} {wall:9.0f}s {r['mape']:6.2f}% "
+              f"{r['kendall']:8.3f}   {r['sets']}")
+    print(f"blockers: {', '.join(results['blockers']['blockers'])}")
+    loss = results["blockers"]["mape"] - results["pairs"]["mape"]
+    print(f"MAPE loss of the blocker design: {loss:+.2f} points "
+          f"({results['pairs']['experiments'] / results['blockers']['experiments']:.1f}x fewer "
+          "experiments)")
+    out["designs"] = results
+
+    cost = measure_cost(usable, args.cost_sample, args.seed)
+    lat = latency_cost(usable, 12, args.seed)
+    print(f"cost: {cost['wall_s'] * 1000:.0f} ms per experiment wall "
+          f"({cost['cpu_s'] * 1000:.0f} ms CPU of harness + compiler, {cost['experiments']} "
+          f"fresh pairs); latencies {lat['wall_s']:.2f} s per form wall ({lat['cpu_s']:.2f} s CPU)")
+    out["cost"], out["latency_cost"] = cost, lat
+    if not args.skip_synthetic:
+        n = args.extrapolate
+        syn = synthetic_inference(n, load_model("host"), args.seed)
+        per = syn["experiments"] / n
+        measure_s = syn["experiments"] * cost["wall_s"] + n * lat["wall_s"]
+        total = measure_s + syn["pilot_inference_s"] + syn["inference_s"]
+        print(f"{n} forms (synthetic machine, blocker design): {syn['experiments']} experiments "
+              f"({per:.1f} per form), pilot inference {syn['pilot_inference_s']:.0f} s, inference "
+              f"{syn['inference_s']:.0f} s, held-out MAPE {syn['mape']:.2f}% (vs the simulated "
+              "truth)")
+        print(f"extrapolated: measuring {measure_s / 60:.1f} min (experiments x measured cost + "
+              f"forms x latency cost) + inference {(syn['pilot_inference_s'] + syn['inference_s']) / 60:.1f}"
+              f" min = {total / 60:.1f} min, {total / n:.2f} s per form")
+        out["synthetic"] = {**syn, "extrapolated_total_s": total}
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
