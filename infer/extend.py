@@ -5,8 +5,8 @@ learns more without inferring everything again:
 
 1. each new form is measured alone (its reciprocal throughput) and beside every *blocker* of
    the model, balanced (design.balanced_pair): the blockers are the forms that saturate one
-   port set each (design.choose_blockers over the model's own uops), so a port set the new
-   form shares with a blocker shows as a slowdown;
+   port set each (blockers_of, over the model's own uops), so a port set the new form shares
+   with a blocker shows as a slowdown;
 2. the exact slot moves (refine.py) fit the new forms only, every other form fixed at the
    model's uops, on the problem of the new forms' experiments; the penalties relax as in a
    full inference (a new port set costs a little at first, so a new form takes the port sets
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 import numpy as np
 
-from .design import balanced_pair, choose_blockers
+from .design import balanced_pair
 from .pipeline import InferConfig
 from .problem import build_problem
 from .refine import ExactRefiner, relative_errors
@@ -43,9 +45,31 @@ def model_throughput(uops: dict, r_max: float | None = None) -> dict[str, float]
     return out
 
 
-def blockers_of(uops: dict, throughput: dict) -> list[str]:
-    """The model's blockers: per port set, the form that loads it most purely."""
-    return choose_blockers(uops, throughput)
+def blockers_of(uops: dict, throughput: dict, limit: int = 14) -> list[str]:
+    """The model's blockers, from uops[form] = ((port mask, count), ...): for each port set,
+    the form that puts the largest share (over half) of its uops on it, port sets ordered by
+    how many forms use them; among equals the form with the smallest reciprocal throughput
+    per uop (the strongest saturation per instance)."""
+    users: dict[int, int] = {}
+    for f, us in uops.items():
+        for mask in {m for m, _ in us}:
+            users[mask] = users.get(mask, 0) + 1
+    chosen: list[str] = []
+    for mask in sorted(users, key=lambda m: (-users[m], m)):
+        best = None
+        for f, us in sorted(uops.items()):
+            total = sum(c for _, c in us)
+            share = sum(c for m, c in us if m == mask) / total if total else 0.0
+            if share <= 0.5:
+                continue
+            key = (-share, throughput.get(f, math.inf) / max(total, 1), f)
+            if best is None or key < best[0]:
+                best = (key, f)
+        if best is not None and best[1] not in chosen:
+            chosen.append(best[1])
+        if len(chosen) >= limit:
+            break
+    return chosen
 
 
 def extension_experiments(new_forms, blockers, throughput: dict):

@@ -59,6 +59,10 @@ def test_blockers_are_a_seeded_sample_of_the_pilot():
 
 @pytest.mark.slow
 def test_blocker_design_is_nearly_as_accurate_as_all_pairs_on_a_synthetic_machine():
+    """Both designs inferred the same way, best of three starts: a single start of the exact
+    moves ends in a local optimum on some seeds whatever the design (on this machine, all pairs
+    0.66% with seed 0 and 2.95% with seed 1, the blockers 4.9% and 0.29%), which would compare
+    the starts' luck, not the information in the experiments."""
     truth = oracle_model(seed=4, n_ports=6, n_forms=40)
     forms = list(truth.uops)
 
@@ -75,7 +79,8 @@ def test_blocker_design_is_nearly_as_accurate_as_all_pairs_on_a_synthetic_machin
     fresh = measure(truth, random_experiments(forms, 400, 5, 11), 0.0, 0)
     errors = {}
     for name, train in (("blockers", small), ("pairs", full)):
-        predicted, _ = simulate(infer(train, 6, InferConfig(seed=0)), fresh)
+        predicted, _ = simulate(infer(train, 6, InferConfig(seed=0, restarts=3)), fresh)
         errors[name] = mape(predicted, fresh.measured())
-    assert len(small) < 0.6 * len(full) and len(blockers) == 8
-    assert errors["blockers"] < errors["pairs"] + 1.5, errors
+    assert 3 * len(small) < len(full) and len(blockers) == 8
+    assert errors["pairs"] < 1.0, errors          # the truth is recoverable from all pairs
+    assert errors["blockers"] < errors["pairs"] + 1.0, errors
