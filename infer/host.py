@@ -3,9 +3,10 @@
 Singletons first (their throughputs size the weighted pairs and tell which forms this CPU
 runs at all), then, if asked, the latencies of the usable forms (infer/measure/latency.py),
 then the experiments of the design (infer/design.py): all pairs and the weighted pairs
-("pairs", PMEvo), or a pilot and every form beside a few blockers ("blockers"). Every set
-goes through the measurement cache, so an interrupted run resumes where it stopped and
-`pmpredict measure --training-set` and `pmpredict infer --measure` share their measurements.
+("pairs", PMEvo), or a pilot, every form beside a few blockers and random mixes
+("blockers"). Every set goes through the measurement cache, so an interrupted run resumes
+where it stopped and `pmpredict measure --training-set` and `pmpredict infer --measure`
+share their measurements.
 """
 
 from __future__ import annotations
@@ -123,5 +124,4 @@ def _design_plan(design: str, n: int) -> dict:
     """Estimated experiments per phase of a design, for the progress line's ETA."""
     if design == "pairs":
         return {"pairs": n * (n - 1) // 2, "weighted": n * (n - 1) // 2}
-    p = min(n, designs.PILOT_SIZE)
-    return {"pilot": p * (p - 1), "blockers": max(0, n - p) * designs.BLOCKERS}
+    return designs.design_size(n)

@@ -45,9 +45,9 @@ def register(sub):
                    help="with --forms-from: the files' syntax (default: detected)")
     p.add_argument("--design", choices=("pairs", "blockers"),
                    help="with --measure: pairs: every pair and weighted pair of forms (PMEvo, "
-                        "O(n^2)); blockers: a pilot of 32 forms, then every form beside the "
-                        "few blockers a pilot inference names (O(n)) (default: pairs up to 150 "
-                        "forms, blockers beyond)")
+                        "O(n^2)); blockers: all pairs of a pilot of 32 forms, every form beside "
+                        "14 of them, and random mixes of 4 forms (O(n)) (default: pairs up to "
+                        "150 forms, blockers beyond)")
     p.add_argument("--no-latencies", action="store_true",
                    help="with --measure: do not measure latencies (by default the model gets "
                         "each form's measured latencies, eliminated moves and idioms)")
