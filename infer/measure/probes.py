@@ -139,8 +139,11 @@ def snap_width(ipc: float) -> float:
     return float(nearest) if nearest and abs(ipc - nearest) <= SNAP * nearest else round(ipc, 2)
 
 
-def read_frontend(cycles: dict[str, float | None]) -> FrontEnd:
-    """cycles[probe name]: cycles per copy (block probes) or per iteration (loop probes)."""
+def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -> FrontEnd:
+    """cycles[probe name]: cycles per copy (block probes) or per iteration (loop probes).
+    floor: instructions per cycle this core is known to sustain (a measured singleton's rate):
+    a width probe below it ran on a disturbed front end (a busy sibling thread), and the
+    width is at least the floor."""
     out = FrontEnd()
     by_name = {p.name: p for p in probes()}
     out.missing = sorted(n for n in by_name if cycles.get(n) is None)
@@ -156,6 +159,11 @@ def read_frontend(cycles: dict[str, float | None]) -> FrontEnd:
         out.details["nops_per_cycle"] = _round(ipc("nops"))
     if best is None:
         return out
+    if floor:
+        out.details["width_floor"] = _round(floor)
+        if best < floor * (1 - SNAP):
+            out.details["width_from"] = "floor"
+            best = floor
     out.r_max = snap_width(best)
     slot = 1.0 / out.r_max
 
@@ -183,6 +191,20 @@ def read_frontend(cycles: dict[str, float | None]) -> FrontEnd:
     out.details["loop_cycles_per_iteration"] = {str(k): _round(v) for k, v in sorted(loops.items())}
     if measured:
         out.pipeline["taken_branch"] = _snap_cycles(min(measured))
+    return out
+
+
+def doubts(front: FrontEnd, floor: float | None = None) -> list[str]:
+    """Why a reading may come from a disturbed front end (a busy sibling thread slows every
+    probe; measuring again later helps): probes without a number, a width below the floor,
+    a loop iteration slower than one cycle (the fastest loop on every recent core)."""
+    out = [f"no number for {name}" for name in front.missing]
+    best = max((v for v in front.details.get("instructions_per_cycle", {}).values() if v),
+               default=None)
+    if floor and best is not None and best < floor * (1 - SNAP):
+        out.append(f"the width probes ({best:.2f} per cycle) are below the floor ({floor:.2f})")
+    if front.pipeline.get("taken_branch", 1.0) > 1.0:
+        out.append(f"a loop iteration takes {front.pipeline['taken_branch']} cycles")
     return out
 
 
