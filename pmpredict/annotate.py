@@ -48,6 +48,9 @@ class Annotated:
     eliminated: bool = False                   # move eliminated at rename
     idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
     fused: bool = False                        # the jump of a macro-fused pair
+    # a store committed with the store before it (same cache line): its uops are left out on
+    # these iterations (deps.EVERY, EVEN, ODD; 0: never)
+    paired: int = 0
     assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
 
 
@@ -64,6 +67,7 @@ class Machine:
     assumed: dict[str, float] = field(default_factory=dict)
     load_op_slots: int = 1              # front-end slots of a load-op (2: unlaminated)
     indexed_load_op_slots: int = 1      # ... of a load-op whose address has an index
+    paired_stores: bool = False         # two consecutive stores to one line commit at once
 
 
 def machine_facts(model, loop: bool) -> Machine:
@@ -84,7 +88,7 @@ def machine_facts(model, loop: bool) -> Machine:
                    bool(fusion) if fusion is not None else True,
                    float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
                    assumed, int(pipe.get("load_op_slots", 1)),
-                   int(pipe.get("indexed_load_op_slots", 1)))
+                   int(pipe.get("indexed_load_op_slots", 1)), bool(pipe.get("paired_stores")))
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:

@@ -31,12 +31,14 @@ from .asm.normalize import normalize, render_key
 from .asm.parse import Instruction
 from .bound import optimum
 from .criticality import Criticality, EventClass, analyse, slack
-from .deps import Cycle, Graph, Path, build_graph, critical_path, loop_carried_chains
+from .deps import (EVEN, EVERY, ODD, Cycle, Graph, Path, build_graph, critical_path,
+                   loop_carried_chains, paired_stores)
 from .forms import parse_form
 from .kinds import instruction_kinds, kinds_within, port_kinds
 from .schedule import Body, Run
 from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
+from .schedule_arrays import SKIP_EVEN, SKIP_ODD
 
 # a bound counts as the limit when the prediction is within this of it
 BOUND_TOLERANCE = 0.02
@@ -210,6 +212,17 @@ class Predictor:
                                       stack_engine=self.semantics.stack_engine_register,
                                       memo=self._annotations)
         report.machine = machine
+        # the dependency graph's nodes: every instruction, and after it its address update
+        # (write-back) where it has one; node_rows maps a node back to its instruction
+        nodes, node_rows, mains = [], [], []
+        for a in annotated:
+            for node, main in ((a.node, True), (a.update, False)):
+                if node is not None:
+                    nodes.append(node)
+                    node_rows.append(a.index)
+                    mains.append(main)
+        if machine.paired_stores:
+            _pair_stores(annotated, nodes, node_rows)
         for row, a in zip(rows, annotated):
             row.annotated = a
             row.latency = a.node.latency
@@ -218,18 +231,13 @@ class Predictor:
             return report                                  # nothing known: no prediction
 
         throughput, neck, balance = self._ports(report, annotated)
-        # the dependency graph's nodes: every instruction, and after it its address update
-        # (write-back) where it has one; node_rows maps a node back to its instruction
-        nodes, node_rows, node_uops, node_slots = [], [], [], []
-        for a in annotated:
-            for node, main in ((a.node, True), (a.update, False)):
-                if node is None:
-                    continue
-                nodes.append(node)
-                node_rows.append(a.index)
-                node_uops.append(tuple(mask for mask, count in a.uops for _ in range(count))
-                                 if main else ())
-                node_slots.append(a.slot if main else 0)
+        node_uops, node_slots = [], []
+        for k, main in enumerate(mains):
+            a = annotated[node_rows[k]]
+            skip = (SKIP_EVEN if a.paired & EVEN else 0) | (SKIP_ODD if a.paired & ODD else 0)
+            node_uops.append(tuple(mask | skip for mask, count in a.uops for _ in range(count))
+                             if main else ())
+            node_slots.append(a.slot if main else 0)
         graph = build_graph(nodes, machine.load_latency, machine.store_forward_latency)
         chains = [_on_rows(c, node_rows) for c in loop_carried_chains(graph)]
         path_ = critical_path(graph, [node.latency for node in nodes])
@@ -292,10 +300,10 @@ class Predictor:
         schedule; and each port's share of that schedule (the simulation's tie-breaker)."""
         model = self.model
         n_ports = len(model.ports)
-        mass: dict[int, int] = {}
+        mass: dict[int, float] = {}
         for a in annotated:
-            for mask, count in a.uops:
-                mass[mask] = mass.get(mask, 0) + count
+            for mask, count in a.uops:           # paired every other iteration: half of them
+                mass[mask] = mass.get(mask, 0) + (count / 2 if a.paired else count)
         if not mass:
             return 0.0, 0, tuple([1.0] * n_ports)
         masses = tuple(mass.items())         # in order: the order picks among optimal schedules
@@ -307,7 +315,7 @@ class Predictor:
         for row, a in zip(report.rows, annotated):
             pressure = [0.0] * n_ports
             for mask, count in a.uops:
-                share = count / mass[mask]
+                share = (count / 2 if a.paired else count) / mass[mask]
                 for p, x in schedule[mask].items():
                     pressure[p] += x * share
             row.pressure = {model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9}
@@ -317,6 +325,20 @@ class Predictor:
         report.port_load = {model.ports[p]: load[p] for p in range(n_ports)}
         total = sum(load)
         return cycles, neck, tuple(x / total for x in load)
+
+
+def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int]) -> None:
+    """Plain stores committed with the store before them (deps.paired_stores) lose their
+    uops on the iterations they pair: every iteration (none left), or every other one
+    (Annotated.paired). A store that also loads (add [m], r) keeps its uops."""
+    for k, when in paired_stores(nodes).items():
+        a = annotated[node_rows[k]]
+        if a.semantics.loads or not a.uops:
+            continue
+        if when == EVERY:
+            a.uops = ()
+        else:
+            a.paired = when
 
 
 def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:

@@ -29,7 +29,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     slots / 4; fused pairs take one slot, an indexed load-op two, a loop iteration >= 1."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
-              "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0}
+              "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
+              "stores: one line": 4.0, "stores: distinct lines": 4.0}      # a store a cycle
     for name, _, _ in FUSION_SUBJECTS:
         # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
         cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0
@@ -49,7 +50,7 @@ def test_a_four_wide_core_read_from_its_timings():
     front = read_frontend(skylake_like_timings())
     assert front.r_max == 4.0                              # 8 idioms in 2 cycles
     assert front.pipeline == {"macro_fusion": 1, "load_op_slots": 1, "indexed_load_op_slots": 2,
-                              "taken_branch": 1.0}
+                              "paired_stores": 0, "taken_branch": 1.0}
     assert front.details["instructions_per_cycle"]["width: eliminated moves"] == 3.2
     assert front.details["loop_cycles_per_iteration"]["7"] == 2.0
     assert front.missing == []

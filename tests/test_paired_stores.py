@@ -1,0 +1,55 @@
+"""Stores that commit in pairs (deps.paired_stores, model pipeline `paired_stores`): a core that
+commits two consecutive stores to one cache line at once (Zen 4: 0.5 cycles per store into one
+line, 1 into distinct lines, measured by the front-end probes) against one that commits a
+store a cycle. Expected cycles are hand-computed: one store port, a store a cycle."""
+
+from __future__ import annotations
+
+import pytest
+
+from pmpredict.asm.kernel import select_kernel
+from pmpredict.asm.parse import parse
+from pmpredict.model import MachineModel
+from pmpredict.predict import Predictor
+
+STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+ADD_IMM = "ADD_((REG:RW:G:64)),_((IMM:8))"
+ONE_PORT = MachineModel(name="one-store-port", isa="x86", ports=("S", "A"),
+                        uops={STORE: ((0b01, 1),), ADD_IMM: ((0b10, 1),)},
+                        pipeline={"paired_stores": 1})
+UNPAIRED = MachineModel(**{**ONE_PORT.__dict__, "pipeline": {"paired_stores": 0}})
+
+
+def cycles(body: str, model=ONE_PORT):
+    text = "# OSACA-BEGIN\n" + body + "# OSACA-END\n"
+    report = Predictor(model).predict(select_kernel(parse(text, "att", "k.s")), "att", "k.s")
+    return report.cycles, report
+
+
+@pytest.mark.parametrize("body, expected", [
+    # one store to one address: it pairs with itself an iteration later, every other iteration
+    ("movq %rax, 8(%rbp)\n", 0.5),
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\n", 1.0),            # one line: a pair
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 200(%rbp)\n", 2.0),           # two lines
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\nmovq %rcx, 24(%rbp)\nmovq %rdx, 32(%rbp)\n", 2.0),
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 72(%rbp)\nmovq %rcx, 136(%rbp)\nmovq %rdx, 200(%rbp)\n",
+     4.0),
+    # three into one line: pairs across iterations, 1.5 a loop
+    ("movq %rax, -96(%rbp)\nmovq %rbx, -72(%rbp)\nmovq %rcx, -80(%rbp)\n", 1.5),
+    # two bases: their lines are unrelated
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rdi)\n", 2.0),
+    # a pointer moving 24 bytes a step stays on its line most of the time: the third store
+    # pairs with the next iteration's first
+    ("movq %rax, (%rdi)\nmovq %rbx, 8(%rdi)\nmovq %rcx, 16(%rdi)\naddq $24, %rdi\n", 1.5),
+])
+def test_stores_into_one_line_pair_up(body, expected):
+    assert cycles(body)[0] == pytest.approx(expected)
+    stores = body.count("movq")
+    assert cycles(body, UNPAIRED)[0] == pytest.approx(stores)      # a store a cycle
+
+
+def test_a_paired_store_is_shown_without_its_uops_and_halves_the_port_bound():
+    got, report = cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\nmovq %rcx, 24(%rbp)\n")
+    assert got == pytest.approx(1.5)
+    assert report.bounds.throughput == pytest.approx(1.5)
+    assert [r.annotated.paired for r in report.rows] == [2, 1, 2]  # odd, even, odd iterations
