@@ -50,7 +50,7 @@ class Annotated:
     eliminated: bool = False                   # move eliminated at rename
     idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
     fused: bool = False                        # the jump of a macro-fused pair
-    # a store committed with the store before it (same cache line): its uops are left out on
+    # a store committed with the store before it (same 32-byte block): its uops are left out on
     # these iterations (deps.EVERY, EVEN, ODD; 0: never)
     paired: int = 0
     assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
@@ -69,7 +69,7 @@ class Machine:
     assumed: dict[str, float] = field(default_factory=dict)
     load_op_slots: int = 1              # front-end slots of a load-op (2: unlaminated)
     indexed_load_op_slots: int = 1      # ... of a load-op whose address has an index
-    paired_stores: bool = False         # two consecutive stores to one line commit at once
+    paired_stores: bool = False         # two consecutive stores to one block commit at once
 
 
 def machine_facts(model, loop: bool) -> Machine:

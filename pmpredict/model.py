@@ -50,7 +50,8 @@ PIPELINE_KEYS = {
                      "2 unlaminated",
     "indexed_load_op_slots": "front-end slots of a load-op with an index register "
                              "(add r, [base + index + disp])",
-    "paired_stores": "1 if two consecutive stores to one cache line commit at once, else 0",
+    "paired_stores": "1 if two consecutive stores into one aligned 32-byte block commit at once, "
+                     "else 0",
 }
 # the name of this machine's model (pmpredict.infer.hostmodel), measured on demand
 HOST_MODEL = "host"

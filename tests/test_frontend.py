@@ -30,7 +30,7 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
               "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
-              "stores: one line": 4.0, "stores: distinct lines": 4.0}      # a store a cycle
+              "stores: one block": 4.0, "stores: distinct lines": 4.0}      # a store a cycle
     for name, _, _ in FUSION_SUBJECTS:
         # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
         cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0

@@ -26,9 +26,10 @@ end's, so a subject that costs one more slot shows as 1 / width more cycles.
   against fillers + `add r64, [base + disp]` and `add r64, [base + index + disp]`: a
   micro-fused load-op costs no more slots than the register form, an unlaminated one one
   more.
-* **Paired stores** (`paired_stores`): four stores into one cache line against four into
-  four lines: a core that commits two consecutive stores to one line at once (Zen 4) runs the
-  first twice as fast; one that commits a store a cycle (Skylake) runs both alike.
+* **Paired stores** (`paired_stores`): four stores into one aligned 32-byte block against
+  four into four lines: a core that commits two consecutive stores into one block at once
+  (Zen 4) runs the first twice as fast; one that commits a store a cycle (Skylake) runs both
+  alike.
 * **Taken loop branch** (`taken_branch`): loops whose body is k = 0..7 zero idioms; the
   fewest cycles per iteration any of them takes is the least a loop iteration costs (the
   whole series is kept: it also shows the width, k + 1 slots with the fused dec/jnz).
@@ -43,7 +44,7 @@ FILLERS = 6                     # fillers per subject: enough to make a block fr
 MAX_LOOP_BODY = 7               # loop probes: bodies of 0..MAX_LOOP_BODY fillers
 SNAP = 0.03                     # a width this close (relative) to an integer is that integer
 FUSED_BELOW = 0.5               # adjacent order saves more than this share of a slot: fused
-PAIRED_BELOW = 0.75             # stores into one line this much faster than into many: paired
+PAIRED_BELOW = 0.75             # stores into one block this much faster than apart: paired
 # first instructions of a macro-fusible pair: (name, lines per subject register, condition
 # under which the jump is not taken)
 FUSION_SUBJECTS = (
@@ -122,11 +123,11 @@ STORE_REGISTERS = ("r8", "r9", "r10", "r11")
 
 
 def _store_probes() -> list[Probe]:
-    """Four 8-byte stores into one 64-byte line, and into four lines (the harness's base
-    registers point at line starts)."""
+    """Four 8-byte stores into one aligned 32-byte block, and into four cache lines (the
+    harness's base registers point at line starts)."""
     return [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {64 + step * k}], {r}"
                                            for k, r in enumerate(STORE_REGISTERS)))
-            for name, step in (("one line", 8), ("distinct lines", 64))]
+            for name, step in (("one block", 8), ("distinct lines", 64))]
 
 
 def _loop_probes() -> list[Probe]:
@@ -202,9 +203,9 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
             out.pipeline[key] = slots[name] = int(min(3, max(1, 1 + round(extra))))
     out.details["load_op_slots"] = slots
 
-    one, apart = cycles.get("stores: one line"), cycles.get("stores: distinct lines")
+    one, apart = cycles.get("stores: one block"), cycles.get("stores: distinct lines")
     if one and apart:
-        out.details["stores_per_cycle"] = {"one line": _round(len(STORE_REGISTERS) / one),
+        out.details["stores_per_cycle"] = {"one block": _round(len(STORE_REGISTERS) / one),
                                            "distinct lines": _round(len(STORE_REGISTERS) / apart)}
         out.pipeline["paired_stores"] = 1 if one < PAIRED_BELOW * apart else 0
 
