@@ -50,9 +50,10 @@ class Annotated:
     eliminated: bool = False                   # move eliminated at rename
     idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
     fused: bool = False                        # the jump of a macro-fused pair
-    # a store committed with the store before it (same 32-byte block): its uops are left out on
-    # these iterations (deps.EVERY, EVEN, ODD; 0: never)
+    # a store committed with the store before it (same 32-byte block): on these iterations
+    # (deps.EVEN, ODD; 0: never) it runs `paired_uops` (its address) instead of its `uops`
     paired: int = 0
+    paired_uops: tuple[tuple[int, int], ...] = ()
     assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
 
 

@@ -163,6 +163,12 @@ class Predictor:
         self._annotations: dict = {}                          # annotate's memo
         self._kinds: dict = {}                                # instruction kinds, by semantics
 
+    def _address_uops(self) -> tuple[tuple[int, int], ...]:
+        """The uops of the model's plainest load (the ISA's plain_load_form) when it has one
+        uop: the address generation every memory access takes; else none."""
+        uops = self.model.uops.get(self.semantics.plain_load_form, ())
+        return tuple(uops) if len(uops) == 1 and uops[0][1] == 1 else ()
+
     def short(self, form: str) -> str:
         s = self._short.get(form)
         if s is None:
@@ -222,7 +228,7 @@ class Predictor:
                     node_rows.append(a.index)
                     mains.append(main)
         if machine.paired_stores:
-            _pair_stores(annotated, nodes, node_rows)
+            _pair_stores(annotated, nodes, node_rows, self._address_uops())
         for row, a in zip(rows, annotated):
             row.annotated = a
             row.latency = a.node.latency
@@ -234,9 +240,7 @@ class Predictor:
         node_uops, node_slots = [], []
         for k, main in enumerate(mains):
             a = annotated[node_rows[k]]
-            skip = (SKIP_EVEN if a.paired & EVEN else 0) | (SKIP_ODD if a.paired & ODD else 0)
-            node_uops.append(tuple(mask | skip for mask, count in a.uops for _ in range(count))
-                             if main else ())
+            node_uops.append(_uop_cycles(a) if main else ())
             node_slots.append(a.slot if main else 0)
         graph = build_graph(nodes, machine.load_latency, machine.store_forward_latency)
         chains = [_on_rows(c, node_rows) for c in loop_carried_chains(graph)]
@@ -302,8 +306,8 @@ class Predictor:
         n_ports = len(model.ports)
         mass: dict[int, float] = {}
         for a in annotated:
-            for mask, count in a.uops:           # paired every other iteration: half of them
-                mass[mask] = mass.get(mask, 0) + (count / 2 if a.paired else count)
+            for mask, count in _uop_mass(a):
+                mass[mask] = mass.get(mask, 0) + count
         if not mass:
             return 0.0, 0, tuple([1.0] * n_ports)
         masses = tuple(mass.items())         # in order: the order picks among optimal schedules
@@ -314,8 +318,8 @@ class Predictor:
         load = [0.0] * n_ports
         for row, a in zip(report.rows, annotated):
             pressure = [0.0] * n_ports
-            for mask, count in a.uops:
-                share = (count / 2 if a.paired else count) / mass[mask]
+            for mask, count in _uop_mass(a):
+                share = count / mass[mask]
                 for p, x in schedule[mask].items():
                     pressure[p] += x * share
             row.pressure = {model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9}
@@ -327,18 +331,38 @@ class Predictor:
         return cycles, neck, tuple(x / total for x in load)
 
 
-def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int]) -> None:
-    """Plain stores committed with the store before them (deps.paired_stores) lose their
-    uops on the iterations they pair: every iteration (none left), or every other one
-    (Annotated.paired). A store that also loads (add [m], r) keeps its uops."""
+def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address) -> None:
+    """Plain stores committed with the store before them (deps.paired_stores) run only their
+    address generation (`address`: the plain load's uops) on the iterations they pair: every
+    iteration (their uops replaced), or every other one (Annotated.paired). A store that also
+    loads (add [m], r) keeps its uops."""
     for k, when in paired_stores(nodes).items():
         a = annotated[node_rows[k]]
         if a.semantics.loads or not a.uops:
             continue
         if when == EVERY:
-            a.uops = ()
+            a.uops = address
         else:
-            a.paired = when
+            a.paired, a.paired_uops = when, address
+
+
+def _uop_mass(a: Annotated) -> list[tuple[int, float]]:
+    """(port mask, uops per iteration) of an instruction: a store paired every other iteration
+    runs half its own uops and half its address's."""
+    if not a.paired:
+        return list(a.uops)
+    return [(mask, count / 2) for mask, count in a.uops + a.paired_uops]
+
+
+def _uop_cycles(a: Annotated) -> tuple[int, ...]:
+    """The simulation's port masks of an instruction, one per uop cycle; a store paired every
+    other iteration skips its own uops on those iterations and its address's on the others."""
+    if not a.paired:
+        return tuple(mask for mask, count in a.uops for _ in range(count))
+    on = (SKIP_EVEN if a.paired & EVEN else 0) | (SKIP_ODD if a.paired & ODD else 0)
+    off = (SKIP_EVEN | SKIP_ODD) & ~on
+    return tuple(mask | on for mask, count in a.uops for _ in range(count)) + \
+        tuple(mask | off for mask, count in a.paired_uops for _ in range(count))
 
 
 def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:

@@ -59,3 +59,25 @@ def test_a_paired_store_is_shown_without_its_uops_and_halves_the_port_bound():
     assert [r.annotated.paired for r in report.rows] == [2, 1, 2]  # odd, even, odd iterations
     got, report = cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\n")
     assert [r.annotated.uops for r in report.rows] == [((0b01, 1),), ()]
+
+
+# Zen 4's shape: three address ports that loads use (A, B, C), the store's own uop on one of
+# them (as the host model infers it). A paired store still generates its address: on its
+# paired iterations it takes one of the load ports instead of its own uop.
+LOAD = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+THREE = MachineModel(name="three-address-ports", isa="x86", ports=("A", "B", "C"),
+                     uops={LOAD: ((0b111, 1),), STORE: ((0b100, 1),)},
+                     pipeline={"paired_stores": 1})
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("movq %rax, 24(%rbx)\n", 0.5),                                     # measured 0.500
+    ("movq 16(%rbx), %rdi\nmovq %rax, 24(%rbx)\n", 2 / 3),              # measured 0.667
+    ("movq 16(%rbx), %rdi\nmovq 48(%rbx), %rsi\nmovq %rax, 24(%rbx)\n", 1.0),   # 1.000
+])
+def test_a_paired_store_still_takes_an_address_port(body, expected):
+    """One store per iteration pairs every other iteration: half a uop on its own port, half a
+    uop on the three address ports beside the loads: (loads + 1) / 3 cycles, at least 0.5."""
+    got, report = cycles(body, THREE)
+    assert got == pytest.approx(expected) and report.bounds.throughput == pytest.approx(expected)
+    assert report.rows[-1].annotated.paired_uops == ((0b111, 1),)
