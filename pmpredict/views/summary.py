@@ -132,8 +132,12 @@ def text(report) -> str:
             neck = ", ".join(report.bottleneck) if report.bottleneck else "-"
             if report.bottleneck_kinds:
                 neck += f" ({', '.join(report.bottleneck_kinds)})"
-            out.append("Bottleneck: " + ("front end (R_max)" if report.bottleneck == ["frontend"]
-                                         else "ports " + neck))
+            ports_line = ("front end (R_max)" if report.bottleneck == ["frontend"]
+                          else "ports " + neck)
+            if b.loop_carried > max(b.throughput, b.front_end or 0.0) \
+                    and b.loop_carried >= report.cycles * (1 - TOLERANCE):
+                ports_line = f"the loop-carried chain (busiest: {ports_line})"
+            out.append("Bottleneck: " + ports_line)
     out.append(f"Coverage:   {coverage_note(report)}")
     if report.fallback is not None:
         out.append(f"Fallback:   {fallback_note(report)}")
