@@ -212,7 +212,7 @@ def repeatability(sample, tmp, measured, k) -> dict | None:
     """Measure the first k measured blocks once more (not cached): how far apart two runs are."""
     pairs = []
     for row in [r for r in sample if measured[r["hex"]].get("cycles")][:k]:
-        again = pmcli.measure(write_block(tmp, row)).get("cycles")
+        again = pmcli.measure(write_block(tmp, row), cached=False).get("cycles")
         if again:
             pairs.append((measured[row["hex"]]["cycles"], again))
     if not pairs:

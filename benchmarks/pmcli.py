@@ -46,10 +46,12 @@ def predict(path: str, model: str | None = None, lines: str | None = None,
     return _run(args + list(extra), PREDICT_TIMEOUT)
 
 
-def measure(path: str, lines: str | None = None) -> dict:
+def measure(path: str, lines: str | None = None, cached: bool = True) -> dict:
     args = ["measure", path]
     if lines:
         args += ["--lines", lines]
+    if not cached:
+        args.append("--no-cache")
     return _run(args, MEASURE_TIMEOUT)
 
 
