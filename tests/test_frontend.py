@@ -86,6 +86,8 @@ def test_a_busy_sibling_thread_is_caught_by_the_floor():
     assert doubts(clean, 3.98) == [] and doubts(clean) == []
     partial = dict(skylake_like_timings(), nops=None)
     assert doubts(read_frontend(partial)) == ["no number for nops"]
+    noisy = dict(skylake_like_timings(), **{"fusion test: adjacent": 4.0})   # test not fused
+    assert doubts(read_frontend(noisy)) == ["cmp and test read differently for macro-fusion"]
 
 
 def test_the_floor_is_the_fastest_singleton_but_nops():

@@ -220,7 +220,8 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
 def doubts(front: FrontEnd, floor: float | None = None) -> list[str]:
     """Why a reading may come from a disturbed front end (a busy sibling thread slows every
     probe; measuring again later helps): probes without a number, a width below the floor,
-    a loop iteration slower than one cycle (the fastest loop on every recent core)."""
+    a loop iteration slower than one cycle (the fastest loop on every recent core), cmp and
+    test disagreeing on macro-fusion."""
     out = [f"no number for {name}" for name in front.missing]
     best = max((v for v in front.details.get("instructions_per_cycle", {}).values() if v),
                default=None)
@@ -228,6 +229,10 @@ def doubts(front: FrontEnd, floor: float | None = None) -> list[str]:
         out.append(f"the width probes ({best:.2f} per cycle) are below the floor ({floor:.2f})")
     if front.pipeline.get("taken_branch", 1.0) > 1.0:
         out.append(f"a loop iteration takes {front.pipeline['taken_branch']} cycles")
+    fused = front.details.get("macro_fusion", {})
+    if "cmp" in fused and "test" in fused and fused["cmp"] != fused["test"]:
+        # every core that fuses one fuses the other (Intel since Nehalem, AMD since Zen)
+        out.append("cmp and test read differently for macro-fusion")
     return out
 
 
