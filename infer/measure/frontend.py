@@ -14,6 +14,7 @@ memory.
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from dataclasses import dataclass, replace
 
@@ -21,7 +22,7 @@ from .block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
 from .cache import ResultCache, block_key
 from .calibrate import cpu_identity, cpu_name
 from .codegen import block_kernel
-from .probes import FrontEnd, Probe, doubts, probes, read_frontend
+from .probes import SNAP, FrontEnd, Probe, doubts, probes, read_frontend
 from .runner import RunOptions, check_host, run_kernels
 
 SYNTAX = "intel"
@@ -60,10 +61,13 @@ def _prepared(probe: Probe):
 
 def width_floor(singletons) -> float | None:
     """Instructions per cycle the core has been seen to sustain: the fastest measured singleton
-    (ExperimentSet) but nops (Zen 4 fuses two into one slot, twelve per cycle)."""
+    (ExperimentSet) but nops (Zen 4 fuses two into one slot, twelve per cycle), as the whole
+    width it proves (a width is a whole number; a timing a hair fast proves no more)."""
     rates = [e.length / e.cycles for e in singletons.experiments
              if e.cycles and not any(f.split("_")[0].upper() == "NOP" for f in e.forms())]
-    return max(rates, default=None)
+    if not rates:
+        return None
+    return float(math.floor(max(rates) * (1 + SNAP))) or None
 
 
 def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIONS,
