@@ -147,8 +147,9 @@ def _measure_here(args, should_stop):
     for form, why in training.left_out.items():
         print(f"pmpredict: left out {form}: {why}", file=sys.stderr)
     inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
-    from pmpredict.infer.measure.frontend import measure_frontend
-    front = measure_frontend(cache_dir=default_cache_dir())
+    from pmpredict.infer.measure.frontend import measure_frontend, width_floor
+    front = measure_frontend(cache_dir=default_cache_dir(),
+                             floor=width_floor(training.singletons))
     return training.combined(), inputs, training.latencies, front
 
 

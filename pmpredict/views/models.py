@@ -38,8 +38,9 @@ def _host_lines(info: dict) -> list[str]:
                        "it (the core forms once, then the forms each kernel needs)"]
     pipe = info["pipeline"]
     front = ", ".join(f"{k} {pipe[k]:g}" for k in ("macro_fusion", "load_op_slots",
-                                                   "indexed_load_op_slots", "taken_branch",
-                                                   "load_latency", "store_forward_latency")
+                                                   "indexed_load_op_slots", "paired_stores",
+                                                   "taken_branch", "load_latency",
+                                                   "store_forward_latency")
                       if k in pipe)
     width = f"r_max {info['r_max']:g}" if info["r_max"] else "r_max unknown"
     return [f"{'host':8s} {info['isa']:8s} {info['ports']:2d} ports {info['forms']:4d} forms"
