@@ -1,23 +1,25 @@
 """Experiment designs on live hardware: all pairs (PMEvo) against blockers (infer/design.py).
 
     python3 benchmarks/bench_design.py [--forms FILE] [--heldout 200] [--seed 7]
-                                       [--cost-sample 120] [--extrapolate 1000] [--json OUT]
+                                       [--cost-sample 120] [--extrapolate 1000]
+                                       [--skip-synthetic | --synthetic-only] [--json OUT]
 
 1. Measures (through the measurement cache, so a rerun measures nothing) the host forms'
-   singletons, all pairs and weighted pairs (design "pairs"), and the blocker design
-   (its pilot and blocker experiments are pairs and weighted pairs too, so they come from
-   the same cache: both designs see identical measurements of the experiments they share).
+   singletons, all pairs and weighted pairs (design "pairs"), and the blocker design (its
+   pilot and blocker experiments are pairs and weighted pairs too, so they come from the
+   same cache: both designs see identical measurements of the experiments they share; its
+   mixes are measured once and cached too).
 2. Measures held-out random experiments, `--heldout` of length 4 and as many of length 5
-   (seeded), never used in training.
-3. Infers a mapping from each design (the settings `pmpredict infer --measure` uses) and
-   prints the experiments, the inference time and the MAPE / Kendall tau on the held-out
-   experiments.
-4. Cost: times `--cost-sample` fresh random pairs and the latency chains of 12 forms with the
-   cache off (wall time and the CPU time of the harness and compiler processes), then
-   extrapolates the whole pipeline (singletons, latencies, design, inference) to
-   `--extrapolate` forms; the inference time for that many forms is measured on a synthetic
-   machine (each form gets the uops of a random host-model form, experiments simulated with 2%
-   noise), not extrapolated.
+   (seeds --seed and --seed + 1), never used in training.
+3. Cost: times `--cost-sample` fresh random pairs and the latency chains of 12 forms with
+   the cache off (wall time, and the CPU time of this process, the harness and the compiler).
+4. Infers a mapping from each design (the settings of `pmpredict infer --measure`: 10 ports,
+   the measured issue width) and prints the experiments, the measuring time (experiments x
+   cost), the inference time and the MAPE / Kendall tau on the held-out experiments.
+5. Unless --skip-synthetic: the blocker design's inference on `--extrapolate` synthetic
+   forms (each gets the uops of a random form of the built-in zen4-vm, experiments
+   simulated with 2% noise), measured, not extrapolated; with the costs of step 3, the
+   whole pipeline for that many forms on this host.
 """
 
 from __future__ import annotations
