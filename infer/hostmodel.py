@@ -206,7 +206,7 @@ def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool
 
     started = time.monotonic()
     seeded = _builtin_for(cpu_identity()) if seed_builtin else None
-    front = measure_frontend(cache_dir=cache_dir)
+    front = measure_frontend(cache_dir=cache_dir, progress=progress)
     if seeded is not None:
         model, experiments = _seed(seeded, cache_dir, progress), 0
         how = f"seeded from the built-in {seeded.name}"

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import datetime
 import re
+import time
 from dataclasses import dataclass, replace
 
 from .block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
 from .cache import ResultCache, block_key
 from .calibrate import cpu_identity, cpu_name
 from .codegen import block_kernel
+from .measure_set import Progress
 from .probes import FrontEnd, Probe, probes, read_frontend
 from .runner import RunOptions, check_host, run_kernels
 
@@ -57,12 +59,21 @@ def _prepared(probe: Probe):
     return replace(block, lines=tuple(probe.lines))
 
 
-def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIONS
-                     ) -> MeasuredFrontEnd:
-    """Time the probes (through the cache) and read them."""
+def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIONS,
+                     progress=None) -> MeasuredFrontEnd:
+    """Time the probes (through the cache) and read them; progress(Progress) before and
+    after each of the two harness runs (phase "front end")."""
     check_host()
     cycles: dict[str, float | None] = {}
     cache = ResultCache(cache_dir, cpu_identity())
+    started = time.monotonic()
+    total = len(probes())
+
+    def report():
+        if progress:
+            cached = total - len(blocks) - len(loops)
+            progress(Progress("front end", len(cycles), total, cached,
+                              time.monotonic() - started))
     try:
         blocks, loops = [], []
         for probe in probes():
@@ -80,10 +91,12 @@ def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIO
                 cycles[probe.name] = hit.get("cycles")
             else:
                 blocks.append((probe, prepared))
+        report()
         if blocks:
             for (probe, _), result in zip(blocks, measure_blocks([b for _, b in blocks], options,
                                                                   cache)):
                 cycles[probe.name] = result.get("cycles")
+            report()
         if loops:
             kernels = [block_kernel(f"pm_loop{i}", list(p.lines), SYNTAX, b.counter,
                                     b.vector_width, b.layout)
@@ -93,6 +106,7 @@ def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIO
                 cycles[probe.name] = timing.cycles
                 if timing.cycles is not None:
                     cache.put(key, timing.cycles, None)
+            report()
     finally:
         cache.close()
     return MeasuredFrontEnd(read_frontend(cycles), cpu_name(), datetime.date.today().isoformat())

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..files import check_output, read_text
-from .common import print_json
-from .measure_progress import STOPPED, MeasureProgress, deadline_check, sigterm_as_interrupt
+from .common import float_in, int_in, print_json, training_saver
+from .progress import ProgressDisplay
+from .stopping import STOPPED, deadline_check
 
 
 def register(sub):
@@ -31,10 +32,10 @@ def register(sub):
     p.add_argument("--cache", metavar="DIR", help="result cache directory "
                    "(default: $PMPREDICT_CACHE or ~/.cache/pmpredict)")
     p.add_argument("--no-cache", action="store_true", help="measure everything afresh")
-    p.add_argument("--samples", type=int, default=None, metavar="N",
+    p.add_argument("--samples", type=int_in(1, 1_000_000), default=None, metavar="N",
                    help="timing samples per kernel at least (default 5; more are taken, up to "
                         "24, until the fastest runs agree)")
-    p.add_argument("--time-limit", type=float, metavar="SEC",
+    p.add_argument("--time-limit", type=float_in(0.0, 1e9, low_open=True), metavar="SEC",
                    help="with --experiments / --training-set: stop after SEC seconds, write "
                         "what is measured and exit with status 3; the same command resumes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -44,10 +45,6 @@ def register(sub):
 def _run_options(args, default=None):
     from ..infer.measure.runner import RunOptions
     default = default or RunOptions()
-    if args.samples is not None and args.samples < 1:
-        raise InputError(None, "--samples must be at least 1")
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise InputError(None, "--time-limit must be positive")
     if args.samples is None:
         return default
     return replace(default, samples=args.samples, max_samples=max(default.max_samples, args.samples))
@@ -63,8 +60,7 @@ def _cache(args):
 def run(args):
     from ..infer.measure.runner import HostError
     try:
-        with sigterm_as_interrupt():
-            return _dispatch(args)
+        return _dispatch(args)
     except HostError as exc:
         print(f"pmpredict: error: {exc}", file=sys.stderr)
         return 1
@@ -135,7 +131,7 @@ def _run_experiments(args):
     if exps.isa != HARNESS_ISA:
         raise InputError(args.experiments, f"only {HARNESS_ISA} experiments can be measured on "
                                            f"this host (this set is {exps.isa})")
-    display = MeasureProgress() if sys.stderr.isatty() or not args.json else None
+    display = ProgressDisplay() if sys.stderr.isatty() or not args.json else None
     try:
         out = measure_experiment_set(exps, cache_dir=_cache(args), progress=display,
                                      options=MeasureOptions(run=_run_options(args)),
@@ -167,16 +163,17 @@ def _run_training_set(args):
     from ..infer.measure import MeasureOptions, default_forms, load_form_list
     from ..infer.measure.measure_set import MeasurementStopped
     forms = load_form_list(args.forms) if args.forms else default_forms()
-    display = MeasureProgress()
+    display = ProgressDisplay()
 
     def report(path, exps):
         failed = sum(1 for e in exps.experiments if e.cycles is None)
-        print(f"{path}: {len(exps) - failed} experiments measured, {failed} failed")
+        display.note(f"{path}: {len(exps) - failed} experiments measured, {failed} failed",
+                     sys.stdout)
 
     try:
         training = measure_training_set(forms, cache_dir=_cache(args), progress=display,
                                         options=MeasureOptions(run=_run_options(args)),
-                                        out_dir=args.training_set, report=report,
+                                        on_set=training_saver(args.training_set, report),
                                         should_stop=deadline_check(args.time_limit))
     except MeasurementStopped as exc:
         display.done()
