@@ -11,7 +11,7 @@ import pytest
 from pmpredict.asm.kernel import all_regions
 from pmpredict.asm.parse import parse_file
 from pmpredict.cli import main
-from pmpredict.commands.predict import COMPILED_FROM_WITH_COSTS
+from pmpredict.predict_files import COMPILED_FROM_WITH_COSTS
 from pmpredict.data.model_files import load_model
 from pmpredict.predict import Predictor
 from pmpredict.views import render_text, to_json
