@@ -114,10 +114,50 @@ def model_path(cache_dir: str | None = None) -> str:
 
 
 def load_cached(cache_dir: str | None = None):
-    """This machine's model if it has been measured, else None."""
-    from pmpredict.data.model_files import load_model
+    """This machine's model if it has been measured, else None; InputError naming the file
+    if it is damaged (the user can delete it: it is measured again)."""
     path = model_path(cache_dir)
-    return load_model(path) if os.path.exists(path) else None
+    return _read(path) if os.path.exists(path) else None
+
+
+DAMAGED = "this machine's model is damaged ({}); delete the file and it is measured again"
+
+
+def _read(path: str):
+    """The model at `path`, checked: an x86 model whose provenance holds the host facts."""
+    from pmpredict.data.model_files import load_model
+
+    from .measure.instantiate import HARNESS_ISA
+    try:
+        model = load_model(path)
+    except InputError as exc:
+        raise InputError(exc.path, DAMAGED.format(exc.message), exc.line, exc.column) from None
+    why = _facts_problem(model.provenance.get("host"))
+    if model.isa != HARNESS_ISA:
+        why = f"an {model.isa} model, not {HARNESS_ISA}"
+    if why:
+        raise InputError(path, DAMAGED.format(why))
+    return model
+
+
+def _facts_problem(facts) -> str | None:
+    """What is wrong with the provenance's host facts, or None (the keys this module reads)."""
+    if not isinstance(facts, dict):
+        return "provenance.host is not an object"
+    left_out = facts.get("left_out", {})
+    if not isinstance(left_out, dict) or not all(isinstance(v, str) for v in left_out.values()):
+        return "provenance.host.left_out is not an object of form: reason"
+    extensions = facts.get("extensions", [])
+    if not isinstance(extensions, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("date"), str) for e in extensions):
+        return "provenance.host.extensions is not a list of objects with a date"
+    bootstrap = facts.get("bootstrap")
+    if not isinstance(bootstrap, dict) or not isinstance(bootstrap.get("how"), str) \
+            or not isinstance(bootstrap.get("seconds"), (int, float)):
+        return "provenance.host.bootstrap is not an object with how and seconds"
+    if not isinstance(facts.get("created"), str):
+        return "provenance.host.created is not a date"
+    return None
 
 
 @contextmanager
@@ -165,8 +205,6 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     progress(Progress): measurement progress; notify(text): a note (waiting for the lock).
     core: the bootstrap forms (default measure/forms_core.txt); seed_builtin: start from a built-in
     model measured on this very CPU when there is one."""
-    from pmpredict.data.model_files import load_model
-
     from .measure.calibrate import cpu_name
     from .measure.cache import default_cache_dir
     from .measure.runner import HostError
@@ -176,7 +214,7 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     update = HostUpdate(path, cpu_name())
     try:
         with _locked(path, update, notify):
-            model = load_model(path) if os.path.exists(path) else None
+            model = _read(path) if os.path.exists(path) else None
             if model is None:
                 model = _bootstrap(cache_dir, progress, update, core, seed_builtin)
                 model.save(path)
@@ -343,7 +381,11 @@ def describe(cache_dir: str | None = None) -> dict:
     out = {"name": MODEL_NAME, "cpu": cpu_name(), "path": path, "measured": os.path.exists(path)}
     if not out["measured"]:
         return out
-    model = load_cached(cache_dir)
+    try:
+        model = _read(path)
+    except InputError as exc:
+        out["damaged"] = exc.message
+        return out
     facts = _host_facts(model)
     extensions = facts.get("extensions", [])
     out.update(isa=model.isa, ports=len(model.ports), forms=len(model.uops),

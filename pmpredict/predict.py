@@ -38,9 +38,6 @@ from .schedule import Body, Run
 from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
 
-# a bound counts as the limit when the prediction is within this of it
-BOUND_TOLERANCE = 0.02
-
 
 @dataclass
 class InstructionRow:

@@ -36,7 +36,6 @@ class Timing:
     long: float | None = None        # fastest t(2n) / 2n
     spread: float | None = None      # (median - fastest) / fastest of the t(2n) runs
     iterations: int = 0
-    ghz: float | None = None
     error: str | None = None
     dirty: int = 0                   # runs kept although every attempt was interrupted
     samples: int = 0                 # samples taken (calibration, n and 2n runs each)

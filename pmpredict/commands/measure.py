@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..files import check_output, read_text
-from .common import float_in, int_in, print_json, training_saver
+from .common import emit, float_in, int_in, print_json, training_saver
 from .progress import ProgressDisplay
 from .stopping import STOPPED, deadline_check
 
@@ -89,30 +89,14 @@ def _dispatch(args):
 
 def _run_block(args):
     from ..infer.measure.block import BLOCK_OPTIONS, LARGE_SPREAD, measure_block
+    from ..views import measure as view
     text = read_text(args.file)
     result = measure_block(text, args.syntax, args.file, options=_run_options(args, BLOCK_OPTIONS),
                            line_range=args.lines, region=args.region, cache_dir=_cache(args))
     if args.json:
-        print_json(result)
-    elif result["cycles"] is None:
-        print(f"{args.file}: not measured: {result['error']}")
+        print_json(view.json(result))
     else:
-        unrolls = "/".join(str(v["unroll"]) for v in result["variants"])
-        notes = []
-        if result["spread"] is not None and result["spread"] > LARGE_SPREAD:
-            notes.append(f"spread {result['spread'] * 100:.0f}%")
-        if not result["stable"]:
-            notes.append("unstable: the fastest runs did not repeat, or the two unroll variants "
-                         "disagree; the machine is busy or the block has several steady states")
-        if result.get("cached"):
-            notes.append("cached: --no-cache measures again")
-        print(f"{result['cycles']:.3f} cycles per iteration  ({result['instructions']} instructions, "
-              f"{result['syntax']} syntax, unrolled {unrolls}x, {result['cpu']})"
-              + (f"  [{'; '.join(notes)}]" if notes else ""))
-        kernel = result["kernel"]
-        print(f"  kernel: {kernel['description']}, lines {kernel['lines'][0]}-{kernel['lines'][1]}")
-        for d in result.get("dropped", []):
-            print(f"  (line {d['line']}: '{d['text']}' left out: the harness provides the loop)")
+        sys.stdout.write(view.text(result, path=args.file, large_spread=LARGE_SPREAD))
     return 0 if result["cycles"] is not None else 1
 
 
@@ -127,6 +111,7 @@ def _run_experiments(args):
     from ..infer.measure import MeasureOptions, measure_experiment_set
     from ..infer.measure.instantiate import HARNESS_ISA
     from ..infer.measure.measure_set import MeasurementStopped
+    from ..views import measure as view
     exps = load_experiments(args.experiments)
     if exps.isa != HARNESS_ISA:
         raise InputError(args.experiments, f"only {HARNESS_ISA} experiments can be measured on "
@@ -145,15 +130,7 @@ def _run_experiments(args):
     if display:
         display.done()
     out.save(args.output)
-    failed = [e for e in out.experiments if e.cycles is None]
-    summary = {"output": args.output, "measured": len(out) - len(failed), "failed": len(failed),
-               "errors": sorted({e.other.get("error", "") for e in failed})}
-    if args.json:
-        print_json(summary)
-    else:
-        print(f"{args.output}: {summary['measured']} experiments measured, {summary['failed']} failed")
-        for reason in summary["errors"]:
-            print(f"  failed: {reason}")
+    emit(view, view.SetMeasurement.of(args.output, out), args.json)
     return 0
 
 
@@ -162,13 +139,12 @@ def _run_training_set(args):
     from ..infer.host import measure_training_set
     from ..infer.measure import MeasureOptions, default_forms, load_form_list
     from ..infer.measure.measure_set import MeasurementStopped
+    from ..views import measure as view
     forms = load_form_list(args.forms) if args.forms else default_forms()
     display = ProgressDisplay()
 
     def report(path, exps):
-        failed = sum(1 for e in exps.experiments if e.cycles is None)
-        display.note(f"{path}: {len(exps) - failed} experiments measured, {failed} failed",
-                     sys.stdout)
+        display.note(view.text(view.SetMeasurement.of(path, exps)).splitlines()[0], sys.stdout)
 
     try:
         training = measure_training_set(forms, cache_dir=_cache(args), progress=display,

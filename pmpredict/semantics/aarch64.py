@@ -598,7 +598,7 @@ class _Builder:
             self.write(name, i, width)
 
     def memory_operand(self, i, op: _Op, access: str):
-        m, spec = op.memory, self.res.spec
+        m = op.memory
         register_increment = op.increment if isinstance(op.increment, str) else None
         for reg in (m.base, m.index, register_increment):
             if reg:
