@@ -36,6 +36,7 @@ class Timing:
     long: float | None = None        # fastest t(2n) / 2n
     spread: float | None = None      # (median - fastest) / fastest of the t(2n) runs
     iterations: int = 0
+    ghz: float | None = None         # the clock the harness calibrated (cycles per ns)
     error: str | None = None
     dirty: int = 0                   # runs kept although every attempt was interrupted
     samples: int = 0                 # samples taken (calibration, n and 2n runs each)
@@ -167,7 +168,7 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             elif tag == "R":
                 i = int(parts[1])
                 steady, short, long_, spread = (float(x) for x in parts[2:6])
-                results[i] = Timing(steady, short, long_, spread, int(parts[6]), float(parts[7]),
+                results[i] = Timing(steady, short, long_, spread, int(parts[6]), ghz=float(parts[7]),
                                     dirty=int(parts[8]), samples=int(parts[9]),
                                     confirmed=parts[10] == "1")
                 current = None
