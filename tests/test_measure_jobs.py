@@ -188,3 +188,18 @@ def test_sigterm_stops_cleanly(tmp_path):
     final = again.stderr.strip().splitlines()[-1]
     assert final == "measure experiments: 80/80" + (f" ({kept} cached)" if kept else "")
     assert all(x.cycles for x in load_experiments(str(out)).experiments)
+
+
+def test_failures_are_told_apart_by_kind_and_only_permanent_ones_are_kept():
+    from pmpredict.infer.measure.measure_set import combine
+    from pmpredict.infer.measure.runner import Failure, Timing
+    sigill = "SIGILL: instruction not supported by this CPU (or illegal here)"
+    assert Failure.of(sigill) is Failure.UNSUPPORTED and Failure.UNSUPPORTED.permanent
+    assert Failure.of("does not assemble: bad operand") is Failure.NOT_ASSEMBLED
+    assert Failure.of("crash: SIGSEGV") is Failure.CRASH and not Failure.CRASH.permanent
+    assert Failure.of("timeout") is Failure.TIMEOUT and not Failure.TIMEOUT.permanent
+    assert Failure.of("something else") is Failure.OTHER and Failure.of(None) is None
+    # a permanent failure of one unroll variant decides, whatever the others did
+    assert combine([(1, Timing(error="timeout")), (2, Timing(error=sigill))]) == (None, sigill)
+    assert combine([(1, Timing(error="timeout")), (2, Timing(steady=3.0, short=3.0, long=3.0))]) \
+        == (1.5, None)

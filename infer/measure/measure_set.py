@@ -19,7 +19,7 @@ from .cache import ResultCache, experiment_key
 from .calibrate import cpu_identity
 from .codegen import experiment_kernel
 from .instantiate import DEFAULT_LENGTHS, HARNESS_ISA, instantiate, windows
-from .runner import RunOptions, Timing, check_assembles, check_host, run_kernels
+from .runner import Failure, RunOptions, Timing, check_assembles, check_host, run_kernels
 
 BATCH = 40            # experiments per harness binary (amortises the compiler)
 
@@ -65,8 +65,9 @@ def kernel_cycles(t: Timing) -> float | None:
 def combine(variants: list[tuple[int, Timing]]) -> tuple[float | None, str | None]:
     """(cycles per multiset instance, error) from the unroll variants (copies, timing)."""
     errors = [t.error for _, t in variants if t.error]
-    if any(e.startswith("SIGILL") or e.startswith("does not assemble") for e in errors):
-        return None, next(e for e in errors if e.startswith(("SIGILL", "does not assemble")))
+    permanent = [e for e in errors if Failure.of(e).permanent]
+    if permanent:
+        return None, permanent[0]
     per_instance = [c / copies for copies, t in variants
                     if (c := kernel_cycles(t)) is not None]
     if not per_instance:
@@ -96,13 +97,13 @@ def _form_errors(forms) -> dict[str, str]:
             parse_form(f, HARNESS_ISA)
             w = instantiate([(f, 1)], 1)
         except ValueError as exc:
-            bad[f] = f"cannot instantiate: {exc}"
+            bad[f] = Failure.NOT_INSTANTIATED.error(exc)
             continue
         lines.append(w.lines[0])
         owners.append(f)
     for f, err in zip(owners, check_assembles(lines)):
         if err:
-            bad[f] = f"does not assemble: {err}"
+            bad[f] = Failure.NOT_ASSEMBLED.error(err)
     return bad
 
 
@@ -112,7 +113,7 @@ def _window_error(counts, lengths) -> str | None:
     try:
         windows(counts, lengths)
     except ValueError as exc:
-        return f"cannot instantiate: {exc}"
+        return Failure.NOT_INSTANTIATED.error(exc)
     return None
 
 
@@ -178,7 +179,7 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
             cycles = round(cycles, 5)
         results[k] = (cycles, error)
         # transient failures (timeouts, crashes) are measured again next time
-        if cycles is not None or (error or "").startswith(("SIGILL", "does not")):
+        if cycles is not None or Failure.of(error).permanent:
             cache.put(k, cycles, error)
         done += 1
         report()
