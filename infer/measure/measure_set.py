@@ -136,15 +136,7 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
     params = options.cache_params()
     cache = ResultCache(cache_dir, cpu)
     keys = [experiment_key(e.counts, cpu, params) for e in experiments.experiments]
-    results: dict[str, tuple[float | None, str | None]] = {}
-    for k in keys:
-        hit = cache.get(k)
-        if hit is not None:
-            results[k] = (hit.get("cycles"), hit.get("error"))
-    pending: dict[str, Experiment] = {}
-    for k, e in zip(keys, experiments.experiments):
-        if k not in results and k not in pending:
-            pending[k] = e
+    results, pending = _from_cache(cache, keys, experiments.experiments)
     total = len(set(keys))
     cached = total - len(pending)
     done = cached
@@ -161,15 +153,11 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
 
     report()
     stop_now()
-    bad_forms = _form_errors({f for e in pending.values() for f in e.forms()})
-    for k, e in list(pending.items()):
-        wrong = [f for f in e.forms() if f in bad_forms]
-        why = bad_forms[wrong[0]] if wrong else _window_error(e.counts, options.lengths)
-        if why:
-            results[k] = (None, why)
-            cache.put(k, None, why)
-            del pending[k]
-            done += 1
+    for k, why in _unmeasurable(pending, options.lengths).items():
+        results[k] = (None, why)
+        cache.put(k, None, why)
+        del pending[k]
+        done += 1
     order = list(pending)
 
     def finish(k: str, variants: list) -> None:
@@ -191,6 +179,33 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
     finally:
         cache.close()
     return _filled(experiments, keys, results)
+
+
+def _from_cache(cache: ResultCache, keys: list[str], experiments) -> tuple[dict, dict]:
+    """(key -> (cycles, error) of what the cache holds, key -> Experiment still to measure)."""
+    results: dict[str, tuple[float | None, str | None]] = {}
+    for k in keys:
+        hit = cache.get(k)
+        if hit is not None:
+            results[k] = (hit.get("cycles"), hit.get("error"))
+    pending: dict[str, Experiment] = {}
+    for k, e in zip(keys, experiments):
+        if k not in results and k not in pending:
+            pending[k] = e
+    return results, pending
+
+
+def _unmeasurable(pending: dict, lengths) -> dict[str, str]:
+    """key -> why, for the experiments that cannot be measured: a form that does not
+    instantiate or assemble, or forms that cannot share a window."""
+    bad_forms = _form_errors({f for e in pending.values() for f in e.forms()})
+    out = {}
+    for k, e in pending.items():
+        wrong = [f for f in e.forms() if f in bad_forms]
+        why = bad_forms[wrong[0]] if wrong else _window_error(e.counts, lengths)
+        if why:
+            out[k] = why
+    return out
 
 
 def _measure_batch(chunk: list[str], pending: dict, options: MeasureOptions, finish,
