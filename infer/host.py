@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pmpredict.data.experiments import ExperimentSet
 
 from . import design as designs
-from .experiments import (pair_experiments, singleton_experiments, singleton_throughputs,
-                          weighted_pair_experiments)
+from .experiments import (pair_experiments, singleton_experiments, singleton_failures,
+                          singleton_throughputs, weighted_pair_experiments)
 
 
 # x86 hosts: ALU/vector ports plus load, store and divider units fit in 10 (Zen 4, Golden Cove):
@@ -87,12 +87,7 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, on_se
     sets = {"singletons": measure("singletons", singleton_experiments(forms), forms)}
     throughput = singleton_throughputs(sets["singletons"])
     usable = [f for f in forms if throughput.get(f)]       # forms this CPU runs (no SIGILL)
-    left_out = {}
-    for f in forms:
-        if f not in throughput:
-            err = next((e.other.get("error") for e in sets["singletons"].experiments
-                        if e.forms() == [f]), "")
-            left_out[f] = err or "no measurement"
+    left_out = singleton_failures(sets["singletons"], forms)
     plan.update(_design_plan(design, len(usable)))
     table = None
     if latencies:
@@ -101,23 +96,30 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, on_se
                                   should_stop=should_stop, phase="latencies")
         if on_set:
             on_set("latencies", table)
-    blockers = []
+    blockers = _measure_design(design, usable, throughput, sets, measure, plan, n_ports, seed)
+    return TrainingSet(sets, left_out, table, design, blockers)
+
+
+def _measure_design(design: str, usable, throughput, sets: dict, measure, plan: dict,
+                    n_ports: int, seed: int) -> list:
+    """The design's experiments measured into `sets` (measure(name, experiments, forms));
+    the blockers chosen (the "blockers" design)."""
     if design == "pairs":
         pairs = pair_experiments(usable)
         weighted = weighted_pair_experiments(usable, throughput)
         plan.update(pairs=len(pairs), weighted=len(weighted))
         sets["pairs"] = measure("pairs", pairs, usable)
         sets["weighted"] = measure("weighted", weighted, usable)
-    else:
-        pilot = designs.pilot_forms(usable, throughput)
-        sets["pilot"] = measure("pilot", designs.pilot_experiments(pilot, throughput), pilot)
-        pilot_set = sets["singletons"].concat(sets["pilot"])
-        uops = designs.pilot_mapping(pilot_set, pilot, n_ports, seed)
-        blockers = designs.choose_blockers(uops, throughput)
-        exps = designs.blocker_experiments(usable, blockers, throughput,
-                                           designs.pair_keys(sets["pilot"].experiments))
-        sets["blockers"] = measure("blockers", exps, usable)
-    return TrainingSet(sets, left_out, table, design, blockers)
+        return []
+    pilot = designs.pilot_forms(usable, throughput)
+    sets["pilot"] = measure("pilot", designs.pilot_experiments(pilot, throughput), pilot)
+    pilot_set = sets["singletons"].concat(sets["pilot"])
+    uops = designs.pilot_mapping(pilot_set, pilot, n_ports, seed)
+    blockers = designs.choose_blockers(uops, throughput)
+    exps = designs.blocker_experiments(usable, blockers, throughput,
+                                       designs.pair_keys(sets["pilot"].experiments))
+    sets["blockers"] = measure("blockers", exps, usable)
+    return blockers
 
 
 def _design_plan(design: str, n: int) -> dict:

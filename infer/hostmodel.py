@@ -317,7 +317,7 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate):
     """The model with the forms `new` measured and fitted (or remembered as unusable)."""
     from pmpredict.data.experiments import ExperimentSet
 
-    from .experiments import singleton_experiments, singleton_throughputs
+    from .experiments import singleton_experiments, singleton_failures, singleton_throughputs
     from .extend import blockers_of, extension_experiments, fit_new_forms, model_throughput
     from .measure import measure_experiment_set
     from .measure.instantiate import HARNESS_ISA
@@ -333,8 +333,7 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate):
     singles = measure("new forms", singleton_experiments(new), new)
     measured = singleton_throughputs(singles)
     usable = [f for f in new if measured.get(f)]
-    failed = {f: next((e.other.get("error") for e in singles.experiments if e.forms() == [f]),
-                      None) or "no measurement" for f in new if f not in measured}
+    failed = singleton_failures(singles, new)
     throughput = {**model_throughput(model.uops, model.r_max), **measured}
     blockers = blockers_of(model.uops, throughput)
     both, fit = singles, None
