@@ -221,14 +221,11 @@ def run(args):
     outcome = run_job(exps, settings, inputs=inputs, checkpoint_path=ckpt_path, resumed=resumed,
                       should_stop=should_stop, progress=display and display.inference,
                       name=args.name or os.path.splitext(os.path.basename(args.output))[0],
-                      command="pmpredict " + shlex.join(argv))
+                      command="pmpredict " + shlex.join(argv),
+                      measured=[t for t in (latencies, front) if t is not None])
     if display:
         display.close()
     if outcome.model is not None:
-        if latencies is not None:
-            outcome.model = latencies.apply(outcome.model)
-        if front is not None:
-            outcome.model = front.apply(outcome.model)
         outcome.model.save(args.output)
     if args.json:
         emit(view, outcome, True, output=args.output, resume=hint)
