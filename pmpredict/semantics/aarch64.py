@@ -527,20 +527,19 @@ class _Builder:
         self.offsets: list[tuple[str, int]] = []
 
     def read(self, name, operand, role=DATA, width=None):
+        self._access(self.reads, name, operand, role, width)
+
+    def write(self, name, operand, width=None):
+        self._access(self.writes, name, operand, DATA, width)
+
+    @staticmethod
+    def _access(accesses: list, name, operand, role, width) -> None:
         fam = family(name)
         if fam is None:
             return
         a = RegAccess(fam, _register_kind(name), operand, role, width)
-        if a not in self.reads:
-            self.reads.append(a)
-
-    def write(self, name, operand, width=None):
-        fam = family(name)
-        if fam is None:
-            return
-        a = RegAccess(fam, _register_kind(name), operand, DATA, width)
-        if a not in self.writes:
-            self.writes.append(a)
+        if a not in accesses:
+            accesses.append(a)
 
     def register(self, i, name, access, width, merge=False):
         if "R" in access:
