@@ -88,6 +88,8 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, on_se
     throughput = singleton_throughputs(sets["singletons"])
     usable = [f for f in forms if throughput.get(f)]       # forms this CPU runs (no SIGILL)
     left_out = singleton_failures(sets["singletons"], forms)
+    if not usable:                       # nothing this CPU runs: nothing more to measure
+        return TrainingSet(sets, left_out, None, design)
     plan.update(_design_plan(design, len(usable)))
     table = None
     if latencies:

@@ -301,6 +301,10 @@ def _measure_core(core, r_max, cache_dir, progress):
 
     training = measure_training_set(core, cache_dir=cache_dir, progress=progress,
                                     latencies=True)
+    if training.latencies is None:
+        from .measure.runner import HostError
+        raise HostError("none of the core forms runs here: "
+                        + "; ".join(f"{f}: {why}" for f, why in training.left_out.items()))
     experiments = training.combined()
     prepared = prepare(experiments, PORTS, r_max=r_max)
     config = InferConfig(seed=SEED, final_volume_weight=0.005)

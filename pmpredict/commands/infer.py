@@ -121,12 +121,13 @@ def _measure_here(args, should_stop, display):
     from pmpredict.infer.measure.frontend import measure_frontend
     from pmpredict.infer.measure.measure_set import MeasurementStopped
 
+    where = {}                              # form -> (file, line) it comes from
     if args.forms_from:
         from pmpredict.infer.forms_from import forms_from_assembly
         picked = forms_from_assembly(args.forms_from, args.syntax, args.kernel_only)
         for left in picked.left_out:
             print(f"pmpredict: left out {left}", file=sys.stderr)
-        forms = picked.forms
+        forms, where = picked.forms, picked.where
     else:
         forms = load_form_list(args.forms or "catalogue")
     out_dir = args.output + ".measurements"
@@ -148,8 +149,14 @@ def _measure_here(args, should_stop, display):
         return None
     if display:
         display.close()
+    if len(training.left_out) == len(forms):            # nothing to infer from
+        form, why = next(iter(training.left_out.items()))
+        path, line = where.get(form, (args.forms or "<forms>", None))
+        raise InputError(path, f"no form could be measured on this machine; the first, "
+                               f"{form}: {why}", line)
     for form, why in training.left_out.items():
-        print(f"pmpredict: left out {form}: {why}", file=sys.stderr)
+        at = "{}:{}: ".format(*where[form]) if form in where else ""
+        print(f"pmpredict: left out {at}{form}: {why}", file=sys.stderr)
     inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
     return training.combined(), inputs, training.latencies, front
 
