@@ -15,7 +15,8 @@ Per-port pressure per instruction comes from one optimal LP schedule: every merg
 port assignment is split back onto the instructions that contributed to it, in proportion
 to their share of its mass. Instructions the model has no form for are listed, never
 dropped: they take a dispatch slot, join the dependencies with an assumed latency, but have
-no uops, so the prediction is a lower bound.
+no uops, so the prediction is a lower bound; except a jump fused with the instruction
+before it (the model says the pair fuses): the pair runs as that instruction's uops.
 """
 
 from __future__ import annotations
@@ -113,7 +114,22 @@ class Report:
 
     @property
     def unmatched(self) -> list[InstructionRow]:
-        return [r for r in self.rows if r.form is None]
+        """Rows the model has no form for and nothing else accounts for."""
+        covered = self._covered_jumps()
+        return [r for r in self.rows if r.form is None and id(r) not in covered]
+
+    @property
+    def fused_unknown(self) -> list[InstructionRow]:
+        """Jumps the model has no form for, macro-fused with the instruction before: the model
+        measured that the pair fuses (pipeline macro_fusion), and the pair runs as one uop, so
+        the first instruction's uops stand for it (the jump's own port choice is not known)."""
+        covered = self._covered_jumps()
+        return [r for r in self.rows if id(r) in covered]
+
+    def _covered_jumps(self) -> set:
+        return {id(b) for a, b in zip(self.rows, self.rows[1:])
+                if b.form is None and a.form is not None and b.annotated is not None
+                and b.annotated.fused}
 
     @property
     def uncounted_memory(self) -> list[InstructionRow]:

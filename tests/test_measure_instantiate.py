@@ -220,6 +220,22 @@ def test_pushes_and_pops_are_measured_with_rsp_put_back_every_iteration():
     assert balanced.stack_bytes == 0 and "lea rsp" not in experiment_kernel("k", balanced).asm
 
 
+def test_a_pop_before_its_push_never_reaches_the_functions_saved_registers():
+    """pop; push: the pop reads above the loop's rsp and the push writes there. Without
+    headroom that slot holds the kernel's saved registers (it crashed one run in three, as
+    the register the push writes back happened to differ). The loop runs a page below."""
+    from pmpredict.infer.measure.codegen import experiment_kernel, stack_headroom
+    window = instantiate([(POP, 1), (PUSH, 1)], 30)
+    assert window.instructions[0].form == POP
+    headroom = stack_headroom(window)
+    assert headroom >= 8 * len(window.instructions) and headroom % 4096 == 0
+    asm = experiment_kernel("k", window).asm
+    before, loop = asm.split("1:\n", 1)
+    assert f"sub rsp, {headroom}" in before and f"jnz 1b\nadd rsp, {headroom}" in loop
+    plain = instantiate([("ADD_((REG:RW:G:64)),_((REG:R:G:64))", 1)], 30)
+    assert stack_headroom(plain) == 0 and "sub rsp" not in experiment_kernel("k", plain).asm
+
+
 def test_an_experiment_whose_forms_cannot_share_a_window_fails_alone():
     """vzeroall pins every vector register: beside a form that needs one, the experiment is
     reported as failed (and the others measured), not the whole set."""

@@ -153,3 +153,22 @@ def test_cli_reports_every_llvm_mca_region(tmp_path, capsys):
     assert [r["cycles"] for r in out["regions"]] == pytest.approx([1.0, 2.0])
     assert main(["predict", f, "--model", model, "--json", "--region", "b"]) == 0
     assert json.loads(capsys.readouterr().out)["cycles"] == pytest.approx(2.0)
+
+
+def test_a_fused_jump_the_model_lacks_is_covered_by_its_pair():
+    """cmp + jne fuse into one uop where the model says pairs fuse (macro_fusion 1): the pair
+    runs as cmp's uops, so a model without a jne form still predicts the loop in full, and
+    says what it assumed. Without fusion the jump is a missing form (a lower bound)."""
+    from dataclasses import replace
+    cmp = "CMP_((REG:R:G:64)),_((REG:R:G:64))"
+    loop = "\t.L1:\n\taddq $1, %rax\n\tcmpq %rax, %rbx\n\tjne .L1\n"
+    fusing = replace(TOY.with_uops({**TOY.uops, cmp: ((0b011, 1),)}),
+                     pipeline={"macro_fusion": 1})
+    r = predict(loop, fusing)
+    assert r.complete and not r.unmatched and [x.text for x in r.fused_unknown] == ["jne .L1"]
+    assert r.bounds.throughput == pytest.approx(1.0)     # add and the pair on {P1, P2}
+    assert r.matched == 2
+    r = predict(loop, replace(fusing, pipeline={"macro_fusion": 0}))
+    assert not r.complete and [x.text for x in r.unmatched] == ["jne .L1"]
+    r = predict(loop, TOY.with_uops(TOY.uops, pipeline={"macro_fusion": 1}))
+    assert {x.text for x in r.unmatched} == {"cmpq %rax, %rbx", "jne .L1"}   # nothing to stand for it

@@ -199,8 +199,15 @@ def test_examples_predict(skl, a72):
         predictor = a72 if program.isa == "aarch64" else skl
         _, kernel, report = forms_and_prediction(predictor, path)
         assert kernel.how == "loop", name
-        assert report.matched / len(report.rows) >= 0.6, name
         results[name] = report
-    assert {"mix_avx2.s", "mix_avx2_intel.s", "triad_avx.s", "triad_neon.s"} <= set(results)
+        if name == "dot_avx2.s":           # the in-order sum: PMEvo's forms lack vaddsd
+            continue
+        assert report.matched / len(report.rows) >= 0.6, name
+    assert {"mix_avx2.s", "mix_avx2_intel.s", "triad_avx.s", "triad_neon.s",
+            "dot_avx2.s"} <= set(results)
+    # whatever the model knows, the in-order sum is one chain of four vaddsd through xmm0
+    chain = results["dot_avx2.s"].chains[0]
+    rows = results["dot_avx2.s"].rows
+    assert [rows[i].text.split()[0] for i in chain.nodes] == ["vaddsd"] * 4
     a, b = results["mix_avx2.s"], results["mix_avx2_intel.s"]
     assert [r.form for r in a.rows] == [r.form for r in b.rows] and a.cycles == b.cycles

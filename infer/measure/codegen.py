@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from ... import semantics
-from .instantiate import BASE_REGISTER, COUNTER_REGISTER, HARNESS_ISA, SCRATCH_BYTES, Window
+from .instantiate import (BASE_REGISTER, COUNTER_REGISTER, HARNESS_ISA, SCRATCH_BYTES, Window,
+                          stack_delta)
 from .layout import NORMAL_FILL, Layout
 
 # Bump when the generated code or the timing method changes: it is part of the cache key.
@@ -72,8 +73,23 @@ def experiment_kernel(name: str, window: Window) -> Kernel:
     # pushes and pops: rsp back where it was, once per iteration (below it the stack is free)
     restore = [f"lea rsp, [rsp {'-' if window.stack_bytes > 0 else '+'} "
                f"{abs(window.stack_bytes)}]"] if window.stack_bytes else []
-    return Kernel(name, _function(name, init, window.lines,
-                                  restore + [f"dec {COUNTER_REGISTER}"], [], window.vector_width))
+    # a pop before the push that balances it reads above the loop's rsp, and the push then
+    # writes there: the function's saved registers and return address, unless the loop runs
+    # below a headroom that the pops of one iteration cannot climb out of (8 bytes each)
+    headroom = stack_headroom(window)
+    enter = [f"sub rsp, {headroom}"] if headroom else []
+    leave = [f"add rsp, {headroom}"] if headroom else []
+    return Kernel(name, _function(name, init + enter, window.lines,
+                                  restore + [f"dec {COUNTER_REGISTER}"], leave,
+                                  window.vector_width))
+
+
+def stack_headroom(window: Window) -> int:
+    """Bytes of stack an experiment loop leaves above itself: 0 when no instruction of the
+    window moves rsp, else at least 8 per instruction, in whole pages."""
+    if not any(stack_delta(i.form) for i in window.instructions):
+        return 0
+    return -(-8 * len(window.instructions) // 4096) * 4096
 
 
 def block_kernel(name: str, body: list[str], syntax: str, counter: str | None, vector_width: int,

@@ -37,7 +37,7 @@ def text(report) -> str:
         lcd = "  X" if r.on_loop_carried else "   "
         slack = f"{r.slack:6.1f}" if r.slack is not None else "     -"
         if r.form is None:
-            tag = "X not in the model"
+            tag = "not in the model" if r.annotated and r.annotated.fused else "X not in the model"
         else:
             tag = r.form_short + (" ~" if r.approx else "") + \
                 (" +" if r.source == "fallback" else "")

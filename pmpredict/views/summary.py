@@ -19,6 +19,10 @@ def coverage_note(report) -> str:
     if n_mem:
         parts.append(f"the memory access of {n_mem} instruction{'s' if n_mem > 1 else ''} "
                      "is not counted (register form used)")
+    n_fused = len(report.fused_unknown)
+    if not parts and n_fused:
+        return (f"all instructions are in the model but {n_fused} jump"
+                f"{'s' if n_fused > 1 else ''} fused with one that is (counted as the pair)")
     if not parts:
         return "all instructions are in the model"
     return "lower bound: " + "; ".join(parts)
@@ -40,6 +44,11 @@ def assumptions(report) -> list[str]:
         lines = ", ".join(str(r.line) for r in known[:8]) + (", ..." if len(known) > 8 else "")
         out.append(f"latency of {len(known)} instruction{'s' if len(known) > 1 else ''} "
                    f"not in the model: 1 assumed (line{'s' if len(known) > 1 else ''} {lines})")
+    fused = report.fused_unknown
+    if fused:
+        out.append(f"{', '.join(r.text.split()[0] for r in fused)} (not in the model) fused with "
+                   f"the instruction before: the pair counted as that one's uops (line"
+                   f"{'s' if len(fused) > 1 else ''} {', '.join(str(r.line) for r in fused)})")
     unknown = [r for r in report.rows if r.annotated and not r.annotated.semantics.known]
     if unknown:
         out.append("reads/writes guessed for " + ", ".join(sorted({r.key.split()[0]
@@ -123,8 +132,12 @@ def text(report) -> str:
             neck = ", ".join(report.bottleneck) if report.bottleneck else "-"
             if report.bottleneck_kinds:
                 neck += f" ({', '.join(report.bottleneck_kinds)})"
-            out.append("Bottleneck: " + ("front end (R_max)" if report.bottleneck == ["frontend"]
-                                         else "ports " + neck))
+            ports_line = ("front end (R_max)" if report.bottleneck == ["frontend"]
+                          else "ports " + neck)
+            if b.loop_carried > max(b.throughput, b.front_end or 0.0) \
+                    and b.loop_carried >= report.cycles * (1 - TOLERANCE):
+                ports_line = f"the loop-carried chain (busiest: {ports_line})"
+            out.append("Bottleneck: " + ports_line)
     out.append(f"Coverage:   {coverage_note(report)}")
     if report.fallback is not None:
         out.append(f"Fallback:   {fallback_note(report)}")
