@@ -15,7 +15,9 @@
    a "measurement" above 1000 cycles per instruction counts as a failure (a harness fault).
    --repeat K measures K blocks once more (not cached) and prints how far apart the runs are.
 3. Then, measurement over, predicts every block with pmpredict (`--model` as given, repeatable;
-   default the built-in for the ISA), llvm-mca-19 -mcpu=native (Total Cycles / Iterations of
+   default the built-in for the ISA; every block in one `predict --jsonl` call per model, so
+   `--model host` extends this machine's model once with every form the sample needs, and the
+   time that took is printed), llvm-mca-19 -mcpu=native (Total Cycles / Iterations of
    1000 iterations) and OSACA 0.7.1 with the closest machine file (max(TP, LCD); no number
    when an instruction is missing from its file, as `osaca` prints none). Subprocess peers run
    two at a time; OSACA runs in this process meanwhile.
@@ -131,15 +133,21 @@ def cpu_key(ident: dict) -> str:
     return "{vendor}/{family}/{model}/{stepping}/{name}".format(**ident)
 
 
+# the modules `pmpredict measure` runs a block through (the front-end probes, latency chains and
+# experiment designs beside them do not change a block's timing)
+BLOCK_HARNESS = ("block.py", "runner.py", "codegen.py", "layout.py", "calibrate.py",
+                 "instantiate.py", "measure_set.py", "harness.c")
+
+
 def harness_fingerprint() -> str:
-    """Hash of the installed measurement harness's sources: a changed harness measures afresh."""
+    """Hash of the installed block harness's sources: a changed harness measures afresh."""
     import hashlib
     import importlib.util
     spec = importlib.util.find_spec("pmpredict.infer.measure")
     digest = hashlib.sha256()
     for folder in (spec.submodule_search_locations or []) if spec else []:
         for name in sorted(os.listdir(folder)):
-            if name.endswith((".py", ".c", ".h", ".txt")):
+            if name in BLOCK_HARNESS:
                 with open(os.path.join(folder, name), "rb") as fh:
                     digest.update(name.encode() + b"\0" + fh.read())
     return digest.hexdigest()[:16]
@@ -204,7 +212,7 @@ def repeatability(sample, tmp, measured, k) -> dict | None:
     """Measure the first k measured blocks once more (not cached): how far apart two runs are."""
     pairs = []
     for row in [r for r in sample if measured[r["hex"]].get("cycles")][:k]:
-        again = pmcli.measure(write_block(tmp, row)).get("cycles")
+        again = pmcli.measure(write_block(tmp, row), cached=False).get("cycles")
         if again:
             pairs.append((measured[row["hex"]]["cycles"], again))
     if not pairs:
@@ -215,32 +223,40 @@ def repeatability(sample, tmp, measured, k) -> dict | None:
 
 
 def predict_all(sample, tmp, models, mcpu, osaca_code):
-    """pmpredict (each model) and llvm-mca in two worker threads; OSACA here meanwhile."""
+    """pmpredict (each model: every block in one call, so `--model host` measures the forms
+    the sample needs in one extension) and llvm-mca in two worker threads; OSACA here
+    meanwhile. Returns (predictions by block, per model: its notes and seconds)."""
     out = {r["hex"]: {"pmpredict": [None] * len(models), "llvm_mca": None, "osaca": None}
            for r in sample}
     paths = {r["hex"]: write_block(tmp, r, measured_lines(r)) for r in sample}
     t0 = time.time()
+    runs = [None] * len(models)
     with futures.ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {}
+        for k, model in enumerate(models):
+            jobs[pool.submit(pmcli.predict_many, [paths[r["hex"]] for r in sample], model)] = \
+                (None, "pmpredict", k)
         for r in sample:
-            h = r["hex"]
-            for k, model in enumerate(models):
-                jobs[pool.submit(pmcli.predict, paths[h], model)] = (h, "pmpredict", k)
-            jobs[pool.submit(peers.llvm_mca, measured_lines(r), mcpu)] = (h, "llvm_mca", None)
+            jobs[pool.submit(peers.llvm_mca, measured_lines(r), mcpu)] = (r["hex"], "llvm_mca", None)
         for r in sample:
             out[r["hex"]]["osaca"] = peers.osaca(measured_lines(r), osaca_code)
         done = 0
         for job in futures.as_completed(jobs):
             h, tool, k = jobs[job]
-            value = job.result()
             if tool == "pmpredict":
-                out[h]["pmpredict"][k] = pmcli.prediction_summary(value)
+                reports, notes, seconds = job.result()
+                for r in sample:
+                    out[r["hex"]]["pmpredict"][k] = pmcli.prediction_summary(
+                        reports[paths[r["hex"]]])
+                runs[k] = {"notes": notes, "seconds": round(seconds, 1)}
+                print(f"  pmpredict {models[k] or 'default'}: {len(sample)} blocks in "
+                      f"{seconds:.0f} s" + "".join(f"\n    {n}" for n in notes), file=sys.stderr)
             else:
-                out[h][tool] = value
+                out[h][tool] = job.result()
             done += 1
             if done % 50 == 0 or done == len(jobs):
                 print(f"  predicted {done}/{len(jobs)} ({time.time() - t0:.0f} s)", file=sys.stderr)
-    return out
+    return out, runs
 
 
 # --- figures ------------------------------------------------------------------------------
@@ -359,7 +375,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-realcode-") as tmp:
         measured = measure_all(sample, tmp, args.results, cpu, cached, args.retry_failed)
         repeat = repeatability(sample, tmp, measured, args.repeat) if args.repeat else None
-        preds = predict_all(sample, tmp, models, args.mcpu, osaca_code)
+        preds, runs = predict_all(sample, tmp, models, args.mcpu, osaca_code)
 
     names = []
     for k, model in enumerate(models):
@@ -382,6 +398,9 @@ def main(argv=None) -> int:
         row["chain"], row["tp_bound"], row["chain_source"] = chain_of(row)
         rows.append(row)
     summary = report(rows, names, len(sample), failures)
+    for name, run in zip(names, runs):
+        print(f"\npmpredict {name}: {run['seconds']:.0f} s for {len(sample)} blocks (one call)"
+              + "".join(f"\n  {n}" for n in run["notes"]))
     if repeat:
         print(f"\nrepeatability: {repeat['n']} blocks measured twice, |a - b| / min(a, b): median "
               f"{repeat['median'] * 100:.1f}%, 90th percentile {repeat['p90'] * 100:.1f}%, "
@@ -391,7 +410,7 @@ def main(argv=None) -> int:
             json.dump({"cpu": peers.host_label(ident), "host": ident, "osaca": osaca_code,
                        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                        "command": sys.argv, "n": args.n, "seed": args.seed, "models": names,
-                       "summary": summary, "repeatability": repeat, "blocks": rows}, fh, indent=1)
+                       "runs": runs, "summary": summary, "repeatability": repeat, "blocks": rows}, fh, indent=1)
     return 0
 
 

@@ -14,6 +14,7 @@ import sys
 
 PREDICT_TIMEOUT = 300       # seconds (a first run compiles numba code)
 MEASURE_TIMEOUT = 600
+BATCH_TIMEOUT = 4 * 3600    # many kernels at once, with --model host measuring their forms
 
 
 def _run(args: list[str], timeout: int) -> dict:
@@ -45,11 +46,52 @@ def predict(path: str, model: str | None = None, lines: str | None = None,
     return _run(args + list(extra), PREDICT_TIMEOUT)
 
 
-def measure(path: str, lines: str | None = None) -> dict:
+def measure(path: str, lines: str | None = None, cached: bool = True) -> dict:
     args = ["measure", path]
     if lines:
         args += ["--lines", lines]
+    if not cached:
+        args.append("--no-cache")
     return _run(args, MEASURE_TIMEOUT)
+
+
+def predict_many(paths: list[str], model: str | None = None, extra: tuple[str, ...] = (),
+                 timeout: int = BATCH_TIMEOUT) -> tuple[dict, list[str], float]:
+    """Every file in one `predict --jsonl` call (with `--model host`: one extension of this
+    machine's model measures every file's missing forms together).
+
+    Returns ({path: report or {"cycles": None, "error": why}}, the notes pmpredict printed on
+    stderr, seconds). A file the CLI rejects (exit 2, `pmpredict: error: FILE:...`) gets that
+    error and the call is repeated without it, so one bad block costs one file, not the batch."""
+    import time
+    out, notes, todo = {}, [], list(paths)
+    started = time.monotonic()
+    while todo:
+        cmd = [sys.executable, "-m", "pmpredict", "predict", *todo, "--jsonl"]
+        cmd += ["--model", model] if model else []
+        try:
+            run = subprocess.run(cmd + list(extra), capture_output=True, text=True,
+                                 timeout=timeout)
+        except subprocess.TimeoutExpired:
+            out.update({p: {"cycles": None, "error": f"timeout after {timeout} s"} for p in todo})
+            break
+        lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+        if run.returncode == 0:
+            reports = [json.loads(ln) for ln in run.stdout.splitlines() if ln.strip()]
+            if len(reports) != len(todo):           # a file with several regions: one each
+                raise RuntimeError(f"{len(reports)} reports for {len(todo)} files")
+            out.update(zip(todo, reports))
+            notes += lines
+            break
+        bad = next((p for ln in lines for p in todo if ln.startswith(f"pmpredict: error: {p}:")),
+                   None)
+        if bad is None:                               # not one file's fault: every file fails
+            why = lines[-1] if lines else f"exit status {run.returncode}"
+            out.update({p: {"cycles": None, "error": why[:300]} for p in todo})
+            break
+        out[bad] = {"cycles": None, "error": next(ln for ln in lines if bad in ln)[:300]}
+        todo.remove(bad)
+    return {p: out[p] for p in paths}, notes, time.monotonic() - started
 
 
 def prediction_summary(report: dict) -> dict:

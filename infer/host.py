@@ -32,6 +32,10 @@ class TrainingSet:
     design: str = "pairs"
     blockers: list = field(default_factory=list)
 
+    @property
+    def singletons(self) -> ExperimentSet:
+        return self.sets["singletons"]
+
     def parts(self) -> dict[str, ExperimentSet]:
         return dict(self.sets)
 

@@ -237,20 +237,28 @@ def _host_facts(model) -> dict:
 
 
 def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool):
+    from .host import measure_training_set
     from .measure.calibrate import cpu_identity
-    from .measure.frontend import measure_frontend
-
+    from .measure.frontend import measure_frontend, width_floor
     from .measure.host_forms import packaged_forms
 
     started = time.monotonic()
     seeded = _builtin_for(cpu_identity()) if seed_builtin else None
-    front = measure_frontend(cache_dir=cache_dir, progress=progress)
     if seeded is not None:
+        front = measure_frontend(cache_dir=cache_dir, progress=progress)
         model, experiments = _seed(seeded, cache_dir, progress), 0
         how = f"seeded from the built-in {seeded.name}"
     else:
-        model, experiments = _measure_core(list(core or packaged_forms("core")),
-                                           front.facts.r_max, cache_dir, progress)
+        # the core's singletons first: the fastest of them is a width the front end must reach
+        training = measure_training_set(list(core or packaged_forms("core")),
+                                        cache_dir=cache_dir, progress=progress, latencies=True)
+        if training.latencies is None:
+            from .measure.runner import HostError
+            raise HostError("none of the core forms runs here: "
+                            + "; ".join(f"{f}: {why}" for f, why in training.left_out.items()))
+        front = measure_frontend(cache_dir=cache_dir, floor=width_floor(training.singletons),
+                                 progress=progress)
+        model, experiments = _infer_core(training, front.facts.r_max)
         how = "bootstrap"
     model = front.apply(model)
     seconds = time.monotonic() - started
@@ -292,26 +300,19 @@ def _seed(builtin, cache_dir, progress):
     return table.apply(builtin)
 
 
-def _measure_core(core, r_max, cache_dir, progress):
-    """(the core forms measured in pairs and inferred, experiments measured)."""
-    from .host import measure_training_set
+def _infer_core(training, r_max):
+    """(the core forms' model inferred from their measurements, experiments measured)."""
     from .pipeline import Inference, InferConfig
     from .prepare import prepare
     from .result import mapping_to_model
 
-    training = measure_training_set(core, cache_dir=cache_dir, progress=progress,
-                                    latencies=True)
-    if training.latencies is None:
-        from .measure.runner import HostError
-        raise HostError("none of the core forms runs here: "
-                        + "; ".join(f"{f}: {why}" for f, why in training.left_out.items()))
     experiments = training.combined()
     prepared = prepare(experiments, PORTS, r_max=r_max)
     config = InferConfig(seed=SEED, final_volume_weight=0.005)
     masks, counts = Inference(prepared.problem, config).run()
     model = mapping_to_model(prepared.problem, masks, counts, prepared.form_of, name=MODEL_NAME,
                              isa=experiments.isa, r_max=r_max,
-                             provenance={"core_forms": len(core),
+                             provenance={"core_forms": len(training.singletons.forms),
                                          "left_out_of_core": training.left_out})
     measured = sum(1 for e in experiments.experiments if e.cycles is not None)
     return training.latencies.apply(model), measured

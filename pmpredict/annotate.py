@@ -17,7 +17,7 @@ DEFAULTS and listed, per instruction and per machine fact.
 from __future__ import annotations
 
 from copy import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .deps import MemRef, Node, Source
 from .semantics import ADDRESS, DATA, FLAG, InstructionSemantics
@@ -31,6 +31,8 @@ DEFAULTS = {
     "taken_branch": 1.0,         # one taken branch per cycle: a loop iteration takes >= 1 cycle
     "address_update_latency": 1.0,   # base register -> its write-back update
 }
+# the stack engine's sync uop before an explicit use of the stack pointer (one ALU operation)
+STACK_SYNC_LATENCY = 1.0
 
 
 @dataclass
@@ -48,6 +50,10 @@ class Annotated:
     eliminated: bool = False                   # move eliminated at rename
     idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
     fused: bool = False                        # the jump of a macro-fused pair
+    # a store committed with the store before it (same 32-byte block): on these iterations
+    # (deps.EVEN, ODD; 0: never) it runs `paired_uops` (its address) instead of its `uops`
+    paired: int = 0
+    paired_uops: tuple[tuple[int, int], ...] = ()
     assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
 
 
@@ -64,6 +70,7 @@ class Machine:
     assumed: dict[str, float] = field(default_factory=dict)
     load_op_slots: int = 1              # front-end slots of a load-op (2: unlaminated)
     indexed_load_op_slots: int = 1      # ... of a load-op whose address has an index
+    paired_stores: bool = False         # two consecutive stores to one block commit at once
 
 
 def machine_facts(model, loop: bool) -> Machine:
@@ -84,7 +91,7 @@ def machine_facts(model, loop: bool) -> Machine:
                    bool(fusion) if fusion is not None else True,
                    float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
                    assumed, int(pipe.get("load_op_slots", 1)),
-                   int(pipe.get("indexed_load_op_slots", 1)))
+                   int(pipe.get("indexed_load_op_slots", 1)), bool(pipe.get("paired_stores")))
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:
@@ -113,6 +120,8 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
         a = copy(entry[1])
         a.index = i
         out.append(a)
+    if stack_engine:
+        _stack_syncs(out, stack_engine, loop)
     if machine.macro_fusion:
         for a, b in zip(out, out[1:]):
             if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
@@ -195,6 +204,40 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine,
         assumed.append("reads/writes guessed (instruction not in the semantics tables)")
     return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
                      eliminated=eliminated, idiom=idiom, assumed=assumed)
+
+
+def _stack_syncs(out: list[Annotated], register: str, loop: bool) -> None:
+    """The stack engine keeps the offset of implicit updates (push, pop, call) to itself: the
+    first instruction that names the register explicitly afterwards (`sub rsp, 8`, `mov rbp,
+    rsp`, `mov rax, [rsp + 8]`) waits for a sync uop that applies it to the register. The
+    sync is charged to the last implicit update before that use: STACK_SYNC_LATENCY instead
+    of nothing (measured on Zen 4: push; push; sub rsp, 8 runs at 2 cycles a loop, the sync
+    and the sub; push; mov rbp, rsp; and rsp, -32; add rsp, 16 at 3.4)."""
+    def implicit_update(a):
+        return a.update is not None and register in a.update.writes and any(
+            w.name == register and w.operand is None for w in a.semantics.writes)
+
+    def explicit(a):
+        return any(r.name == register and r.operand is not None for r in a.semantics.reads) or \
+            any(register in (m.base, m.index) and m.operand is not None
+                for m in a.semantics.memory) or \
+            any(w.name == register and w.operand is not None for w in a.semantics.writes)
+
+    synced, pending = set(), None
+    for a in out + out if loop else out:       # a loop: what the previous iteration left
+        if explicit(a) and pending is not None:
+            synced.add(pending)
+            pending = None
+        elif explicit(a):
+            pending = None
+        if implicit_update(a):
+            pending = a.index
+    for a in out:
+        if a.index in synced:
+            reads = tuple(replace(s, latency=s.latency + STACK_SYNC_LATENCY)
+                          if s.resource == register else s for s in a.update.reads)
+            a.update = replace(a.update, reads=reads, latency=max(s.latency for s in reads))
+            a.assumed = a.assumed + [f"stack sync: {STACK_SYNC_LATENCY:g} cycle on {register}"]
 
 
 def _slots(sem: InstructionSemantics, machine: Machine) -> int:

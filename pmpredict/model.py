@@ -50,11 +50,13 @@ PIPELINE_KEYS = {
                      "2 unlaminated",
     "indexed_load_op_slots": "front-end slots of a load-op with an index register "
                              "(add r, [base + index + disp])",
+    "paired_stores": "1 if two consecutive stores into one aligned 32-byte block commit at once, "
+                     "else 0",
 }
 # the name of this machine's model (pmpredict.infer.hostmodel), measured on demand
 HOST_MODEL = "host"
 # pipeline keys whose value is a yes/no fact: 0 or 1
-PIPELINE_FLAGS = {"macro_fusion"}
+PIPELINE_FLAGS = {"macro_fusion", "paired_stores"}
 
 
 def abstract_port_names(n: int) -> tuple[str, ...]:

@@ -32,12 +32,14 @@ from .asm.normalize import normalize, render_key
 from .asm.parse import Instruction
 from .bound import optimum
 from .criticality import Criticality, EventClass, analyse, slack
-from .deps import Cycle, Graph, Path, build_graph, critical_path, loop_carried_chains
+from .deps import (EVEN, EVERY, ODD, Cycle, Graph, Path, build_graph, critical_path,
+                   loop_carried_chains, paired_stores)
 from .forms import parse_form
 from .kinds import instruction_kinds, kinds_within, port_kinds
 from .schedule import Body, Run
 from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
+from .schedule_arrays import SKIP_EVEN, SKIP_ODD
 
 
 @dataclass
@@ -174,6 +176,12 @@ class Predictor:
         self._annotations: dict = {}                          # annotate's memo
         self._kinds: dict = {}                                # instruction kinds, by semantics
 
+    def _address_uops(self) -> tuple[tuple[int, int], ...]:
+        """The uops of the model's plainest load (the ISA's plain_load_form) when it has one
+        uop: the address generation every memory access takes; else none."""
+        uops = self.model.uops.get(self.semantics.plain_load_form, ())
+        return tuple(uops) if len(uops) == 1 and uops[0][1] == 1 else ()
+
     def short(self, form: str) -> str:
         s = self._short.get(form)
         if s is None:
@@ -223,6 +231,17 @@ class Predictor:
                                       stack_engine=self.semantics.stack_engine_register,
                                       memo=self._annotations)
         report.machine = machine
+        # the dependency graph's nodes: every instruction, and after it its address update
+        # (write-back) where it has one; node_rows maps a node back to its instruction
+        nodes, node_rows, mains = [], [], []
+        for a in annotated:
+            for node, main in ((a.node, True), (a.update, False)):
+                if node is not None:
+                    nodes.append(node)
+                    node_rows.append(a.index)
+                    mains.append(main)
+        if machine.paired_stores:
+            _pair_stores(annotated, nodes, node_rows, self._address_uops())
         for row, a in zip(rows, annotated):
             row.annotated = a
             row.latency = a.node.latency
@@ -231,18 +250,11 @@ class Predictor:
             return report                                  # nothing known: no prediction
 
         throughput, neck, balance = self._ports(report, annotated)
-        # the dependency graph's nodes: every instruction, and after it its address update
-        # (write-back) where it has one; node_rows maps a node back to its instruction
-        nodes, node_rows, node_uops, node_slots = [], [], [], []
-        for a in annotated:
-            for node, main in ((a.node, True), (a.update, False)):
-                if node is None:
-                    continue
-                nodes.append(node)
-                node_rows.append(a.index)
-                node_uops.append(tuple(mask for mask, count in a.uops for _ in range(count))
-                                 if main else ())
-                node_slots.append(a.slot if main else 0)
+        node_uops, node_slots = [], []
+        for k, main in enumerate(mains):
+            a = annotated[node_rows[k]]
+            node_uops.append(_uop_cycles(a) if main else ())
+            node_slots.append(a.slot if main else 0)
         graph = build_graph(nodes, machine.load_latency, machine.store_forward_latency)
         chains = [_on_rows(c, node_rows) for c in loop_carried_chains(graph)]
         path_ = critical_path(graph, [node.latency for node in nodes])
@@ -305,9 +317,9 @@ class Predictor:
         schedule; and each port's share of that schedule (the simulation's tie-breaker)."""
         model = self.model
         n_ports = len(model.ports)
-        mass: dict[int, int] = {}
+        mass: dict[int, float] = {}
         for a in annotated:
-            for mask, count in a.uops:
+            for mask, count in _uop_mass(a):
                 mass[mask] = mass.get(mask, 0) + count
         if not mass:
             return 0.0, 0, tuple([1.0] * n_ports)
@@ -319,7 +331,7 @@ class Predictor:
         load = [0.0] * n_ports
         for row, a in zip(report.rows, annotated):
             pressure = [0.0] * n_ports
-            for mask, count in a.uops:
+            for mask, count in _uop_mass(a):
                 share = count / mass[mask]
                 for p, x in schedule[mask].items():
                     pressure[p] += x * share
@@ -330,6 +342,40 @@ class Predictor:
         report.port_load = {model.ports[p]: load[p] for p in range(n_ports)}
         total = sum(load)
         return cycles, neck, tuple(x / total for x in load)
+
+
+def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address) -> None:
+    """Plain stores committed with the store before them (deps.paired_stores) run only their
+    address generation (`address`: the plain load's uops) on the iterations they pair: every
+    iteration (their uops replaced), or every other one (Annotated.paired). A store that also
+    loads (add [m], r) keeps its uops."""
+    for k, when in paired_stores(nodes).items():
+        a = annotated[node_rows[k]]
+        if a.semantics.loads or not a.uops:
+            continue
+        if when == EVERY:
+            a.uops = address
+        else:
+            a.paired, a.paired_uops = when, address
+
+
+def _uop_mass(a: Annotated) -> list[tuple[int, float]]:
+    """(port mask, uops per iteration) of an instruction: a store paired every other iteration
+    runs half its own uops and half its address's."""
+    if not a.paired:
+        return list(a.uops)
+    return [(mask, count / 2) for mask, count in a.uops + a.paired_uops]
+
+
+def _uop_cycles(a: Annotated) -> tuple[int, ...]:
+    """The simulation's port masks of an instruction, one per uop cycle; a store paired every
+    other iteration skips its own uops on those iterations and its address's on the others."""
+    if not a.paired:
+        return tuple(mask for mask, count in a.uops for _ in range(count))
+    on = (SKIP_EVEN if a.paired & EVEN else 0) | (SKIP_ODD if a.paired & ODD else 0)
+    off = (SKIP_EVEN | SKIP_ODD) & ~on
+    return tuple(mask | on for mask, count in a.uops for _ in range(count)) + \
+        tuple(mask | off for mask, count in a.paired_uops for _ in range(count))
 
 
 def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:

@@ -7,7 +7,8 @@ schedule_jit.py compiles the very same functions with numba for predicting many 
 tests/test_schedule.py checks that both give identical runs.
 
 Layout. A body of n instructions; instance t = iteration * n + i. Per instruction i:
-latency[i]; its uops' port masks uop_mask[uop_off[i]:uop_off[i + 1]] (one per uop cycle);
+latency[i]; its uops' port masks uop_mask[uop_off[i]:uop_off[i + 1]] (one per uop cycle;
+SKIP_EVEN / SKIP_ODD above the port bits leave a uop out on those iterations);
 its incoming edges edge_src/edge_dist/edge_w[edge_off[i]:edge_off[i + 1]]; slots[i].
 `share[p]`: port p's share of the optimal schedule (the tie-breaker). The ports' occupied
 cycles: a "next free cycle" union-find per port, port p's cycle c at free[p * capacity + c]
@@ -31,6 +32,12 @@ BY_WINDOW = 1
 OUT_OF_CAPACITY = -1
 
 CHECK_EVERY = 24          # iterations between two looks for a periodic steady state
+
+# flags above the port bits of a uop mask: the uop is left out on even / odd iterations (a
+# store committed with the one before it every other iteration: deps.paired_stores)
+SKIP_EVEN = 1 << 60
+SKIP_ODD = 1 << 61
+PORT_BITS = SKIP_EVEN - 1
 
 
 def periodic_step(ends, stride, offset, first, last):
@@ -147,6 +154,11 @@ def run_schedule(latency, uop_off, uop_mask, edge_off, edge_src, edge_dist, edge
             last = -1
             for u in range(uop_off[i], uop_off[i + 1]):
                 mask = uop_mask[u]
+                if mask > PORT_BITS:
+                    if ((mask & SKIP_EVEN) != 0 and k % 2 == 0) or \
+                            ((mask & SKIP_ODD) != 0 and k % 2 == 1):
+                        continue
+                    mask &= PORT_BITS
                 if ideal_ports != 0 and (mask & ~ideal_ports) == 0:
                     c = c0
                 else:

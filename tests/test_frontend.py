@@ -12,7 +12,8 @@ import pytest
 
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.infer.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, probes,
+from pmpredict.infer.measure.frontend import width_floor
+from pmpredict.infer.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, doubts, probes,
                                             read_frontend, snap_width)
 from pmpredict.model import MachineModel
 from pmpredict.predict import Predictor
@@ -28,7 +29,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     slots / 4; fused pairs take one slot, an indexed load-op two, a loop iteration >= 1."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
-              "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0}
+              "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
+              "stores: one block": 4.0, "stores: distinct lines": 4.0}      # a store a cycle
     for name, _, _ in FUSION_SUBJECTS:
         # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
         cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0
@@ -48,7 +50,7 @@ def test_a_four_wide_core_read_from_its_timings():
     front = read_frontend(skylake_like_timings())
     assert front.r_max == 4.0                              # 8 idioms in 2 cycles
     assert front.pipeline == {"macro_fusion": 1, "load_op_slots": 1, "indexed_load_op_slots": 2,
-                              "taken_branch": 1.0}
+                              "paired_stores": 0, "taken_branch": 1.0}
     assert front.details["instructions_per_cycle"]["width: eliminated moves"] == 3.2
     assert front.details["loop_cycles_per_iteration"]["7"] == 2.0
     assert front.missing == []
@@ -67,6 +69,59 @@ def test_no_fusion_and_a_missing_probe():
 def test_widths_snap_to_integers_within_three_percent():
     assert snap_width(5.9) == 6.0 and snap_width(6.15) == 6.0 and snap_width(5.5) == 5.5
     assert read_frontend({}).r_max is None
+
+
+def test_a_busy_sibling_thread_is_caught_by_the_floor():
+    """A sibling thread running flat out halves the slots this thread gets: every probe takes
+    twice as long. Four adds per cycle measured alone prove a width of at least 4."""
+    slowed = {name: 2 * c for name, c in skylake_like_timings().items()}
+    assert read_frontend(slowed).r_max == 2.0                      # what the probes alone say
+    front = read_frontend(slowed, floor=3.98)
+    assert front.r_max == 4.0 and front.details["width_from"] == "floor"
+    assert doubts(front, 3.98) == [
+        "the width probes (2.00 per cycle) are below the floor (3.98)",
+        "a loop iteration takes 2.0 cycles"]
+    clean = read_frontend(skylake_like_timings(), floor=3.98)
+    assert clean.r_max == 4.0 and "width_from" not in clean.details
+    assert doubts(clean, 3.98) == [] and doubts(clean) == []
+    partial = dict(skylake_like_timings(), nops=None)
+    assert doubts(read_frontend(partial)) == ["no number for nops"]
+    noisy = dict(skylake_like_timings(), **{"fusion test: adjacent": 4.0})   # test not fused
+    assert doubts(read_frontend(noisy)) == ["cmp and test read differently for macro-fusion"]
+
+
+def test_the_floor_is_the_fastest_singleton_but_nops():
+    from pmpredict.data.experiments import Experiment, ExperimentSet
+    add, imul, nop = ADD_IMM, "IMUL_((REG:RW:G:64)),_((REG:R:G:64))", "NOP"
+    singles = ExperimentSet((add, imul, nop), (Experiment.of({add: 1}, 0.2502),
+                                               Experiment.of({imul: 1}, 1.0),
+                                               Experiment.of({nop: 1}, 1 / 12),
+                                               Experiment.of({"UD2": 1}, None)))
+    assert width_floor(singles) == 4.0                             # 3.997 adds a cycle
+    fast = ExperimentSet((add,), (Experiment.of({add: 1}, 0.16),))    # 6.25: a hair fast
+    assert width_floor(fast) == 6.0
+
+
+def test_a_doubtful_reading_is_measured_again_keeping_each_probes_fastest(monkeypatch, tmp_path):
+    """Round 1 on a busy core (everything twice as slow, one probe lost), round 2 clean but
+    for one probe still slow: the reading takes each probe's fastest time and stops doubting."""
+    from pmpredict.infer.measure import frontend
+    clean = skylake_like_timings()
+    rounds = [{**{n: 2 * c for n, c in clean.items()}, "nops": None},
+              {**clean, "width: mix": 4.0}]
+    calls = []
+
+    def timed(cache, options, use_cache):
+        calls.append(use_cache)
+        return dict(rounds[len(calls) - 1])
+    monkeypatch.setattr(frontend, "_measure_probes", timed)
+    monkeypatch.setattr(frontend, "check_host", lambda: None)
+    front = frontend.measure_frontend(cache_dir=str(tmp_path), floor=3.98).facts
+    assert calls == [True, False]                   # the cache first, then timed afresh
+    assert front.r_max == 4.0 and front.pipeline["taken_branch"] == 1.0
+    assert front.details["rounds"] == 2 and "doubts" not in front.details
+    assert front.details["instructions_per_cycle"]["width: mix"] == 2.0     # 8 in 4 cycles
+    assert front.missing == []
 
 
 # --- the engine uses them ----------------------------------------------------------------------

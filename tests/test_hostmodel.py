@@ -207,8 +207,12 @@ def test_predict_with_the_host_model(cache, tmp_path):
     assert host["left_out"] == [{"line": 5, "text": "jne .L1", "reason": "a branch: control "
                                  "flow cannot be repeated in a loop of its own"}]
     assert out["model"] == "host" and out["coverage"]["matched"] == 3
-    # four instructions, the cmp + jne pair fused: three slots; at least a cycle an iteration
-    assert out["bounds"]["front_end"] == pytest.approx(max(1.0, 3 / load_cached(cache).r_max))
+    # four instructions, the cmp + jne pair fused: three slots; at least the measured cost of
+    # a loop iteration (a cycle on recent cores; more if a busy machine disturbed its probes)
+    saved = load_cached(cache)
+    taken = saved.pipeline["taken_branch"]
+    assert 1.0 <= taken <= 2.0 and 4 <= saved.r_max <= 8
+    assert out["bounds"]["front_end"] == pytest.approx(max(taken, 3 / saved.r_max))
     text = run("predict", str(kernel), "--model", "host")
     assert text.returncode == 0 and text.stdout.startswith("host model (")
     assert "every measurable form already known" in text.stdout.splitlines()[0]

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from pmpredict import semantics
+from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.infer.measure import default_forms
 from pmpredict.infer.measure.calibrate import cpuinfo
@@ -19,6 +20,7 @@ from pmpredict.infer.measure.chains import (FLAGS, REFERENCES, Chain, form_timin
 from pmpredict.infer.measure.latency import LatencyTable, split_latencies
 from pmpredict.data.model_files import load_model
 from pmpredict.model import MachineModel
+from pmpredict.predict import Predictor
 
 X86 = semantics.get("x86")
 IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"
@@ -36,6 +38,7 @@ CMOV = "CMOVL_((REG:RW:G:64)),_((REG:R:G:64))"
 RMW = "ADD_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
 STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
 VLOAD = "VMULPS_((REG:W:V:256)),_((REG:R:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"
+SUB_MEM_IMM = "SUB_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((IMM:8))"
 
 
 def chains(form):
@@ -119,6 +122,23 @@ def test_companions_are_subtracted_and_rmw_is_read_as_the_dependency_engine_char
         "add qword ptr [rax + 64], rbx",) else 2.0), refs)
     # chain through memory 6 = forwarding 5 + (operand latency - load latency 4)
     assert t.sources[0] == 5.0
+
+
+def test_a_read_modify_write_without_a_register_source_chains_at_the_measured_link():
+    """`sub qword ptr [m], 1` chained through memory, one cycle a link (Zen 4 measures that:
+    the memory word is renamed), load latency 4, forwarding 1: the operand latency 4 must stay
+    the memory operand's own. Read as the operation's latency, the engine would add the load
+    to it and charge 1 + (4 + 4 - 4) = 5 cycles a link."""
+    refs = {"load_latency": 4.0, "store_forward_latency": 1.0}
+    plan = plan_form(SUB_MEM_IMM)
+    t = form_timing(plan, timings(plan, lambda c: 1.0), refs)
+    assert t.sources == {0: 4.0} and t.through_memory == (0,)
+    model = LatencyTable("Some CPU", "2026-11-23", refs, {SUB_MEM_IMM: t}).apply(
+        MachineModel("m", "x86", ("0", "1"), {SUB_MEM_IMM: ((3, 1),)}))
+    assert model.latency == {SUB_MEM_IMM: 4.0}
+    assert model.operand_latency == {SUB_MEM_IMM: {0: 4.0}}
+    kernel = select_kernel(parse("subq $1, (%rbp)\n", "att", "k.s"))
+    assert Predictor(model).predict(kernel, "att", "k.s").bounds.loop_carried == 1.0
 
 
 def test_moves_idioms_and_ports_from_timings():

@@ -16,7 +16,7 @@ from pmpredict.cli import main
 from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
 from pmpredict.errors import InputError
 from pmpredict.metrics import evaluate_model, kendall_tau_b, mape
-from pmpredict.model import PIPELINE_KEYS, MachineModel, operand_count
+from pmpredict.model import PIPELINE_FLAGS, PIPELINE_KEYS, MachineModel, operand_count
 
 
 from pmpredict.data.model_files import load_model
@@ -294,7 +294,7 @@ def timed_models(draw):
         n = operand_count(f, "x86")
         per = draw(st.dictionaries(st.integers(0, n - 1), _latencies, min_size=1))
         operand_latency[f] = per
-    pipeline = {k: draw(st.integers(0, 1) if k == "macro_fusion" else
+    pipeline = {k: draw(st.integers(0, 1) if k in PIPELINE_FLAGS else
                         st.one_of(st.integers(0, 10**6), _latencies))
                 for k in draw(st.lists(st.sampled_from(sorted(PIPELINE_KEYS)), unique=True))}
     pipeline_source = {k: draw(_text) for k in draw(st.lists(st.sampled_from(sorted(pipeline)),

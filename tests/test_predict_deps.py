@@ -144,6 +144,25 @@ def test_stack_engine_makes_push_and_pop_chains_free():
     # (a post-indexed AArch64 load costs address_update_latency too: test_asm_osaca_forms)
 
 
+def test_an_explicit_use_of_rsp_after_pushes_waits_for_the_stack_sync():
+    """The stack engine's offset is applied by a sync uop before rsp is named explicitly
+    (1 cycle, charged to the last push): push; push; sub rsp: sync + sub = 2 a loop (Zen 4
+    measures 1.99); push; mov rbp, rsp; and rsp; add rsp: sync + and + add = 3 (3.4)."""
+    stack = {"PUSH_((REG:R:G:64))": ((ST, 1),), "SUB_((REG:RW:G:64)),_((IMM:8))": ((ALU, 1),),
+             "AND_((REG:RW:G:64)),_((IMM:8))": ((ALU, 1),),
+             "MOV_((REG:W:G:64)),_((REG:R:G:64))": ((ALU, 1),)}
+    model = MachineModel(**{**TOY.__dict__, "uops": {**TOY.uops, **stack}})
+    r = predict(["pushq %rbp", "pushq %rbx", "subq $8, %rsp"], model)
+    assert r.bounds.loop_carried == 2.0 and ("rsp",) in [c.resources for c in r.chains]
+    assert [any("stack sync" in x for x in row.annotated.assumed) for row in r.rows] == \
+        [False, True, False]
+    r = predict(["pushq %rbp", "movq %rsp, %rbp", "andq $-32, %rsp", "addq $16, %rsp"], model)
+    assert r.bounds.loop_carried == 3.0
+    # pushes and pops alone never name rsp: no sync, no chain through it
+    r = predict(["pushq %rbx", "popq %rcx", "addq $1, %rax"], model)
+    assert [c.resources for c in r.chains] == [("rax",)]
+
+
 def test_addresses_are_followed_through_pointer_bumps():
     # a[i] = a[i-1] + x with a moving pointer: the load reads what the previous iteration
     # stored 8 bytes back: store forwarding (4) + addsd (4) per iteration

@@ -565,6 +565,7 @@ class FormTiming:
     idiom_breaks: bool | None = None                # the idiom breaks the chain
     idiom_ports: bool | None = None
     notes: list = field(default_factory=list)
+    through_memory: tuple = ()                      # sources measured read-modify-write
 
 
 def form_timing(plan: FormPlan, cycles: dict[Chain, float | None], refs: dict[str, float]
@@ -591,6 +592,7 @@ def form_timing(plan: FormPlan, cycles: dict[Chain, float | None], refs: dict[st
                 continue
             # the dependency engine charges forwarding + (operand latency - load latency)
             value = max(0.0, value - forward + load)
+            out.through_memory += (sp.source,)
         if sp.kind == "move":
             out.eliminated = value < ELIMINATED_BELOW
         out.sources[sp.source] = snap(value)

@@ -50,7 +50,7 @@ class LatencyTable:
         t = self.forms.get(form)
         if t is None or not t.sources:
             return {}
-        base, per = split_latencies(form, t.sources)
+        base, per = split_latencies(form, t.sources, t.through_memory)
         out = {"latency": base, "latency_source": self.source}
         if per:
             out["operand_latency"] = per
@@ -97,12 +97,14 @@ class LatencyTable:
                           for f, t in self.forms.items()}}
 
 
-def split_latencies(form: str, sources: dict) -> tuple[float, dict[int, float]]:
+def split_latencies(form: str, sources: dict, own=()) -> tuple[float, dict[int, float]]:
     """(the form's `latency`, `latency_from` per operand) from the latency of each source.
 
     `latency` covers every source without an entry of its own, the flags and implicit
     registers among them: the flags' latency where a consumer has one, else the largest
-    register operand's, else (a load, lea) the memory operand's; a store's is 0."""
+    register operand's, else (a load, lea) the memory operand's; a store's is 0. Sources in
+    `own` (memory read-modify-written: `sub [m], 1`) always get an entry: without one the
+    dependency engine would read `latency` as the operation's and add the load's to it."""
     if "*" in sources:
         return sources["*"], {}
     operands = {k: v for k, v in sources.items() if isinstance(k, int)}
@@ -113,7 +115,7 @@ def split_latencies(form: str, sources: dict) -> tuple[float, dict[int, float]]:
         registers = [v for k, v in operands.items() if _is_register(form, k)]
         if registers:
             base = max(registers)
-    return base, {k: v for k, v in sorted(operands.items()) if v != base}
+    return base, {k: v for k, v in sorted(operands.items()) if v != base or k in own}
 
 
 def _is_register(form: str, index: int) -> bool:

@@ -26,6 +26,10 @@ end's, so a subject that costs one more slot shows as 1 / width more cycles.
   against fillers + `add r64, [base + disp]` and `add r64, [base + index + disp]`: a
   micro-fused load-op costs no more slots than the register form, an unlaminated one one
   more.
+* **Paired stores** (`paired_stores`): four stores into one aligned 32-byte block against
+  four into four lines: a core that commits two consecutive stores into one block at once
+  (Zen 4) runs the first twice as fast; one that commits a store a cycle (Skylake) runs both
+  alike.
 * **Taken loop branch** (`taken_branch`): loops whose body is k = 0..7 zero idioms; the
   fewest cycles per iteration any of them takes is the least a loop iteration costs (the
   whole series is kept: it also shows the width, k + 1 slots with the fused dec/jnz).
@@ -40,6 +44,7 @@ FILLERS = 6                     # fillers per subject: enough to make a block fr
 MAX_LOOP_BODY = 7               # loop probes: bodies of 0..MAX_LOOP_BODY fillers
 SNAP = 0.03                     # a width this close (relative) to an integer is that integer
 FUSED_BELOW = 0.5               # adjacent order saves more than this share of a slot: fused
+PAIRED_BELOW = 0.75             # stores into one block this much faster than apart: paired
 # first instructions of a macro-fusible pair: (name, lines per subject register, condition
 # under which the jump is not taken)
 FUSION_SUBJECTS = (
@@ -114,13 +119,25 @@ def _load_op_probes() -> list[Probe]:
     return out
 
 
+STORE_REGISTERS = ("r8", "r9", "r10", "r11")
+
+
+def _store_probes() -> list[Probe]:
+    """Four 8-byte stores into one aligned 32-byte block, and into four cache lines (the
+    harness's base registers point at line starts)."""
+    return [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {64 + step * k}], {r}"
+                                           for k, r in enumerate(STORE_REGISTERS)))
+            for name, step in (("one block", 8), ("distinct lines", 64))]
+
+
 def _loop_probes() -> list[Probe]:
     return [Probe(f"loop: {k} idioms", tuple(fillers(k)), loop=True)
             for k in range(MAX_LOOP_BODY + 1)]
 
 
 def probes() -> tuple[Probe, ...]:
-    return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _loop_probes())
+    return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
+                 + _loop_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------
@@ -139,8 +156,11 @@ def snap_width(ipc: float) -> float:
     return float(nearest) if nearest and abs(ipc - nearest) <= SNAP * nearest else round(ipc, 2)
 
 
-def read_frontend(cycles: dict[str, float | None]) -> FrontEnd:
-    """cycles[probe name]: cycles per copy (block probes) or per iteration (loop probes)."""
+def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -> FrontEnd:
+    """cycles[probe name]: cycles per copy (block probes) or per iteration (loop probes).
+    floor: instructions per cycle this core is known to sustain (a measured singleton's rate):
+    a width probe below it ran on a disturbed front end (a busy sibling thread), and the
+    width is at least the floor."""
     out = FrontEnd()
     by_name = {p.name: p for p in probes()}
     out.missing = sorted(n for n in by_name if cycles.get(n) is None)
@@ -156,6 +176,11 @@ def read_frontend(cycles: dict[str, float | None]) -> FrontEnd:
         out.details["nops_per_cycle"] = _round(ipc("nops"))
     if best is None:
         return out
+    if floor:
+        out.details["width_floor"] = _round(floor)
+        if best < floor * (1 - SNAP):
+            out.details["width_from"] = "floor"
+            best = floor
     out.r_max = snap_width(best)
     slot = 1.0 / out.r_max
 
@@ -178,11 +203,36 @@ def read_frontend(cycles: dict[str, float | None]) -> FrontEnd:
             out.pipeline[key] = slots[name] = int(min(3, max(1, 1 + round(extra))))
     out.details["load_op_slots"] = slots
 
+    one, apart = cycles.get("stores: one block"), cycles.get("stores: distinct lines")
+    if one and apart:
+        out.details["stores_per_cycle"] = {"one block": _round(len(STORE_REGISTERS) / one),
+                                           "distinct lines": _round(len(STORE_REGISTERS) / apart)}
+        out.pipeline["paired_stores"] = 1 if one < PAIRED_BELOW * apart else 0
+
     loops = {int(n.split()[1]): cycles.get(n) for n in by_name if n.startswith("loop:")}
     measured = [c for c in loops.values() if c is not None]
     out.details["loop_cycles_per_iteration"] = {str(k): _round(v) for k, v in sorted(loops.items())}
     if measured:
         out.pipeline["taken_branch"] = _snap_cycles(min(measured))
+    return out
+
+
+def doubts(front: FrontEnd, floor: float | None = None) -> list[str]:
+    """Why a reading may come from a disturbed front end (a busy sibling thread slows every
+    probe; measuring again later helps): probes without a number, a width below the floor,
+    a loop iteration slower than one cycle (the fastest loop on every recent core), cmp and
+    test disagreeing on macro-fusion."""
+    out = [f"no number for {name}" for name in front.missing]
+    best = max((v for v in front.details.get("instructions_per_cycle", {}).values() if v),
+               default=None)
+    if floor and best is not None and best < floor * (1 - SNAP):
+        out.append(f"the width probes ({best:.2f} per cycle) are below the floor ({floor:.2f})")
+    if front.pipeline.get("taken_branch", 1.0) > 1.0:
+        out.append(f"a loop iteration takes {front.pipeline['taken_branch']} cycles")
+    fused = front.details.get("macro_fusion", {})
+    if "cmp" in fused and "test" in fused and fused["cmp"] != fused["test"]:
+        # every core that fuses one fuses the other (Intel since Nehalem, AMD since Zen)
+        out.append("cmp and test read differently for macro-fusion")
     return out
 
 

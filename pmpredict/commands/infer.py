@@ -118,7 +118,7 @@ def _measure_here(args, should_stop, display):
     from pmpredict.infer.host import HOST_PORTS, measure_training_set
     from pmpredict.infer.design import default_design
     from pmpredict.infer.measure import HostError, default_cache_dir, load_form_list
-    from pmpredict.infer.measure.frontend import measure_frontend
+    from pmpredict.infer.measure.frontend import measure_frontend, width_floor
     from pmpredict.infer.measure.measure_set import MeasurementStopped
 
     where = {}                              # form -> (file, line) it comes from
@@ -137,7 +137,10 @@ def _measure_here(args, should_stop, display):
                                         design=args.design or default_design(len(forms)),
                                         latencies=not args.no_latencies,
                                         n_ports=args.ports or HOST_PORTS, seed=args.seed or 0)
-        front = measure_frontend(cache_dir=default_cache_dir(), progress=display)
+        if len(training.left_out) < len(forms):
+            # the fastest singleton is a width the front end must reach
+            front = measure_frontend(cache_dir=default_cache_dir(), progress=display,
+                                     floor=width_floor(training.singletons))
     except HostError as exc:
         raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
     except MeasurementStopped as exc:

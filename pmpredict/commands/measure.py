@@ -123,12 +123,12 @@ def _run_experiments(args):
                                      should_stop=deadline_check(args.time_limit))
     except MeasurementStopped as exc:
         if display:
-            display.done()
+            display.close()
         exc.partial.save(args.output)
         measured = sum(1 for e in exc.partial.experiments if e.cycles is not None)
         return _stopped(exc, f"{args.output} holds {measured} of {len(exc.partial)} experiments")
     if display:
-        display.done()
+        display.close()
     out.save(args.output)
     emit(view, view.SetMeasurement.of(args.output, out), args.json)
     return 0
@@ -152,9 +152,9 @@ def _run_training_set(args):
                                         on_set=training_saver(args.training_set, report),
                                         should_stop=deadline_check(args.time_limit))
     except MeasurementStopped as exc:
-        display.done()
+        display.close()
         return _stopped(exc, f"the finished phases are in {args.training_set}")
-    display.done()
+    display.close()
     for form, why in training.left_out.items():
         print(f"  left out: {form}: {why}")
     return 0

@@ -147,4 +147,3 @@ class ProgressDisplay:
             self.bar = None
         self.key = None
 
-    done = close

@@ -211,6 +211,8 @@ class IsaSemantics:
                           (AArch64: base, imm, reg, pre, post) rather than by its width (x86)
         stack_engine_register  the stack pointer whose implicit updates (push, pop, call, ret)
                           the front end makes itself, at no latency ("" if the ISA has none)
+        plain_load_form   the form of the plainest load (a 64-bit register from base +
+                          displacement): its uop's ports generate every memory access's address
         osaca             OsacaVocabulary
     """
 
@@ -230,6 +232,7 @@ class IsaSemantics:
     llvm_mc_prologue: tuple[str, ...] = ()
     memory_operands_by_mode = False
     stack_engine_register = ""
+    plain_load_form = ""
     osaca: OsacaVocabulary
 
     @property

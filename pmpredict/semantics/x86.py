@@ -853,6 +853,7 @@ class X86Semantics(IsaSemantics):
     # push / pop / call / ret: the stack engine tracks rsp in the front end (Intel since the
     # Pentium M, AMD since K10): a chain of pushes or pops does not wait for rsp
     stack_engine_register = "rsp"
+    plain_load_form = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
     osaca = OsacaVocabulary(
         register_style="name", memory_base="gpr", any_gpr="gpr", indexed_writeback=False,
         any_immediate=True, att_order=True, load_latency_keys=("gpr", "mm", "xmm", "ymm", "zmm"),

@@ -40,8 +40,9 @@ def _host_lines(info: dict) -> list[str]:
         return [head + f": {info['damaged']}", f"{'':8s} {info['path']}"]
     pipe = info["pipeline"]
     front = ", ".join(f"{k} {pipe[k]:g}" for k in ("macro_fusion", "load_op_slots",
-                                                   "indexed_load_op_slots", "taken_branch",
-                                                   "load_latency", "store_forward_latency")
+                                                   "indexed_load_op_slots", "paired_stores",
+                                                   "taken_branch", "load_latency",
+                                                   "store_forward_latency")
                       if k in pipe)
     width = f"r_max {info['r_max']:g}" if info["r_max"] else "r_max unknown"
     return [f"{'host':8s} {info['isa']:8s} {info['ports']:2d} ports {info['forms']:4d} forms"

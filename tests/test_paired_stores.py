@@ -1,0 +1,83 @@
+"""Stores that commit in pairs (deps.paired_stores, model pipeline `paired_stores`): a core that
+commits two consecutive stores into one aligned 32-byte block at once (Zen 4: 0.5 cycles per
+store for [rbp + 8], [rbp + 16]; 1 for [rbp + 24], [rbp + 32], in two blocks; measured by the
+front-end probes) against one that commits a store a cycle. Expected cycles are hand-computed:
+one store port, a store a cycle."""
+
+from __future__ import annotations
+
+import pytest
+
+from pmpredict.asm.kernel import select_kernel
+from pmpredict.asm.parse import parse
+from pmpredict.model import MachineModel
+from pmpredict.predict import Predictor
+
+STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+STORE32 = "MOV_dword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:32))"
+LEA = "LEA_((REG:W:G:64)),__[((MEM:64))+((IMM:8))]"
+ONE_PORT = MachineModel(name="one-store-port", isa="x86", ports=("S", "A"),
+                        uops={STORE: ((0b01, 1),), STORE32: ((0b01, 1),), LEA: ((0b10, 1),)},
+                        pipeline={"paired_stores": 1})
+UNPAIRED = MachineModel(**{**ONE_PORT.__dict__, "pipeline": {"paired_stores": 0}})
+
+
+def cycles(body: str, model=ONE_PORT):
+    text = "# OSACA-BEGIN\n" + body + "# OSACA-END\n"
+    report = Predictor(model).predict(select_kernel(parse(text, "att", "k.s")), "att", "k.s")
+    return report.cycles, report
+
+
+@pytest.mark.parametrize("body, expected", [
+    # one store to one address: it pairs with itself an iteration later, every other iteration
+    ("movq %rax, 8(%rbp)\n", 0.5),
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\n", 1.0),            # one block: a pair
+    ("movq %rax, 16(%rbp)\nmovq %rbx, 8(%rbp)\n", 1.0),            # in either order
+    ("movq %rax, 24(%rbp)\nmovq %rbx, 32(%rbp)\n", 2.0),           # two blocks of one line
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 200(%rbp)\n", 2.0),           # two lines
+    ("movq %rax, (%rbp)\nmovq %rbx, 8(%rbp)\nmovq %rcx, 16(%rbp)\nmovq %rdx, 24(%rbp)\n", 2.0),
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 72(%rbp)\nmovq %rcx, 136(%rbp)\nmovq %rdx, 200(%rbp)\n",
+     4.0),
+    # three into one block: pairs across iterations, 1.5 a loop
+    ("movq %rax, -96(%rbp)\nmovq %rbx, -72(%rbp)\nmovq %rcx, -80(%rbp)\n", 1.5),
+    # two bases: their blocks are unrelated
+    ("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rdi)\n", 2.0),
+    # a pointer moving 12 bytes a step stays in its block most of the time: the third store
+    # pairs with the next iteration's first (the lea keeps the pointer's chain off the ports)
+    ("movl %eax, (%rdi)\nmovl %ebx, 4(%rdi)\nmovl %ecx, 8(%rdi)\nleaq 12(%rdi), %rdi\n", 1.5),
+])
+def test_stores_into_one_block_pair_up(body, expected):
+    assert cycles(body)[0] == pytest.approx(expected)
+    stores = body.count("mov")
+    assert cycles(body, UNPAIRED)[0] == pytest.approx(stores)      # a store a cycle
+
+
+def test_a_paired_store_is_shown_without_its_uops_and_halves_the_port_bound():
+    got, report = cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\nmovq %rcx, 24(%rbp)\n")
+    assert got == pytest.approx(1.5)
+    assert report.bounds.throughput == pytest.approx(1.5)
+    assert [r.annotated.paired for r in report.rows] == [2, 1, 2]  # odd, even, odd iterations
+    got, report = cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\n")
+    assert [r.annotated.uops for r in report.rows] == [((0b01, 1),), ()]
+
+
+# Zen 4's shape: three address ports that loads use (A, B, C), the store's own uop on one of
+# them (as the host model infers it). A paired store still generates its address: on its
+# paired iterations it takes one of the load ports instead of its own uop.
+LOAD = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+THREE = MachineModel(name="three-address-ports", isa="x86", ports=("A", "B", "C"),
+                     uops={LOAD: ((0b111, 1),), STORE: ((0b100, 1),)},
+                     pipeline={"paired_stores": 1})
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("movq %rax, 24(%rbx)\n", 0.5),                                     # measured 0.500
+    ("movq 16(%rbx), %rdi\nmovq %rax, 24(%rbx)\n", 2 / 3),              # measured 0.667
+    ("movq 16(%rbx), %rdi\nmovq 48(%rbx), %rsi\nmovq %rax, 24(%rbx)\n", 1.0),   # 1.000
+])
+def test_a_paired_store_still_takes_an_address_port(body, expected):
+    """One store per iteration pairs every other iteration: half a uop on its own port, half a
+    uop on the three address ports beside the loads: (loads + 1) / 3 cycles, at least 0.5."""
+    got, report = cycles(body, THREE)
+    assert got == pytest.approx(expected) and report.bounds.throughput == pytest.approx(expected)
+    assert report.rows[-1].annotated.paired_uops == ((0b111, 1),)
