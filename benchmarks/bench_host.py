@@ -34,7 +34,7 @@ import warnings
 import numpy as np
 
 from pmpredict.data.experiments import Experiment, ExperimentSet
-from pmpredict.commands.measure_progress import MeasureProgress
+from pmpredict.commands.progress import ProgressDisplay
 from pmpredict.infer.measure import default_forms, load_form_list, measure_experiment_set
 from pmpredict.infer.measure.calibrate import cpu_name, host_frequency
 from pmpredict.infer.measure.instantiate import instantiate, sequence_of
@@ -188,7 +188,7 @@ def main(argv=None):
     print(f"# {args.n} random length-{args.length} experiments over {len(forms)} forms, seed {args.seed}")
 
     t0 = time.time()
-    measured_set = measure_experiment_set(exps, cache_dir=None, progress=MeasureProgress())
+    measured_set = measure_experiment_set(exps, cache_dir=None, progress=ProgressDisplay())
     t_measure = time.time() - t0
     measured = measured_set.measured()
     failed = int(np.isnan(measured).sum())
@@ -232,7 +232,7 @@ def main(argv=None):
         k = min(args.repeat, args.n)
         sub = ExperimentSet(exps.forms, exps.experiments[:k], "x86", exps.source)
         t0 = time.time()
-        again = measure_experiment_set(sub, cache_dir=None, progress=MeasureProgress()).measured()
+        again = measure_experiment_set(sub, cache_dir=None, progress=ProgressDisplay()).measured()
         a, b = measured[:k], again
         ok = ~(np.isnan(a) | np.isnan(b))
         d = np.abs(a[ok] - b[ok]) / np.minimum(a[ok], b[ok])

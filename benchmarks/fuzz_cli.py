@@ -11,6 +11,7 @@ there in a subprocess with a timeout, and is judged:
   other-exit  an input known to be bad exited neither 0 nor 2
   nan-json    a --json output contains NaN or Infinity
   clobbered   a failing run changed an existing output file or left a temporary file
+  refused     a good input (`valid`) did not exit 0
 
 Targeted cases cover every class of issue #14 (deep nesting, non-UTF-8 text, JSON of the
 wrong shape in every loader, NaN / infinite / absurd numbers, flags checked before work,
@@ -139,6 +140,7 @@ class Case:
     outputs: tuple = ()              # files that exist before the run and must survive a failure
     stdin: bytes | None = None
     json_out: bool = False           # stdout is JSON when it succeeds
+    valid: bool = False              # a good input: must exit 0
 
     @property
     def name(self) -> str:
@@ -471,6 +473,136 @@ def export_cases() -> list[Case]:
     return out
 
 
+ARM_KERNEL = "\t.text\n.L3:\n\tadd\tx0, x0, #1\n\tsubs\tx1, x1, #1\n\tb.ne\t.L3\n"
+BRANCHES = "\t.text\n.L4:\n\tjmp\t.L4\n\tret\n"
+
+
+def batch_cases() -> list[Case]:
+    """predict with several files, standard input, --jsonl and --jobs."""
+    files = base_files()
+    files["junk.s"] = "\taddq\t%rax, %rbx, %rcx, %rdx\n\tfoo bar baz\n"
+    files["arm.s"] = ARM_KERNEL
+    files["empty.s"] = ""
+    files["adir"] = "DIR"
+    files["latin.s"] = KERNEL.replace("\tret", "\tret\t# r\u00e9sum\u00e9").encode("latin-1")
+    predict = ["predict", "--model", "m.json"]
+
+    def c(argv, bad=True, **kw):
+        return Case("batch", argv, dict(files), bad, **kw)
+
+    out = [c(predict + ["k.s", "junk.s"]), c(predict + ["k.s", "junk.s", "--jsonl"]),
+           c(predict + ["k.s", "k.s", "junk.s", "--jobs", "2"]),
+           c(predict + ["k.s", "arm.s", "--json"]), c(predict + ["k.s", "empty.s"]),
+           c(predict + ["k.s", "adir"]), c(predict + ["k.s", "missing.s", "--jsonl"]),
+           c(predict + ["k.s", "latin.s", "--jsonl"]),
+           c(predict + ["-", "-"], stdin=KERNEL.encode()),
+           c(predict + ["k.s", "-"], stdin=b"\tmovq (%rax, %rbx\n"),
+           c(predict + ["-", "--json"], stdin=b"\xff\xfe\x00junk"),
+           c(predict + ["-"], stdin=b""),
+           c(predict + ["k.s", "--jobs", "0"]), c(predict + ["k.s", "--jobs", "-1"]),
+           c(predict + ["k.s", "--jobs", "x"]), c(predict + ["k.s", "--jobs", "1000000"]),
+           c(predict + ["k.s", "--json", "--jsonl"]),
+           c(predict + ["k.s", "k.s", "--lines", "5-200"]),
+           c(predict + ["k.s", "k.s", "--region", "nosuch", "--jsonl"]),
+           c(predict + ["k.s", "k.s", "--strict", "--jsonl"]),
+           # valid: must succeed (and JSON must be clean)
+           c(predict + ["k.s", "k.s", "--json"], bad=False, valid=True, json_out=True),
+           c(predict + ["k.s", "k.s", "k.s", "k.s", "k.s", "--jsonl", "--jobs", "2"], bad=False,
+             valid=True),
+           c(predict + ["-", "k.s", "--json"], bad=False, valid=True, json_out=True,
+             stdin=KERNEL.encode())]
+    return out
+
+
+def infer_measure_cases() -> list[Case]:
+    """infer --measure's new inputs: --forms-from, --design, --no-latencies, --kernel-only,
+    all refused before anything is measured."""
+    files = base_files()
+    files["junk.s"] = "\taddq\t%rax, %rbx, %rcx, %rdx\n"
+    files["arm.s"] = ARM_KERNEL
+    files["branches.s"] = BRANCHES
+    files["empty.s"] = ""
+    files["adir"] = "DIR"
+    files["latin.s"] = KERNEL.replace("\tret", "\tret\t# r\u00e9sum\u00e9").encode("latin-1")
+    m = ["infer", "--measure", "-o", "out.json", "-q"]
+
+    def c(argv, **kw):
+        return Case("infer-measure", argv, dict(files), outputs=("out.json",), **kw)
+
+    out = [c(m + ["--forms-from", f]) for f in ("junk.s", "arm.s", "branches.s", "empty.s",
+                                                  "adir", "latin.s", "missing.s")]
+    # a form that does not assemble beside good ones is left out, named with its line
+    out += [Case("infer-measure", m + ["--forms-from", "k.s", "junk.s", "--time-limit", "0.01"],
+                 dict(files), bad=False),
+            c(m + ["--forms-from", "k.s", "--forms", "forms.txt"]),
+            c(m + ["--forms-from", "k.s", "--design", "nosuch"]),
+            c(m + ["--forms-from", "k.s", "--syntax", "nosuch"]),
+            c(m + ["--forms-from", "k.s", "--syntax", "intel"]),
+            c(m + ["--forms-from", "k.s", "--r-max", "nan"]),
+            c(m + ["--forms-from", "k.s", "--ports", "0"]),
+            c(m + ["--forms-from", "k.s", "--resume", "e.json"]),
+            c(m + ["--forms-from", "k.s", "--time-limit", "-1"]),
+            c(m + ["--forms", "forms.txt", "--kernel-only"]),
+            c(["infer", "-e", "e.json", "--ports", "4", "-o", "out.json", "-q", "--design", "pairs"]),
+            c(["infer", "-e", "e.json", "--ports", "4", "-o", "out.json", "-q", "--no-latencies"]),
+            c(["infer", "-e", "e.json", "--ports", "4", "-o", "out.json", "-q", "--kernel-only"]),
+            c(["infer", "-e", "e.json", "--ports", "4", "-o", "out.json", "-q", "--syntax", "att"]),
+            c(["measure", "k.s", "--time-limit", "nan"]),
+            c(["measure", "-e", "e.json", "-o", "out.json", "--time-limit", "nan"]),
+            c(["measure", "-e", "e.json", "-o", "out.json", "--samples", "-1"]),
+            c(["measure", "k.s", "--lines", "junk"]),
+            c(["measure", "k.s", "--lines", "4-8", "--region", "x"]),
+            c(["measure", "--training-set", "ts", "--forms", "junk.s"]),
+            c(["measure", "--training-set", "ts", "--forms", "forms.txt", "-e", "e.json"])]
+    return out
+
+
+def host_cache_path(cache_dir: str) -> str:
+    from pmpredict.infer.hostmodel import model_path
+    return model_path(cache_dir)
+
+
+def host_cache_cases() -> list[Case]:
+    """A damaged model of this machine in the cache (`--model host`): one located line naming
+    the file, never a traceback, and nothing measured."""
+    nm = native_model()
+    nm["name"] = "host"
+    facts = {"cpu": "fuzz", "cpu_identity": "fuzz", "created": "2026-01-01T00:00:00",
+             "bootstrap": {"how": "bootstrap", "forms": 3, "experiments": 5, "seconds": 1.0},
+             "extensions": [], "left_out": {}}
+    good = _with(nm, ["provenance"], {"description": "fuzz", "host": facts})
+    damaged = {"junk": "not json at all", "bytes": b"\xff\xfe\x00\x01", "empty": "",
+               "list": dump_json([good]),
+               "facts_list": dump_json(_with(good, ["provenance", "host"], [1, 2])),
+               "left_out_list": dump_json(_with(good, ["provenance", "host", "left_out"], ["x"])),
+               "left_out_number": dump_json(_with(good, ["provenance", "host", "left_out"], 5)),
+               "extensions_number": dump_json(_with(good, ["provenance", "host", "extensions"], 5)),
+               "extensions_junk": dump_json(_with(good, ["provenance", "host", "extensions"],
+                                                  [1, "x", None])),
+               "bootstrap_list": dump_json(_with(good, ["provenance", "host", "bootstrap"], [1])),
+               "aarch64": dump_json(_with(good, ["isa"], "aarch64")),
+               "rmax_nan": dump_json(_with(good, ["r_max"], float("nan"))),
+               "deep": "[" * 100_000 + "]" * 100_000}
+    out = []
+    path = host_cache_path(".cache")
+    for tag, content in damaged.items():
+        files = base_files()
+        files[path] = content
+        out += [Case("host-cache", ["predict", "k.s", "--model", "host"], files),
+                Case("host-cache", ["predict", "k.s", "--model", "host", "--json"], files),
+                Case("host-cache", ["models", "host", "--json"], files),
+                # the listing names the damage but lists the built-ins: not an error
+                Case("host-cache", ["models"], files, bad=False, valid=True),
+                Case("host-cache", ["models", "--json"], files, bad=False, valid=True,
+                     json_out=True)]
+    files = base_files()
+    files[path] = dump_json(good)
+    out += [Case("host-cache", ["predict", "k.s", "--model", "host", "--json"], files, bad=False,
+                 valid=True, json_out=True),
+            Case("host-cache", ["models", "--json"], files, bad=False, valid=True, json_out=True)]
+    return out
+
+
 # --- random shapes ------------------------------------------------------------------------
 
 def random_value(rng: random.Random, depth: int = 0):
@@ -548,7 +680,8 @@ def random_cases(n: int, seed: int) -> list[Case]:
 
 def all_cases(n_random: int = 0, seed: int = 1) -> list[Case]:
     return (deep_cases() + not_utf8_cases() + shape_cases() + number_cases() + flag_cases()
-            + isa_cases() + export_cases() + random_cases(n_random, seed))
+            + isa_cases() + export_cases() + batch_cases() + infer_measure_cases()
+            + host_cache_cases() + random_cases(n_random, seed))
 
 
 # --- running -------------------------------------------------------------------------------
@@ -565,6 +698,7 @@ class Outcome:
 def _materialise(case: Case, where: str) -> None:
     for name, content in case.files.items():
         path = os.path.join(where, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         if content in ("DIR", "RODIR"):
             os.makedirs(path, exist_ok=True)
             if content == "RODIR":
@@ -606,6 +740,8 @@ def judge(case: Case, status: int | None, stdout: str, stderr: str, where: str) 
                     return "clobbered"
         if any(".tmp" in f or f.startswith(".ckpt-") for f in _listing(where)):
             return "clobbered"
+    if case.valid and status != 0:
+        return "refused"
     if not case.bad:
         if status == 2 and not _one_error_line(stderr):
             return "unlocated"
@@ -653,7 +789,7 @@ def run_case(case: Case, timeout: float = 60.0, python: str = sys.executable) ->
 
 
 VERDICTS = ("ok", "traceback", "crash", "hang", "accepted", "unlocated", "other-exit", "nan-json",
-            "clobbered")
+            "clobbered", "refused")
 
 
 def run_all(cases, jobs: int = 2, timeout: float = 60.0, python: str = sys.executable) -> list[Outcome]:

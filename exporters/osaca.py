@@ -165,6 +165,39 @@ def osaca_context(model, source: str = "") -> dict:
     # printed spellings from the opcode table (shipped / cached; llvm-mc is not run here)
     printed = resolve_opcodes(model.forms, model.isa, use_llvm_mc=False) \
         if semantics.get(model.isa).osaca.printed_aliases else {}
+    entries, unsupported = _entries(model, tp, printed)
+    load = _cheapest(model, pure_load_forms(model))
+    store = _cheapest(model, pure_store_forms(model))
+    load_latency, load_latency_from = _load_latency(model, load)
+    return {
+        "source": " ".join(str(source or model.name).split()),       # one comment line
+        "osaca_version": OSACA_VERSION,
+        "micro_architecture": _flow(str(model.provenance.get("description") or model.name)),
+        "arch_code": _flow(model.name),
+        "isa": model.isa,
+        "ports": _flow(list(model.ports)),
+        "r_max": model.r_max,
+        "load_latency": _flow({k: load_latency
+                               for k in semantics.get(model.isa).osaca.load_latency_keys}),
+        "load_latency_from": load_latency_from,
+        "pipeline_keys": [(osaca_key, yaml_number(model.pipeline[key]))
+                          for osaca_key, key in OSACA_PIPELINE_KEYS.items() if key in model.pipeline],
+        "missing_pipeline_keys": [osaca_key for osaca_key, key in OSACA_PIPELINE_KEYS.items()
+                                  if key not in model.pipeline],
+        "load_form": load,
+        "load_pressure": _flow(port_pressure(model, model.uops[load]) if load else []),
+        "store_form": store,
+        "store_pressure": _flow(port_pressure(model, model.uops[store]) if store else []),
+        "default_latency": DEFAULT_LATENCY,
+        "default_load_latency": DEFAULT_LOAD_LATENCY,
+        "meta": _meta(model),
+        "entries": entries,
+        "unsupported": unsupported,
+    }
+
+
+def _entries(model, tp: dict, printed: dict) -> tuple[list, list]:
+    """(the template's entry of every form OSACA can name, [form  (why not)] of the others)."""
     entries, unsupported = [], []
     for form in osaca_order(model, tp):
         try:
@@ -191,41 +224,18 @@ def osaca_context(model, source: str = "") -> dict:
             "uops": sum(c for _, c in model.uops[form]),
             "form_json": _flow(form),
         })
-    load = _cheapest(model, pure_load_forms(model))
-    store = _cheapest(model, pure_store_forms(model))
-    load_latency, load_latency_from = _load_latency(model, load)
+    return entries, unsupported
+
+
+def _meta(model) -> str:
+    """The `pmpredict:` block that makes the file load back as the same model."""
     meta = {"format": "pmpredict-osaca", "version": 1, "name": model.name, "r_max": model.r_max,
             "provenance": model.provenance}
     if model.pipeline:
         meta["pipeline"] = model.pipeline
     if model.pipeline_source:
         meta["pipeline_source"] = model.pipeline_source
-    meta_text = _flow(meta).replace("instruction_forms:", "instruction_forms\\u003a")
-    return {
-        "source": " ".join(str(source or model.name).split()),       # one comment line
-        "osaca_version": OSACA_VERSION,
-        "micro_architecture": _flow(str(model.provenance.get("description") or model.name)),
-        "arch_code": _flow(model.name),
-        "isa": model.isa,
-        "ports": _flow(list(model.ports)),
-        "r_max": model.r_max,
-        "load_latency": _flow({k: load_latency
-                               for k in semantics.get(model.isa).osaca.load_latency_keys}),
-        "load_latency_from": load_latency_from,
-        "pipeline_keys": [(osaca_key, yaml_number(model.pipeline[key]))
-                          for osaca_key, key in OSACA_PIPELINE_KEYS.items() if key in model.pipeline],
-        "missing_pipeline_keys": [osaca_key for osaca_key, key in OSACA_PIPELINE_KEYS.items()
-                                  if key not in model.pipeline],
-        "load_form": load,
-        "load_pressure": _flow(port_pressure(model, model.uops[load]) if load else []),
-        "store_form": store,
-        "store_pressure": _flow(port_pressure(model, model.uops[store]) if store else []),
-        "default_latency": DEFAULT_LATENCY,
-        "default_load_latency": DEFAULT_LOAD_LATENCY,
-        "meta": meta_text,
-        "entries": entries,
-        "unsupported": unsupported,
-    }
+    return _flow(meta).replace("instruction_forms:", "instruction_forms\\u003a")
 
 
 def _load_latency(model, load) -> tuple[float, str]:

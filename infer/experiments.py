@@ -56,3 +56,12 @@ def singleton_throughputs(experiments) -> dict:
             (f, n), = e.counts
             out.setdefault(f, e.cycles / n)
     return out
+
+
+def singleton_failures(experiments, forms) -> dict:
+    """form -> why it has no singleton throughput (its experiment's error), for the forms of
+    `forms` that have none."""
+    measured = singleton_throughputs(experiments)
+    return {f: next((e.other.get("error") for e in experiments.experiments
+                     if e.forms() == [f]), None) or "no measurement"
+            for f in forms if f not in measured}

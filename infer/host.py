@@ -11,14 +11,12 @@ share their measurements.
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 
 from pmpredict.data.experiments import ExperimentSet
 
 from . import design as designs
-from .experiments import singleton_experiments, singleton_throughputs
+from .experiments import singleton_experiments, singleton_failures, singleton_throughputs
 
 
 # x86 hosts: ALU/vector ports plus load, store and divider units fit in 10 (Zen 4, Golden Cove):
@@ -49,14 +47,13 @@ class TrainingSet:
         return out
 
 
-def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_dir=None,
-                         report=None, should_stop=None, design: str = "pairs",
+def measure_training_set(forms, *, cache_dir, options=None, progress=None, on_set=None,
+                         should_stop=None, design: str = "pairs",
                          latencies: bool = False) -> TrainingSet:
     """Measure the training experiments of `forms` on this host.
 
-    out_dir: if given, each set is also written there as <name>.json as soon as it is done
-    (and the latencies as latencies.json).
-    report(path, experiment_set): called after each set is measured (for the CLI's summary).
+    on_set(name, result): called as soon as each phase is done, with its ExperimentSet (or,
+    for "latencies", the LatencyTable): the front end saves it and reports (no I/O here).
     progress(Progress): after every experiment; its `plan` lists the phases with their
     sizes (estimates until the singletons are measured).
     should_stop(): asked between kernels; MeasurementStopped (with the phase) if it says yes.
@@ -86,35 +83,24 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, out_d
                             f"pmpredict host training set ({name})")
         out = measure_experiment_set(sub, cache_dir=cache_dir, progress=on_progress,
                                      options=options, should_stop=should_stop, phase=name)
-        path = None
-        if out_dir:
-            os.makedirs(out_dir, exist_ok=True)
-            path = os.path.join(out_dir, f"{name}.json")
-            out.save(path)
-        if report:
-            report(path or name, out)
+        if on_set:
+            on_set(name, out)
         return out
 
     sets = {"singletons": measure("singletons", singleton_experiments(forms), forms)}
     throughput = singleton_throughputs(sets["singletons"])
     usable = [f for f in forms if throughput.get(f)]       # forms this CPU runs (no SIGILL)
-    left_out = {}
-    for f in forms:
-        if f not in throughput:
-            err = next((e.other.get("error") for e in sets["singletons"].experiments
-                        if e.forms() == [f]), "")
-            left_out[f] = err or "no measurement"
+    left_out = singleton_failures(sets["singletons"], forms)
+    if not usable:                       # nothing this CPU runs: nothing more to measure
+        return TrainingSet(sets, left_out, None, design)
     plan.update(_design_plan(design, len(usable)))
     table = None
     if latencies:
         from .measure.latency import measure_latencies
         table = measure_latencies(usable, cache_dir=cache_dir, progress=on_progress,
                                   should_stop=should_stop, phase="latencies")
-        if out_dir:
-            os.makedirs(out_dir, exist_ok=True)
-            with open(os.path.join(out_dir, "latencies.json"), "w") as fh:
-                json.dump(table.to_json(), fh, indent=1)
-                fh.write("\n")
+        if on_set:
+            on_set("latencies", table)
     more, blockers = designs.design_sets(design, usable, throughput, measure)
     sets.update(more)
     return TrainingSet(sets, left_out, table, design, blockers)

@@ -114,10 +114,50 @@ def model_path(cache_dir: str | None = None) -> str:
 
 
 def load_cached(cache_dir: str | None = None):
-    """This machine's model if it has been measured, else None."""
-    from pmpredict.data.model_files import load_model
+    """This machine's model if it has been measured, else None; InputError naming the file
+    if it is damaged (the user can delete it: it is measured again)."""
     path = model_path(cache_dir)
-    return load_model(path) if os.path.exists(path) else None
+    return _read(path) if os.path.exists(path) else None
+
+
+DAMAGED = "this machine's model is damaged ({}); delete the file and it is measured again"
+
+
+def _read(path: str):
+    """The model at `path`, checked: an x86 model whose provenance holds the host facts."""
+    from pmpredict.data.model_files import load_model
+
+    from .measure.instantiate import HARNESS_ISA
+    try:
+        model = load_model(path)
+    except InputError as exc:
+        raise InputError(exc.path, DAMAGED.format(exc.message), exc.line, exc.column) from None
+    why = _facts_problem(model.provenance.get("host"))
+    if model.isa != HARNESS_ISA:
+        why = f"an {model.isa} model, not {HARNESS_ISA}"
+    if why:
+        raise InputError(path, DAMAGED.format(why))
+    return model
+
+
+def _facts_problem(facts) -> str | None:
+    """What is wrong with the provenance's host facts, or None (the keys this module reads)."""
+    if not isinstance(facts, dict):
+        return "provenance.host is not an object"
+    left_out = facts.get("left_out", {})
+    if not isinstance(left_out, dict) or not all(isinstance(v, str) for v in left_out.values()):
+        return "provenance.host.left_out is not an object of form: reason"
+    extensions = facts.get("extensions", [])
+    if not isinstance(extensions, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("date"), str) for e in extensions):
+        return "provenance.host.extensions is not a list of objects with a date"
+    bootstrap = facts.get("bootstrap")
+    if not isinstance(bootstrap, dict) or not isinstance(bootstrap.get("how"), str) \
+            or not isinstance(bootstrap.get("seconds"), (int, float)):
+        return "provenance.host.bootstrap is not an object with how and seconds"
+    if not isinstance(facts.get("created"), str):
+        return "provenance.host.created is not a date"
+    return None
 
 
 @contextmanager
@@ -165,8 +205,6 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     progress(Progress): measurement progress; notify(text): a note (waiting for the lock).
     core: the bootstrap forms (default measure/forms_core.txt); seed_builtin: start from a built-in
     model measured on this very CPU when there is one."""
-    from pmpredict.data.model_files import load_model
-
     from .measure.calibrate import cpu_name
     from .measure.cache import default_cache_dir
     from .measure.runner import HostError
@@ -176,7 +214,7 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     update = HostUpdate(path, cpu_name())
     try:
         with _locked(path, update, notify):
-            model = load_model(path) if os.path.exists(path) else None
+            model = _read(path) if os.path.exists(path) else None
             if model is None:
                 model = _bootstrap(cache_dir, progress, update, core, seed_builtin)
                 model.save(path)
@@ -207,14 +245,19 @@ def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool
     started = time.monotonic()
     seeded = _builtin_for(cpu_identity()) if seed_builtin else None
     if seeded is not None:
-        front = measure_frontend(cache_dir=cache_dir)
+        front = measure_frontend(cache_dir=cache_dir, progress=progress)
         model, experiments = _seed(seeded, cache_dir, progress), 0
         how = f"seeded from the built-in {seeded.name}"
     else:
         # the core's singletons first: the fastest of them is a width the front end must reach
         training = measure_training_set(list(core or packaged_forms("core")),
                                         cache_dir=cache_dir, progress=progress, latencies=True)
-        front = measure_frontend(cache_dir=cache_dir, floor=width_floor(training.singletons))
+        if training.latencies is None:
+            from .measure.runner import HostError
+            raise HostError("none of the core forms runs here: "
+                            + "; ".join(f"{f}: {why}" for f, why in training.left_out.items()))
+        front = measure_frontend(cache_dir=cache_dir, floor=width_floor(training.singletons),
+                                 progress=progress)
         model, experiments = _infer_core(training, front.facts.r_max)
         how = "bootstrap"
     model = front.apply(model)
@@ -279,7 +322,7 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate):
     """The model with the forms `new` measured and fitted (or remembered as unusable)."""
     from pmpredict.data.experiments import ExperimentSet
 
-    from .experiments import singleton_experiments, singleton_throughputs
+    from .experiments import singleton_experiments, singleton_failures, singleton_throughputs
     from .extend import blockers_of, extension_experiments, fit_new_forms, model_throughput
     from .measure import measure_experiment_set
     from .measure.instantiate import HARNESS_ISA
@@ -295,8 +338,7 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate):
     singles = measure("new forms", singleton_experiments(new), new)
     measured = singleton_throughputs(singles)
     usable = [f for f in new if measured.get(f)]
-    failed = {f: next((e.other.get("error") for e in singles.experiments if e.forms() == [f]),
-                      None) or "no measurement" for f in new if f not in measured}
+    failed = singleton_failures(singles, new)
     throughput = {**model_throughput(model.uops, model.r_max), **measured}
     blockers = blockers_of(model.uops, throughput)
     both, fit = singles, None
@@ -343,7 +385,11 @@ def describe(cache_dir: str | None = None) -> dict:
     out = {"name": MODEL_NAME, "cpu": cpu_name(), "path": path, "measured": os.path.exists(path)}
     if not out["measured"]:
         return out
-    model = load_cached(cache_dir)
+    try:
+        model = _read(path)
+    except InputError as exc:
+        out["damaged"] = exc.message
+        return out
     facts = _host_facts(model)
     extensions = facts.get("extensions", [])
     out.update(isa=model.isa, ports=len(model.ports), forms=len(model.uops),

@@ -127,9 +127,11 @@ class InferOutcome:
 
 def run_job(experiments, settings: InferSettings, *, inputs: list[str], checkpoint_path: str,
             resumed: dict | None = None, should_stop=None, progress=None,
-            name: str = "inferred", command: str = "") -> InferOutcome:
+            name: str = "inferred", command: str = "", measured=()) -> InferOutcome:
     """Run (or continue) an inference, checkpointing to `checkpoint_path` as it goes, until
-    it ends, should_stop() says so (between steps), or KeyboardInterrupt (Ctrl-C, SIGTERM)."""
+    it ends, should_stop() says so (between steps), or KeyboardInterrupt (Ctrl-C, SIGTERM).
+    measured: what was measured besides the experiments (latency table, front end), each
+    with .apply(model), applied to the model in order."""
     if not measured_forms(experiments):
         raise InputError(inputs[0] if inputs else None,
                          "no measured experiments (every 'cycles' is null)")
@@ -166,4 +168,6 @@ def run_job(experiments, settings: InferSettings, *, inputs: list[str], checkpoi
     }
     model = mapping_to_model(problem, masks, counts, form_of, name=name, isa=experiments.isa,
                              r_max=settings.r_max, provenance=provenance)
+    for table in measured:
+        model = table.apply(model)
     return InferOutcome(model, train_err, len(reps), elapsed, finished, interrupted)

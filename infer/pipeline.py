@@ -75,6 +75,13 @@ class InferConfig:
     def distils(self) -> bool:
         return self.distill > 0 and self.restarts > 1
 
+    def steps(self) -> tuple[int, int, int, int]:
+        """(starts, EA steps per start, most refinement sweeps per start, most distillation
+        sweeps): the most steps a run takes, for a progress display's ETA."""
+        ea = self.generations + 1 if self.method != "exact" else 0
+        sweeps = self.max_sweeps if self.method != "pmevo" else 0
+        return self.restarts, ea, sweeps, self.distill_sweeps if self.distils else 0
+
     def weights(self, sweep: int) -> tuple[float, float]:
         """(volume weight, set weight) of refinement sweep `sweep` (linear relaxation)."""
         if sweep >= self.anneal_sweeps:

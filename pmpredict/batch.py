@@ -29,6 +29,14 @@ def _render_range(bounds: tuple[int, int]) -> list[tuple]:
     return out
 
 
+def _worker_start() -> None:
+    """A worker ends when the pool terminates it (SIGTERM): quietly, not as the parent's
+    Ctrl-C (cli.main turns SIGTERM into KeyboardInterrupt, which the fork inherits)."""
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C: the parent stops the pool
+
+
 def _can_fork() -> bool:
     import multiprocessing               # here: a run in one process does not pay the import
     return "fork" in multiprocessing.get_all_start_methods()
@@ -56,7 +64,7 @@ def render_all(items: list, render, jobs: int = 1):
         runs = min(rest, 4 * jobs)
         cuts = [1 + rest * k // runs for k in range(runs + 1)]
         _work = (items, render)
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_start) as pool:
             for texts in pool.imap(_render_range, list(zip(cuts, cuts[1:]))):
                 for text, error in texts:
                     if error is not None:

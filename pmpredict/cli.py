@@ -11,7 +11,7 @@ import importlib
 import sys
 
 from . import __version__
-from .commands.measure_progress import sigterm_as_interrupt
+from .commands.stopping import sigterm_as_interrupt
 from .errors import InputError
 
 # the order of `pmpredict --help`

@@ -41,9 +41,6 @@ from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
 from .schedule_arrays import SKIP_EVEN, SKIP_ODD
 
-# a bound counts as the limit when the prediction is within this of it
-BOUND_TOLERANCE = 0.02
-
 
 @dataclass
 class InstructionRow:

@@ -111,7 +111,7 @@ def test_a_doubtful_reading_is_measured_again_keeping_each_probes_fastest(monkey
               {**clean, "width: mix": 4.0}]
     calls = []
 
-    def timed(cache, options, use_cache):
+    def timed(cache, options, use_cache, report=None):
         calls.append(use_cache)
         return dict(rounds[len(calls) - 1])
     monkeypatch.setattr(frontend, "_measure_probes", timed)

@@ -70,6 +70,57 @@ def test_models_lists_this_machine_even_before_it_is_measured(tmp_path, monkeypa
     assert len(host) == 1 and "not measured yet" in host[0] and "--model host" in host[0]
 
 
+def _host_file(model_json: dict, provenance_host) -> dict:
+    return dict(model_json, name="host", provenance={"description": "test",
+                                                     "host": provenance_host})
+
+
+FACTS = {"cpu": "test", "cpu_identity": "test", "created": "2026-01-01T00:00:00",
+         "bootstrap": {"how": "bootstrap", "forms": 1, "experiments": 1, "seconds": 1.0},
+         "extensions": [], "left_out": {}}
+MODEL = {"format": "pmpredict-model", "version": 1, "isa": "x86", "ports": ["0", "1"],
+         "forms": {ADD: {"uops": [{"ports": ["0", "1"], "count": 1}], "latency": 1}}}
+
+
+@pytest.mark.parametrize("damage, why", [
+    ("[1, 2]", "provenance.host is not an object"),
+    (dict(FACTS, left_out=["x"]), "left_out"),
+    (dict(FACTS, extensions=5), "extensions"),
+    (dict(FACTS, extensions=[1]), "extensions"),
+    (dict(FACTS, bootstrap=[1]), "bootstrap"),
+    (dict(FACTS, created=None), "created")])
+def test_a_damaged_host_model_is_named_and_never_measured_over(tmp_path, monkeypatch, capsys,
+                                                               damage, why):
+    from pmpredict.cli import main
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
+    facts = json.loads(damage) if isinstance(damage, str) else damage
+    with open(model_path(), "w") as fh:
+        json.dump(_host_file(MODEL, facts), fh)
+    with pytest.raises(InputError, match=why) as err:
+        load_cached()
+    assert err.value.path == model_path() and "delete the file" in err.value.message
+    # predict refuses before measuring anything; the listing names the damage and goes on
+    kernel = tmp_path / "k.s"
+    kernel.write_text(LOOP)
+    assert main(["predict", str(kernel), "--model", "host"]) == 2
+    assert main(["models", "--json"]) == 0
+    host = json.loads(capsys.readouterr().out)["host"]
+    assert why in host["damaged"] and host["path"] == model_path()
+
+
+def test_a_host_model_of_another_isa_or_not_json_is_damaged(tmp_path, monkeypatch):
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
+    with open(model_path(), "w") as fh:
+        json.dump(_host_file(dict(MODEL, isa="aarch64", forms={}), FACTS), fh)
+    with pytest.raises(InputError, match="an aarch64 model, not x86"):
+        load_cached()
+    with open(model_path(), "w") as fh:
+        fh.write("{not json")
+    with pytest.raises(InputError, match="damaged") as err:
+        load_cached()
+    assert err.value.line == 1
+
+
 @pytest.fixture(scope="module")
 def core_cache(tmp_path_factory):
     """A cache holding this machine's model bootstrapped from three core forms."""

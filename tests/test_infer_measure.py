@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -72,3 +73,32 @@ def test_infer_needs_experiments_or_measure(capsys):
     err = capsys.readouterr().err
     assert "one of the arguments --experiments/-e --measure is required" in err
     assert err.startswith("pmpredict: error: <command line>: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["-e", "x.json", "--design", "pairs"], "--design goes with --measure"),
+    (["-e", "x.json", "--no-latencies"], "--no-latencies goes with --measure"),
+    (["-e", "x.json", "--forms", "core"], "--forms goes with --measure"),
+    (["--measure", "--forms", "core", "--kernel-only"], "--kernel-only goes with --forms-from"),
+    (["--measure", "--syntax", "att"], "--syntax goes with --forms-from")])
+def test_flags_of_measuring_are_refused_elsewhere(tmp_path, capsys, flags, message):
+    from pmpredict.cli import main
+    assert main(["infer", *flags, "-o", str(tmp_path / "m.json")]) == 2
+    assert capsys.readouterr().err == f"pmpredict: error: <command line>: {message}\n"
+
+
+def test_forms_from_where_nothing_assembles_is_one_located_error(tmp_path):
+    """Every form of the file fails to assemble: one error at its line, nothing inferred
+    from empty phases (the assembler refuses the forms before the harness runs)."""
+    src = tmp_path / "junk.s"
+    src.write_text("\taddq\t%rax, %rbx, %rcx, %rdx\n")
+    out = tmp_path / "out.json"
+    env = {**os.environ, "PMPREDICT_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "infer", "--measure",
+                           "--forms-from", str(src), "-o", str(out), "-q"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"pmpredict: error: {src}:1: no form could be measured")
+    assert "does not assemble" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not out.exists()
+    assert os.listdir(str(out) + ".measurements") == ["singletons.json"]

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from pmpredict.commands.measure_progress import MeasureProgress, duration
+from pmpredict.commands.progress import ProgressDisplay, duration
 from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
 from pmpredict.infer.measure.cache import ResultCache
 from pmpredict.infer.measure.measure_set import Progress
@@ -89,7 +89,7 @@ def test_json_lines_cache_is_imported_once(tmp_path):
 
 def test_progress_line_names_the_phase_and_a_total_eta():
     out = io.StringIO()
-    show = MeasureProgress(out, interval=0)
+    show = ProgressDisplay(out, interval=0)
     plan = (("singletons", 10), ("pairs", 45), ("weighted", 40))
     show(Progress("singletons", 0, 10, 0, 0.0, plan))
     show(Progress("singletons", 10, 10, 4, 6.0, plan))        # 6 measured in 6 s: 1 s each
@@ -99,7 +99,7 @@ def test_progress_line_names_the_phase_and_a_total_eta():
     assert lines[1] == "measure singletons (1/3): 10/10 (4 cached), eta 1m25s for all phases"
     assert lines[2] == "measure pairs (2/3): 5/45, eta 1m20s for all phases"     # 40 + 40 left
     single = io.StringIO()
-    MeasureProgress(single, interval=0)(Progress("experiments", 3, 12, 0, 6.0))
+    ProgressDisplay(single, interval=0)(Progress("experiments", 3, 12, 0, 6.0))
     assert single.getvalue() == "measure experiments: 3/12, eta 18s\n"
     assert duration(3725) == "1h02m"
 
@@ -188,3 +188,18 @@ def test_sigterm_stops_cleanly(tmp_path):
     final = again.stderr.strip().splitlines()[-1]
     assert final == "measure experiments: 80/80" + (f" ({kept} cached)" if kept else "")
     assert all(x.cycles for x in load_experiments(str(out)).experiments)
+
+
+def test_failures_are_told_apart_by_kind_and_only_permanent_ones_are_kept():
+    from pmpredict.infer.measure.measure_set import combine
+    from pmpredict.infer.measure.runner import Failure, Timing
+    sigill = "SIGILL: instruction not supported by this CPU (or illegal here)"
+    assert Failure.of(sigill) is Failure.UNSUPPORTED and Failure.UNSUPPORTED.permanent
+    assert Failure.of("does not assemble: bad operand") is Failure.NOT_ASSEMBLED
+    assert Failure.of("crash: SIGSEGV") is Failure.CRASH and not Failure.CRASH.permanent
+    assert Failure.of("timeout") is Failure.TIMEOUT and not Failure.TIMEOUT.permanent
+    assert Failure.of("something else") is Failure.OTHER and Failure.of(None) is None
+    # a permanent failure of one unroll variant decides, whatever the others did
+    assert combine([(1, Timing(error="timeout")), (2, Timing(error=sigill))]) == (None, sigill)
+    assert combine([(1, Timing(error="timeout")), (2, Timing(steady=3.0, short=3.0, long=3.0))]) \
+        == (1.5, None)

@@ -11,7 +11,7 @@ import pytest
 from pmpredict.asm.kernel import all_regions
 from pmpredict.asm.parse import parse_file
 from pmpredict.cli import main
-from pmpredict.commands.predict import COMPILED_FROM_WITH_COSTS
+from pmpredict.predict_files import COMPILED_FROM_WITH_COSTS
 from pmpredict.data.model_files import load_model
 from pmpredict.predict import Predictor
 from pmpredict.views import render_text, to_json
@@ -89,3 +89,25 @@ def test_an_error_in_any_file_prints_nothing_else(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("pmpredict: error: ") and "--strict" in err
     assert err.count("\n") == 1
+
+
+def test_workers_end_quietly_and_the_same_as_one_process(tmp_path):
+    """The pool's workers are stopped with SIGTERM, which the CLI turns into Ctrl-C: they
+    ended with a KeyboardInterrupt traceback on stderr (exit 0) before they reset it."""
+    import subprocess
+    import sys
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "mix_avx2.s")
+    run = [sys.executable, "-m", "pmpredict", "predict", *[example] * 5, "--jsonl"]
+    one = subprocess.run(run, capture_output=True, text=True)
+    for _ in range(3):
+        two = subprocess.run(run + ["--jobs", "2"], capture_output=True, text=True)
+        assert (two.returncode, two.stderr, two.stdout) == (0, "", one.stdout)
+
+
+@pytest.mark.parametrize("text", ["", "\t.text\n\t.globl f\nf:\n# nothing\n"])
+def test_a_file_without_instructions_is_an_error(tmp_path, capsys, text):
+    empty = tmp_path / "empty.s"
+    empty.write_text(text)
+    assert main(["predict", str(empty)]) == 2
+    assert capsys.readouterr().err == (f"pmpredict: error: {empty}: no instructions in the file "
+                                       "(only labels, directives or comments, or nothing)\n")

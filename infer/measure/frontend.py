@@ -16,12 +16,14 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import time
 from dataclasses import dataclass, replace
 
 from .block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
 from .cache import ResultCache, block_key
 from .calibrate import cpu_identity, cpu_name
 from .codegen import block_kernel
+from .measure_set import Progress
 from .probes import SNAP, FrontEnd, Probe, doubts, probes, read_frontend
 from .runner import RunOptions, check_host, run_kernels
 
@@ -71,18 +73,28 @@ def width_floor(singletons) -> float | None:
 
 
 def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIONS,
-                     floor: float | None = None, rounds: int = ROUNDS) -> MeasuredFrontEnd:
+                     floor: float | None = None, rounds: int = ROUNDS,
+                     progress=None) -> MeasuredFrontEnd:
     """Time the probes (through the cache) and read them. While the reading has doubts (a
     width below `floor`, a loop iteration above a cycle, a probe without a number: what a busy
     sibling thread does), every probe is timed again, up to `rounds` in all, each keeping its
-    fastest time (also in the cache, so the next reading starts from it)."""
+    fastest time (also in the cache, so the next reading starts from it).
+    progress(Progress) before and after each harness run (phase "front end", or "front end
+    (again)" for a later round)."""
     check_host()
     cache = ResultCache(cache_dir, cpu_identity())
+    started = time.monotonic()
+
+    def report(phase: str, done: int, total: int, cached: int) -> None:
+        if progress:
+            progress(Progress(phase, done, total, cached, time.monotonic() - started))
     try:
-        cycles = _measure_probes(cache, options, use_cache=True)
+        cycles = _measure_probes(cache, options, use_cache=True,
+                                 report=lambda *n: report("front end", *n))
         front, done = read_frontend(cycles, floor), 1
         while done < rounds and doubts(front, floor):
-            again = _measure_probes(cache, options, use_cache=False)
+            again = _measure_probes(cache, options, use_cache=False,
+                                    report=lambda *n: report("front end (again)", *n))
             cycles = {name: min((c for c in (cycles.get(name), again.get(name)) if c),
                                 default=None) for name in {**cycles, **again}}
             front, done = read_frontend(cycles, floor), done + 1
@@ -95,7 +107,8 @@ def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIO
     return MeasuredFrontEnd(front, cpu_name(), datetime.date.today().isoformat())
 
 
-def _measure_probes(cache: ResultCache, options: RunOptions, use_cache: bool) -> dict:
+def _measure_probes(cache: ResultCache, options: RunOptions, use_cache: bool,
+                    report=lambda done, total, cached: None) -> dict:
     """{probe name: cycles or None}: from the cache where it has them (use_cache), else timed;
     a timing faster than the cache's replaces it."""
     cycles: dict[str, float | None] = {}
@@ -116,12 +129,15 @@ def _measure_probes(cache: ResultCache, options: RunOptions, use_cache: bool) ->
             cycles[probe.name] = hit.get("cycles")
         else:
             blocks.append((probe, prepared, key, hit and hit.get("cycles")))
+    total, cached = len(cycles) + len(blocks) + len(loops), len(cycles)
+    report(len(cycles), total, cached)
     if blocks:
         for (probe, _, key, old), result in zip(blocks, measure_blocks([b for _, b, _, _ in blocks],
                                                                        options)):
             cycles[probe.name] = c = result.get("cycles")
             if c is not None and (old is None or c < old):
                 cache.put(key, c, None, result=result)
+        report(len(cycles), total, cached)
     if loops:
         kernels = [block_kernel(f"pm_loop{i}", list(p.lines), SYNTAX, b.counter,
                                 b.vector_width, b.layout)
@@ -131,4 +147,5 @@ def _measure_probes(cache: ResultCache, options: RunOptions, use_cache: bool) ->
             cycles[probe.name] = c = timing.cycles
             if c is not None and (old is None or c < old):
                 cache.put(key, c, None)
+        report(len(cycles), total, cached)
     return cycles

@@ -19,7 +19,7 @@ from .cache import ResultCache, experiment_key
 from .calibrate import cpu_identity
 from .codegen import experiment_kernel
 from .instantiate import DEFAULT_LENGTHS, HARNESS_ISA, instantiate, windows
-from .runner import RunOptions, Timing, check_assembles, check_host, run_kernels
+from .runner import Failure, RunOptions, Timing, check_assembles, check_host, run_kernels
 
 BATCH = 40            # experiments per harness binary (amortises the compiler)
 
@@ -65,8 +65,9 @@ def kernel_cycles(t: Timing) -> float | None:
 def combine(variants: list[tuple[int, Timing]]) -> tuple[float | None, str | None]:
     """(cycles per multiset instance, error) from the unroll variants (copies, timing)."""
     errors = [t.error for _, t in variants if t.error]
-    if any(e.startswith("SIGILL") or e.startswith("does not assemble") for e in errors):
-        return None, next(e for e in errors if e.startswith(("SIGILL", "does not assemble")))
+    permanent = [e for e in errors if Failure.of(e).permanent]
+    if permanent:
+        return None, permanent[0]
     per_instance = [c / copies for copies, t in variants
                     if (c := kernel_cycles(t)) is not None]
     if not per_instance:
@@ -96,13 +97,13 @@ def _form_errors(forms) -> dict[str, str]:
             parse_form(f, HARNESS_ISA)
             w = instantiate([(f, 1)], 1)
         except ValueError as exc:
-            bad[f] = f"cannot instantiate: {exc}"
+            bad[f] = Failure.NOT_INSTANTIATED.error(exc)
             continue
         lines.append(w.lines[0])
         owners.append(f)
     for f, err in zip(owners, check_assembles(lines)):
         if err:
-            bad[f] = f"does not assemble: {err}"
+            bad[f] = Failure.NOT_ASSEMBLED.error(err)
     return bad
 
 
@@ -112,7 +113,7 @@ def _window_error(counts, lengths) -> str | None:
     try:
         windows(counts, lengths)
     except ValueError as exc:
-        return f"cannot instantiate: {exc}"
+        return Failure.NOT_INSTANTIATED.error(exc)
     return None
 
 
@@ -135,15 +136,7 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
     params = options.cache_params()
     cache = ResultCache(cache_dir, cpu)
     keys = [experiment_key(e.counts, cpu, params) for e in experiments.experiments]
-    results: dict[str, tuple[float | None, str | None]] = {}
-    for k in keys:
-        hit = cache.get(k)
-        if hit is not None:
-            results[k] = (hit.get("cycles"), hit.get("error"))
-    pending: dict[str, Experiment] = {}
-    for k, e in zip(keys, experiments.experiments):
-        if k not in results and k not in pending:
-            pending[k] = e
+    results, pending = _from_cache(cache, keys, experiments.experiments)
     total = len(set(keys))
     cached = total - len(pending)
     done = cached
@@ -160,15 +153,11 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
 
     report()
     stop_now()
-    bad_forms = _form_errors({f for e in pending.values() for f in e.forms()})
-    for k, e in list(pending.items()):
-        wrong = [f for f in e.forms() if f in bad_forms]
-        why = bad_forms[wrong[0]] if wrong else _window_error(e.counts, options.lengths)
-        if why:
-            results[k] = (None, why)
-            cache.put(k, None, why)
-            del pending[k]
-            done += 1
+    for k, why in _unmeasurable(pending, options.lengths).items():
+        results[k] = (None, why)
+        cache.put(k, None, why)
+        del pending[k]
+        done += 1
     order = list(pending)
 
     def finish(k: str, variants: list) -> None:
@@ -178,7 +167,7 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
             cycles = round(cycles, 5)
         results[k] = (cycles, error)
         # transient failures (timeouts, crashes) are measured again next time
-        if cycles is not None or (error or "").startswith(("SIGILL", "does not")):
+        if cycles is not None or Failure.of(error).permanent:
             cache.put(k, cycles, error)
         done += 1
         report()
@@ -190,6 +179,33 @@ def measure_experiment_set(experiments: ExperimentSet, *, cache_dir: str | None,
     finally:
         cache.close()
     return _filled(experiments, keys, results)
+
+
+def _from_cache(cache: ResultCache, keys: list[str], experiments) -> tuple[dict, dict]:
+    """(key -> (cycles, error) of what the cache holds, key -> Experiment still to measure)."""
+    results: dict[str, tuple[float | None, str | None]] = {}
+    for k in keys:
+        hit = cache.get(k)
+        if hit is not None:
+            results[k] = (hit.get("cycles"), hit.get("error"))
+    pending: dict[str, Experiment] = {}
+    for k, e in zip(keys, experiments):
+        if k not in results and k not in pending:
+            pending[k] = e
+    return results, pending
+
+
+def _unmeasurable(pending: dict, lengths) -> dict[str, str]:
+    """key -> why, for the experiments that cannot be measured: a form that does not
+    instantiate or assemble, or forms that cannot share a window."""
+    bad_forms = _form_errors({f for e in pending.values() for f in e.forms()})
+    out = {}
+    for k, e in pending.items():
+        wrong = [f for f in e.forms() if f in bad_forms]
+        why = bad_forms[wrong[0]] if wrong else _window_error(e.counts, lengths)
+        if why:
+            out[k] = why
+    return out
 
 
 def _measure_batch(chunk: list[str], pending: dict, options: MeasureOptions, finish,

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from .codegen import Kernel, harness_source
 
@@ -28,6 +29,31 @@ CC_FLAGS = ["-O1", "-w"]
 AGREEMENT = 0.01
 
 
+class Failure(str, Enum):
+    """Why an experiment has no cycles: the prefix of its error text (the text is what the
+    cache and the experiment files keep)."""
+    UNSUPPORTED = "SIGILL"                    # this CPU lacks the instruction
+    NOT_ASSEMBLED = "does not assemble"
+    NOT_INSTANTIATED = "cannot instantiate"   # no operands can be allocated for it
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    OTHER = ""
+
+    @classmethod
+    def of(cls, error: str | None) -> "Failure | None":
+        if not error:
+            return None
+        return next((f for f in cls if f.value and error.startswith(f.value)), cls.OTHER)
+
+    @property
+    def permanent(self) -> bool:
+        """Measuring again cannot help (a transient failure is measured again next time)."""
+        return self in (Failure.UNSUPPORTED, Failure.NOT_ASSEMBLED, Failure.NOT_INSTANTIATED)
+
+    def error(self, detail) -> str:
+        return f"{self.value}: {detail}"
+
+
 @dataclass(frozen=True)
 class Timing:
     """Cycles per loop iteration of one kernel (or why there is none); see harness.c."""
@@ -36,7 +62,7 @@ class Timing:
     long: float | None = None        # fastest t(2n) / 2n
     spread: float | None = None      # (median - fastest) / fastest of the t(2n) runs
     iterations: int = 0
-    ghz: float | None = None
+    ghz: float | None = None         # the clock the harness calibrated (cycles per ns)
     error: str | None = None
     dirty: int = 0                   # runs kept although every attempt was interrupted
     samples: int = 0                 # samples taken (calibration, n and 2n runs each)
@@ -148,14 +174,14 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
                 proc.kill()
                 proc.wait()
                 if current is not None:
-                    results[current] = Timing(error="timeout")
+                    results[current] = Timing(error=Failure.TIMEOUT.value)
                     on_result(current)
                 break
             line = proc.stdout.readline()
             if not line:
                 proc.wait()
                 if current is not None:
-                    results[current] = Timing(error=f"crash: {_signal_name(proc.returncode)}")
+                    results[current] = Timing(error=Failure.CRASH.error(_signal_name(proc.returncode)))
                     on_result(current)
                 break
             deadline = time.monotonic() + opts.timeout_s
@@ -168,7 +194,7 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             elif tag == "R":
                 i = int(parts[1])
                 steady, short, long_, spread = (float(x) for x in parts[2:6])
-                results[i] = Timing(steady, short, long_, spread, int(parts[6]), float(parts[7]),
+                results[i] = Timing(steady, short, long_, spread, int(parts[6]), ghz=float(parts[7]),
                                     dirty=int(parts[8]), samples=int(parts[9]),
                                     confirmed=parts[10] == "1")
                 current = None
@@ -176,7 +202,7 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             elif tag == "F":
                 i = int(parts[1])
                 reason = parts[2]
-                results[i] = Timing(error=_FAILURES.get(reason, f"crash: {reason}"))
+                results[i] = Timing(error=_FAILURES.get(reason, Failure.CRASH.error(reason)))
                 current = None
                 on_result(i)
     finally:
@@ -247,7 +273,7 @@ def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1
     exe, messages = compile_harness(sub, workdir)
     if exe is None:
         if len(indices) == 1:
-            results[indices[0]] = Timing(error="does not assemble: " + first_error(messages))
+            results[indices[0]] = Timing(error=Failure.NOT_ASSEMBLED.error(first_error(messages)))
             if on_result:
                 on_result(indices[0], results[indices[0]])
             return

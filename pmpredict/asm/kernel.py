@@ -225,8 +225,11 @@ def select_kernel(program: Program, lines: str | None = None, region: str | None
                        for a, b, lab in loops[1:]]
         return _kernel(_insns(st, lo, hi + 1), "loop", f"innermost loop at {label}",
                        name=label, others=loop_others)
-    return _kernel([s for s in st if isinstance(s, Instruction)], "file",
-                   "the whole file (no markers, no loop found)")
+    insns = [s for s in st if isinstance(s, Instruction)]
+    if not insns:
+        raise InputError(path, "no instructions in the file (only labels, directives or "
+                               "comments, or nothing)")
+    return _kernel(insns, "file", "the whole file (no markers, no loop found)")
 
 
 def all_regions(program: Program) -> list[Kernel]:

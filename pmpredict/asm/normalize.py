@@ -385,17 +385,28 @@ def _a64_operand(op) -> tuple:
     return ("?",)
 
 
-def normalize_aarch64(insn: Instruction) -> FormKey:
-    ops = list(insn.operands)
-    # post-index `[x0], 16` / `[x0], x2`: one memory operand with write-back
+def fold_post_index(operands) -> tuple[list, list]:
+    """Post-index `[x0], 16` / `[x0], x2` -> one memory operand with write-back; the
+    increment (register name or constant) kept aside, by operand."""
+    ops, increments = list(operands), [None] * len(operands)
     for i in range(len(ops) - 1):
         if isinstance(ops[i], Memory) and ops[i].writeback is None and i + 2 == len(ops) \
                 and isinstance(ops[i + 1], (Immediate, Register)):
             m = ops[i]
             ops[i] = Memory(base=m.base, index=m.index, disp=m.disp, symbols=m.symbols,
                             writeback="post", index_shift=m.index_shift, has_disp=m.has_disp)
+            if isinstance(ops[i + 1], Register):
+                increments[i] = ops[i + 1].name
+            elif isinstance(ops[i + 1].value, int):
+                increments[i] = ops[i + 1].value        # `[x0], 16`: the constant added
             del ops[i + 1]
+            del increments[i + 1]
             break
+    return ops, increments
+
+
+def normalize_aarch64(insn: Instruction) -> FormKey:
+    ops, _ = fold_post_index(insn.operands)
     mnemonic = aarch64_mnemonic(insn.mnemonic)
     return FormKey(mnemonic, tuple(_a64_operand(o) for o in ops),
                    osaca=osaca_view_aarch64(insn.mnemonic, mnemonic, ops))

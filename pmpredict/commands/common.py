@@ -18,6 +18,22 @@ def add_model_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
+def training_saver(out_dir: str, report=None):
+    """on_set for infer.host.measure_training_set: each phase written to OUT_DIR/<name>.json
+    as soon as it is measured (atomically), then report(path, result) if given."""
+    import os
+
+    from ..jsonio import write_json
+
+    def save(name: str, result) -> None:
+        os.makedirs(out_dir, exist_ok=True)
+        path = os.path.join(out_dir, f"{name}.json")
+        write_json(path, result.to_json(), "measurements")
+        if report:
+            report(path, result)
+    return save
+
+
 def print_json(data) -> None:
     """JSON on stdout; never NaN or Infinity (a view turns a missing number into null)."""
     sys.stdout.write(dumps(data))

@@ -13,8 +13,10 @@ import time
 
 from ..errors import InputError
 from ..files import check_output
-from .common import emit, float_in, int_in, name_value, r_max_value
-from .measure_progress import STOPPED, MeasureProgress, deadline_check
+from .common import emit, float_in, int_in, name_value, r_max_value, training_saver
+from .progress import ProgressDisplay
+from .stopping import STOPPED, deadline_check
+
 
 def register(sub):
     p = sub.add_parser("infer", help="infer a port mapping from measured experiments (PMEvo)",
@@ -110,77 +112,70 @@ SETTINGS = {"method": "method", "seed": "seed", "restarts": "restarts", "start":
             "max_sweeps": "max_sweeps", "ports": "ports", "epsilon": "epsilon", "r_max": "r_max"}
 
 
-def _measure_here(args, should_stop):
+def _measure_here(args, should_stop, display):
     """--measure: the host training set, measured now (or read back from the cache);
     None if should_stop() ended the measurement first."""
     from pmpredict.infer.host import measure_training_set
     from pmpredict.infer.design import default_design
     from pmpredict.infer.measure import HostError, default_cache_dir, load_form_list
+    from pmpredict.infer.measure.frontend import measure_frontend, width_floor
     from pmpredict.infer.measure.measure_set import MeasurementStopped
 
+    where = {}                              # form -> (file, line) it comes from
     if args.forms_from:
         from pmpredict.infer.forms_from import forms_from_assembly
         picked = forms_from_assembly(args.forms_from, args.syntax, args.kernel_only)
         for left in picked.left_out:
             print(f"pmpredict: left out {left}", file=sys.stderr)
-        forms = picked.forms
+        forms, where = picked.forms, picked.where
     else:
         forms = load_form_list(args.forms or "catalogue")
     out_dir = args.output + ".measurements"
-    display = None if args.quiet else MeasureProgress()
     try:
         training = measure_training_set(forms, cache_dir=default_cache_dir(), progress=display,
-                                        out_dir=out_dir, should_stop=should_stop,
+                                        on_set=training_saver(out_dir), should_stop=should_stop,
                                         design=args.design or default_design(len(forms)),
                                         latencies=not args.no_latencies)
+        if len(training.left_out) < len(forms):
+            # the fastest singleton is a width the front end must reach
+            front = measure_frontend(cache_dir=default_cache_dir(), progress=display,
+                                     floor=width_floor(training.singletons))
     except HostError as exc:
         raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
     except MeasurementStopped as exc:
         if display:
-            display.done()
+            display.close()
         print(f"pmpredict: time limit reached while measuring ({exc.phase}); run the same "
               "command again to measure the rest (finished results are cached) and infer",
               file=sys.stderr)
         return None
     if display:
-        display.done()
+        display.close()
+    if len(training.left_out) == len(forms):            # nothing to infer from
+        form, why = next(iter(training.left_out.items()))
+        path, line = where.get(form, (args.forms or "<forms>", None))
+        raise InputError(path, f"no form could be measured on this machine; the first, "
+                               f"{form}: {why}", line)
     for form, why in training.left_out.items():
-        print(f"pmpredict: left out {form}: {why}", file=sys.stderr)
+        at = "{}:{}: ".format(*where[form]) if form in where else ""
+        print(f"pmpredict: left out {at}{form}: {why}", file=sys.stderr)
     inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
-    from pmpredict.infer.measure.frontend import measure_frontend, width_floor
-    front = measure_frontend(cache_dir=default_cache_dir(),
-                             floor=width_floor(training.singletons))
     return training.combined(), inputs, training.latencies, front
 
 
-class _Progress:
-    """One status line on stderr: phase, step, training error, volume, elapsed."""
-
-    def __init__(self, quiet: bool, restarts: int, prefix: str = ""):
-        self.quiet = quiet
-        self.tty = sys.stderr.isatty()
-        self.restarts = restarts
-        self.prefix = prefix            # "inference: " after a measurement phase
-
-    def __call__(self, info):
-        if self.quiet:
-            return
-        el = int(info["elapsed"])
-        what = "generation" if info["phase"] == "ea" else "sweep"
-        start = ("ensemble" if info["phase"] == "distill"
-                 else f"start {info['restart'] + 1}/{self.restarts}")
-        line = (f"{self.prefix}{start}  {info['phase']:8s} {what} "
-                f"{info['step']:3d}  error {info['error'] * 100:6.2f}%  volume "
-                f"{int(info['volume']):5d}  {el // 60:02d}:{el % 60:02d}")
-        if self.tty:
-            sys.stderr.write("\r" + line + "\x1b[K")
-        else:
-            sys.stderr.write(line + "\n")
-        sys.stderr.flush()
-
-    def done(self):
-        if not self.quiet and self.tty:
-            sys.stderr.write("\n")
+def _check_measure_flags(args) -> None:
+    """Flags that only mean something with --measure (or --forms-from) are refused without."""
+    if not args.measure:
+        given = [name for name, value in (("--forms", args.forms), ("--forms-from", args.forms_from),
+                                          ("--design", args.design),
+                                          ("--no-latencies", args.no_latencies)) if value]
+        if given:
+            raise InputError("<command line>", f"{given[0]} goes with --measure")
+    if not args.forms_from:
+        given = [name for name, value in (("--kernel-only", args.kernel_only),
+                                          ("--syntax", args.syntax)) if value]
+        if given:
+            raise InputError("<command line>", f"{given[0]} goes with --forms-from")
 
 
 def resume_command(argv: list[str], checkpoint: str) -> str:
@@ -208,16 +203,15 @@ def run(args):
     check_output(args.output, "model")
     ckpt_path = args.checkpoint or args.output + ".ckpt"
     check_output(ckpt_path, "checkpoint")
-    if (args.forms or args.forms_from) and not args.measure:
-        raise InputError(args.forms or args.forms_from[0], "--forms and --forms-from go with "
-                                                           "--measure")
+    _check_measure_flags(args)
     requested = {key: getattr(args, flag) for key, flag in SETTINGS.items()}
     should_stop = deadline_check(args.time_limit, time.monotonic())
     latencies = front = None
+    display = None if args.quiet else ProgressDisplay()
     if args.measure:
         if args.resume:
             load_checkpoint(args.resume)          # a bad checkpoint fails before measuring
-        measured = _measure_here(args, should_stop)
+        measured = _measure_here(args, should_stop, display)
         if measured is None:
             return STOPPED
         exps, inputs, latencies, front = measured
@@ -231,18 +225,16 @@ def run(args):
                             default_r_max=front.facts.r_max if front else None)
     argv = getattr(args, "argv", None) or sys.argv[1:]
     hint = resume_command(argv, ckpt_path)
-    progress = _Progress(args.quiet, settings.config.restarts,
-                         "inference: " if args.measure else "")
+    if display:
+        display.plan_inference(*settings.config.steps())
     outcome = run_job(exps, settings, inputs=inputs, checkpoint_path=ckpt_path, resumed=resumed,
-                      should_stop=should_stop, progress=None if args.quiet else progress,
+                      should_stop=should_stop, progress=display and display.inference,
                       name=args.name or os.path.splitext(os.path.basename(args.output))[0],
-                      command="pmpredict " + shlex.join(argv))
-    progress.done()
+                      command="pmpredict " + shlex.join(argv),
+                      measured=[t for t in (latencies, front) if t is not None])
+    if display:
+        display.close()
     if outcome.model is not None:
-        if latencies is not None:
-            outcome.model = latencies.apply(outcome.model)
-        if front is not None:
-            outcome.model = front.apply(outcome.model)
         outcome.model.save(args.output)
     if args.json:
         emit(view, outcome, True, output=args.output, resume=hint)

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from ..errors import InputError
 from ..files import check_output, read_text
-from .common import print_json
-from .measure_progress import STOPPED, MeasureProgress, deadline_check, sigterm_as_interrupt
+from .common import emit, float_in, int_in, print_json, training_saver
+from .progress import ProgressDisplay
+from .stopping import STOPPED, deadline_check
 
 
 def register(sub):
@@ -31,10 +32,10 @@ def register(sub):
     p.add_argument("--cache", metavar="DIR", help="result cache directory "
                    "(default: $PMPREDICT_CACHE or ~/.cache/pmpredict)")
     p.add_argument("--no-cache", action="store_true", help="measure everything afresh")
-    p.add_argument("--samples", type=int, default=None, metavar="N",
+    p.add_argument("--samples", type=int_in(1, 1_000_000), default=None, metavar="N",
                    help="timing samples per kernel at least (default 5; more are taken, up to "
                         "24, until the fastest runs agree)")
-    p.add_argument("--time-limit", type=float, metavar="SEC",
+    p.add_argument("--time-limit", type=float_in(0.0, 1e9, low_open=True), metavar="SEC",
                    help="with --experiments / --training-set: stop after SEC seconds, write "
                         "what is measured and exit with status 3; the same command resumes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -44,10 +45,6 @@ def register(sub):
 def _run_options(args, default=None):
     from ..infer.measure.runner import RunOptions
     default = default or RunOptions()
-    if args.samples is not None and args.samples < 1:
-        raise InputError(None, "--samples must be at least 1")
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise InputError(None, "--time-limit must be positive")
     if args.samples is None:
         return default
     return replace(default, samples=args.samples, max_samples=max(default.max_samples, args.samples))
@@ -63,8 +60,7 @@ def _cache(args):
 def run(args):
     from ..infer.measure.runner import HostError
     try:
-        with sigterm_as_interrupt():
-            return _dispatch(args)
+        return _dispatch(args)
     except HostError as exc:
         print(f"pmpredict: error: {exc}", file=sys.stderr)
         return 1
@@ -93,30 +89,14 @@ def _dispatch(args):
 
 def _run_block(args):
     from ..infer.measure.block import BLOCK_OPTIONS, LARGE_SPREAD, measure_block
+    from ..views import measure as view
     text = read_text(args.file)
     result = measure_block(text, args.syntax, args.file, options=_run_options(args, BLOCK_OPTIONS),
                            line_range=args.lines, region=args.region, cache_dir=_cache(args))
     if args.json:
-        print_json(result)
-    elif result["cycles"] is None:
-        print(f"{args.file}: not measured: {result['error']}")
+        print_json(view.json(result))
     else:
-        unrolls = "/".join(str(v["unroll"]) for v in result["variants"])
-        notes = []
-        if result["spread"] is not None and result["spread"] > LARGE_SPREAD:
-            notes.append(f"spread {result['spread'] * 100:.0f}%")
-        if not result["stable"]:
-            notes.append("unstable: the fastest runs did not repeat, or the two unroll variants "
-                         "disagree; the machine is busy or the block has several steady states")
-        if result.get("cached"):
-            notes.append("cached: --no-cache measures again")
-        print(f"{result['cycles']:.3f} cycles per iteration  ({result['instructions']} instructions, "
-              f"{result['syntax']} syntax, unrolled {unrolls}x, {result['cpu']})"
-              + (f"  [{'; '.join(notes)}]" if notes else ""))
-        kernel = result["kernel"]
-        print(f"  kernel: {kernel['description']}, lines {kernel['lines'][0]}-{kernel['lines'][1]}")
-        for d in result.get("dropped", []):
-            print(f"  (line {d['line']}: '{d['text']}' left out: the harness provides the loop)")
+        sys.stdout.write(view.text(result, path=args.file, large_spread=LARGE_SPREAD))
     return 0 if result["cycles"] is not None else 1
 
 
@@ -131,33 +111,26 @@ def _run_experiments(args):
     from ..infer.measure import MeasureOptions, measure_experiment_set
     from ..infer.measure.instantiate import HARNESS_ISA
     from ..infer.measure.measure_set import MeasurementStopped
+    from ..views import measure as view
     exps = load_experiments(args.experiments)
     if exps.isa != HARNESS_ISA:
         raise InputError(args.experiments, f"only {HARNESS_ISA} experiments can be measured on "
                                            f"this host (this set is {exps.isa})")
-    display = MeasureProgress() if sys.stderr.isatty() or not args.json else None
+    display = ProgressDisplay() if sys.stderr.isatty() or not args.json else None
     try:
         out = measure_experiment_set(exps, cache_dir=_cache(args), progress=display,
                                      options=MeasureOptions(run=_run_options(args)),
                                      should_stop=deadline_check(args.time_limit))
     except MeasurementStopped as exc:
         if display:
-            display.done()
+            display.close()
         exc.partial.save(args.output)
         measured = sum(1 for e in exc.partial.experiments if e.cycles is not None)
         return _stopped(exc, f"{args.output} holds {measured} of {len(exc.partial)} experiments")
     if display:
-        display.done()
+        display.close()
     out.save(args.output)
-    failed = [e for e in out.experiments if e.cycles is None]
-    summary = {"output": args.output, "measured": len(out) - len(failed), "failed": len(failed),
-               "errors": sorted({e.other.get("error", "") for e in failed})}
-    if args.json:
-        print_json(summary)
-    else:
-        print(f"{args.output}: {summary['measured']} experiments measured, {summary['failed']} failed")
-        for reason in summary["errors"]:
-            print(f"  failed: {reason}")
+    emit(view, view.SetMeasurement.of(args.output, out), args.json)
     return 0
 
 
@@ -166,22 +139,22 @@ def _run_training_set(args):
     from ..infer.host import measure_training_set
     from ..infer.measure import MeasureOptions, default_forms, load_form_list
     from ..infer.measure.measure_set import MeasurementStopped
+    from ..views import measure as view
     forms = load_form_list(args.forms) if args.forms else default_forms()
-    display = MeasureProgress()
+    display = ProgressDisplay()
 
     def report(path, exps):
-        failed = sum(1 for e in exps.experiments if e.cycles is None)
-        print(f"{path}: {len(exps) - failed} experiments measured, {failed} failed")
+        display.note(view.text(view.SetMeasurement.of(path, exps)).splitlines()[0], sys.stdout)
 
     try:
         training = measure_training_set(forms, cache_dir=_cache(args), progress=display,
                                         options=MeasureOptions(run=_run_options(args)),
-                                        out_dir=args.training_set, report=report,
+                                        on_set=training_saver(args.training_set, report),
                                         should_stop=deadline_check(args.time_limit))
     except MeasurementStopped as exc:
-        display.done()
+        display.close()
         return _stopped(exc, f"the finished phases are in {args.training_set}")
-    display.done()
+    display.close()
     for form, why in training.left_out.items():
         print(f"  left out: {form}: {why}")
     return 0

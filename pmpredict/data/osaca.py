@@ -252,75 +252,20 @@ def load_osaca_model(path) -> MachineModel:
     data = _load_yaml(path)
     if not isinstance(data, dict):
         raise InputError(path, "not an OSACA machine file: expected a YAML mapping", 1, 1)
-    isa = str(data.get("isa", "")).lower()
-    if isa not in semantics.ISAS:
-        raise InputError(path, f"'isa' must be {' or '.join(semantics.ISAS)}, not {data.get('isa')!r}",
-                         1, 1)
-    ports = data.get("ports")
-    why = port_list_problem(ports)
-    if why:
-        raise InputError(path, f"'ports' {why}", 1, 1)
-    ports = tuple(str(p) for p in ports)
-    index = {p: i for i, p in enumerate(ports)}
+    isa, ports = _isa_and_ports(path, data)
     forms = data.get("instruction_forms")
     if not isinstance(forms, list):
         raise InputError(path, "'instruction_forms' must be a list", 1, 1)
-
     meta = data.get("pmpredict") if isinstance(data.get("pmpredict"), dict) else {}
     source = FOREIGN_PREFIX + os.path.basename(path)
-    uops, skipped = {}, []
-    timing = {name: {} for name in PER_FORM_FIELDS}
-    for entry in forms:
-        if not isinstance(entry, dict) or "name" not in entry:
-            raise InputError(path, "an instruction form needs a 'name'", _line(entry))
-    # OSACA files entries with a list of names after all the others, so where the same
-    # name and operands appear twice, the single-name entry wins: do the same (our own
-    # exports name each form exactly and keep their order)
-    forms = sorted(forms, key=lambda entry: isinstance(entry["name"], list)
-                   and "pmpredict_form" not in entry)
-    for entry in forms:
-        operands = entry.get("operands") or []
-        if not isinstance(operands, list) or not all(isinstance(o, dict) for o in operands):
-            raise InputError(path, "'operands' must be a list of operand mappings", _line(entry))
-        if "pmpredict_form" in entry:
-            names = [entry["pmpredict_form"]]
-            why = name_problem(names[0])
-            if why:
-                raise InputError(path, f"pmpredict_form {why}", _line(entry))
-        else:
-            aliases = entry["name"] if isinstance(entry["name"], list) else [entry["name"]]
-            names = []
-            for alias in aliases:
-                why = foreign_entry_problem(alias, operands)
-                if why:
-                    skipped.append(f"{alias!r}: {why}")
-                else:
-                    names.append(foreign_form_name(alias, operands))
-        try:
-            form_uops = _uops(path, entry, entry.get("port_pressure"), index)
-        except _Skip as why:
-            skipped.extend(f"{n}: {why}" for n in names)
-            continue
-        facts = _entry_timing(path, entry, source)
-        for name in names:
-            if name in uops:
-                continue                 # OSACA uses the first matching entry
-            uops[name] = form_uops
-            for key, value in facts.items():
-                timing[key][name] = value
+    uops, timing, skipped = _instruction_forms(path, forms, {p: i for i, p in enumerate(ports)},
+                                               source)
     r_max = meta.get("r_max")
     why = r_max_problem(r_max)
     if why:
         raise InputError(path, f"pmpredict.r_max {why} (or null: no cap)", _line(meta))
     name = meta.get("name") or data.get("arch_code") or os.path.splitext(os.path.basename(path))[0]
-    provenance = {"source": "OSACA machine file", "file": os.path.basename(path)}
-    if isinstance(meta.get("provenance"), dict):
-        provenance = _strip_lines(meta["provenance"])
-        why = json_value_problem(provenance)
-        if why:
-            raise InputError(path, f"pmpredict.provenance {why}", _line(meta))
-    if skipped:
-        provenance["skipped"] = skipped
+    provenance = _provenance(path, meta, skipped)
     if "pmpredict" in data:
         pipeline, pipeline_source = _own_pipeline(path, meta)
     else:
@@ -334,3 +279,78 @@ def load_osaca_model(path) -> MachineModel:
                             pipeline=pipeline, pipeline_source=pipeline_source, **timing)
     except ValueError as exc:
         raise InputError(path, str(exc)) from None
+
+
+def _isa_and_ports(path, data: dict) -> tuple[str, tuple]:
+    isa = str(data.get("isa", "")).lower()
+    if isa not in semantics.ISAS:
+        raise InputError(path, f"'isa' must be {' or '.join(semantics.ISAS)}, not {data.get('isa')!r}",
+                         1, 1)
+    ports = data.get("ports")
+    why = port_list_problem(ports)
+    if why:
+        raise InputError(path, f"'ports' {why}", 1, 1)
+    return isa, tuple(str(p) for p in ports)
+
+
+def _instruction_forms(path, forms: list, index: dict, source: str):
+    """(form -> uops, field -> form -> value of the timing, [what was skipped and why])."""
+    uops, skipped = {}, []
+    timing = {name: {} for name in PER_FORM_FIELDS}
+    for entry in forms:
+        if not isinstance(entry, dict) or "name" not in entry:
+            raise InputError(path, "an instruction form needs a 'name'", _line(entry))
+    # OSACA files entries with a list of names after all the others, so where the same
+    # name and operands appear twice, the single-name entry wins: do the same (our own
+    # exports name each form exactly and keep their order)
+    forms = sorted(forms, key=lambda entry: isinstance(entry["name"], list)
+                   and "pmpredict_form" not in entry)
+    for entry in forms:
+        names = _entry_names(path, entry, skipped)
+        try:
+            form_uops = _uops(path, entry, entry.get("port_pressure"), index)
+        except _Skip as why:
+            skipped.extend(f"{n}: {why}" for n in names)
+            continue
+        facts = _entry_timing(path, entry, source)
+        for name in names:
+            if name in uops:
+                continue                 # OSACA uses the first matching entry
+            uops[name] = form_uops
+            for key, value in facts.items():
+                timing[key][name] = value
+    return uops, timing, skipped
+
+
+def _entry_names(path, entry: dict, skipped: list) -> list[str]:
+    """The form names of an entry: our own export's, or one per usable foreign alias (the
+    others go to `skipped` with the reason)."""
+    operands = entry.get("operands") or []
+    if not isinstance(operands, list) or not all(isinstance(o, dict) for o in operands):
+        raise InputError(path, "'operands' must be a list of operand mappings", _line(entry))
+    if "pmpredict_form" in entry:
+        why = name_problem(entry["pmpredict_form"])
+        if why:
+            raise InputError(path, f"pmpredict_form {why}", _line(entry))
+        return [entry["pmpredict_form"]]
+    aliases = entry["name"] if isinstance(entry["name"], list) else [entry["name"]]
+    names = []
+    for alias in aliases:
+        why = foreign_entry_problem(alias, operands)
+        if why:
+            skipped.append(f"{alias!r}: {why}")
+        else:
+            names.append(foreign_form_name(alias, operands))
+    return names
+
+
+def _provenance(path, meta: dict, skipped: list) -> dict:
+    provenance = {"source": "OSACA machine file", "file": os.path.basename(path)}
+    if isinstance(meta.get("provenance"), dict):
+        provenance = _strip_lines(meta["provenance"])
+        why = json_value_problem(provenance)
+        if why:
+            raise InputError(path, f"pmpredict.provenance {why}", _line(meta))
+    if skipped:
+        provenance["skipped"] = skipped
+    return provenance

@@ -55,13 +55,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..asm.normalize import _A64_COND, FormKey, aarch64_mnemonic, aarch64_register, normalize_aarch64
+from ..asm.normalize import (_A64_COND, FormKey, aarch64_mnemonic, aarch64_register,
+                              fold_post_index, normalize_aarch64)
 from ..asm.parse import Immediate, Memory, Register, RegisterList, Shift, Symbol
 from .base import (ADDRESS, ADDRESS_ONLY, DATA, DIVIDER, FLAG, FP_ADD, FP_MULTIPLY, GPR,
                    INT_MULTIPLY, LOAD, MASK, MERGE, NO_MEMORY, OTHER, READ_MODIFY_WRITE,
                    SHUFFLES, STORE, VECTOR, FormSemantics, InstructionSemantics,
-                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess,
-                   placeholder_access)
+                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess, access_pattern,
+                   expand_mnemonics, placeholder_access)
 
 N, Z, C, V = "N", "Z", "C", "V"
 NZCV = frozenset((N, Z, C, V))
@@ -149,41 +150,12 @@ class _Spec:
     move: bool = False
 
 
-def _pattern(text: str) -> Callable:
-    if "|" in text:
-        alternatives = {len(p): p for p in (_split(t) for t in text.split("|"))}
-        return alternatives.get
-    if text.endswith("*"):
-        fixed = _split(text[:-1])
-        return lambda n: (fixed + (fixed[-1],) * max(0, n - len(fixed)))[:n]
-    fixed = _split(text)
-    return lambda n: fixed if n == len(fixed) else None
-
-
-def _split(text: str) -> tuple[str, ...]:
-    text = text.strip()
-    return tuple("" if a.strip() == "-" else a.strip() for a in text.split(",")) if text else ()
-
-
-def _expand(text: str) -> list[str]:
-    """"ld{1,2}r s{add,sub}l{,2}" -> every combination."""
-    out = []
-    for word in text.split():
-        m = re.match(r"([^{]*)\{([\w,]*)\}(.*)$", word)
-        if m:
-            out.extend(_expand(" ".join(m.group(1) + part + m.group(3)
-                                        for part in m.group(2).split(","))))
-        else:
-            out.append(word)
-    return out
-
-
 _TABLE: dict[str, _Spec] = {}
 
 
 def _def(mnemonics: str, access: str, **kw) -> None:
-    spec = _Spec(_pattern(access), **kw)
-    for m in _expand(mnemonics):
+    spec = _Spec(access_pattern(access), **kw)
+    for m in expand_mnemonics(mnemonics):
         _TABLE[m] = spec
 
 
@@ -301,29 +273,8 @@ class _Op:
     increment: str | int | None = None   # post-index register (`[x0], x2`) or constant (`, 16`)
     value: int | None = None          # an immediate's value, when it is a known integer
 
-
-def _fold_post_index(operands) -> tuple[list, list[str | None]]:
-    """The form keys' folding: `[x0], 16` / `[x0], x2` -> one memory operand with
-    write-back (the increment register kept aside)."""
-    ops, increments = list(operands), [None] * len(operands)
-    for i in range(len(ops) - 1):
-        if isinstance(ops[i], Memory) and ops[i].writeback is None and i + 2 == len(ops) \
-                and isinstance(ops[i + 1], (Immediate, Register)):
-            m = ops[i]
-            ops[i] = Memory(base=m.base, index=m.index, disp=m.disp, symbols=m.symbols,
-                            writeback="post", index_shift=m.index_shift, has_disp=m.has_disp)
-            if isinstance(ops[i + 1], Register):
-                increments[i] = ops[i + 1].name
-            elif isinstance(ops[i + 1].value, int):
-                increments[i] = ops[i + 1].value        # `[x0], 16`: the constant added
-            del ops[i + 1]
-            del increments[i + 1]
-            break
-    return ops, increments
-
-
 def _instruction_ops(operands, mnemonic: str) -> tuple[_Op, ...]:
-    ops, increments = _fold_post_index(operands)
+    ops, increments = fold_post_index(operands)
     out = []
     literal_load = mnemonic.startswith(("ldr", "prfm"))
     for op, inc in zip(ops, increments):
@@ -576,20 +527,19 @@ class _Builder:
         self.offsets: list[tuple[str, int]] = []
 
     def read(self, name, operand, role=DATA, width=None):
+        self._access(self.reads, name, operand, role, width)
+
+    def write(self, name, operand, width=None):
+        self._access(self.writes, name, operand, DATA, width)
+
+    @staticmethod
+    def _access(accesses: list, name, operand, role, width) -> None:
         fam = family(name)
         if fam is None:
             return
         a = RegAccess(fam, _register_kind(name), operand, role, width)
-        if a not in self.reads:
-            self.reads.append(a)
-
-    def write(self, name, operand, width=None):
-        fam = family(name)
-        if fam is None:
-            return
-        a = RegAccess(fam, _register_kind(name), operand, DATA, width)
-        if a not in self.writes:
-            self.writes.append(a)
+        if a not in accesses:
+            accesses.append(a)
 
     def register(self, i, name, access, width, merge=False):
         if "R" in access:
@@ -598,7 +548,7 @@ class _Builder:
             self.write(name, i, width)
 
     def memory_operand(self, i, op: _Op, access: str):
-        m, spec = op.memory, self.res.spec
+        m = op.memory
         register_increment = op.increment if isinstance(op.increment, str) else None
         for reg in (m.base, m.index, register_increment):
             if reg:

@@ -28,7 +28,9 @@ first, as in the form strings and FormKey), the written order on AArch64.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from typing import Callable
 
 # RegAccess.kind
 GPR, VECTOR, MASK, FLAG, OTHER = "gpr", "vector", "mask", "flag", "other"
@@ -306,3 +308,37 @@ def placeholder_access(template, guess: tuple[str, ...]) -> tuple[str, ...]:
     """The access a form string writes into its register placeholders, `guess` elsewhere."""
     return tuple(op.access if op.kind == "reg" and op.access else a
                  for op, a in zip(template.operands, guess))
+
+
+# --- helpers of the ISA tables (x86.py, aarch64.py) ---------------------------------------
+
+def access_pattern(text: str) -> Callable:
+    """Access pattern ("W,R*", "RW,R|W,R,R") -> function of the operand count: the access of
+    each operand, or None where the count is not valid. `*` repeats the last access, `|`
+    lists alternatives by count, `-` is an operand that is not accessed."""
+    if "|" in text:
+        alternatives = {len(p): p for p in (_split_access(t) for t in text.split("|"))}
+        return alternatives.get
+    if text.endswith("*"):
+        fixed = _split_access(text[:-1])
+        return lambda n: (fixed + (fixed[-1],) * max(0, n - len(fixed)))[:n]
+    fixed = _split_access(text)
+    return lambda n: fixed if n == len(fixed) else None
+
+
+def _split_access(text: str) -> tuple[str, ...]:
+    text = text.strip()
+    return tuple("" if a.strip() == "-" else a.strip() for a in text.split(",")) if text else ()
+
+
+def expand_mnemonics(text: str) -> list[str]:
+    """"padd{b,w,d,q} ld{1,2}r s{add,sub}l{,2}" -> the mnemonics (every combination)."""
+    out = []
+    for word in text.split():
+        m = re.match(r"([^{]*)\{([\w,]*)\}(.*)$", word)
+        if m:
+            out.extend(expand_mnemonics(" ".join(m.group(1) + part + m.group(3)
+                                                 for part in m.group(2).split(","))))
+        else:
+            out.append(word)
+    return out

@@ -65,8 +65,8 @@ from ..asm.parse import Immediate, Indirect, Memory, Register, Rounding, Symbol
 from .base import (ADDRESS, ADDRESS_ONLY, DATA, DIVIDER, FLAG, FP_ADD, FP_MULTIPLY, GPR,
                    INT_MULTIPLY, LOAD, MASK, MERGE, NO_MEMORY, OTHER, READ_MODIFY_WRITE,
                    SHUFFLES, STORE, VECTOR, FormSemantics, InstructionSemantics,
-                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess,
-                   placeholder_access)
+                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess, access_pattern,
+                   expand_mnemonics, placeholder_access)
 
 # --- registers -----------------------------------------------------------------------------
 
@@ -166,43 +166,13 @@ class _Spec:
     notes: tuple = ()
 
 
-def _pattern(text: str) -> Callable:
-    """Access pattern -> function of the operand count (None: not a valid count)."""
-    if "|" in text:
-        alternatives = {len(p): p for p in (_split(t) for t in text.split("|"))}
-        return alternatives.get
-    if text.endswith("*"):
-        fixed = _split(text[:-1])
-        return lambda n: (fixed + (fixed[-1],) * max(0, n - len(fixed)))[:n]
-    fixed = _split(text)
-    return lambda n: fixed if n == len(fixed) else None
-
-
-def _split(text: str) -> tuple[str, ...]:
-    text = text.strip()
-    return tuple("" if a.strip() == "-" else a.strip() for a in text.split(",")) if text else ()
-
-
 _TABLE: dict[str, _Spec] = {}
-
-
-def _expand(text: str) -> list[str]:
-    """"padd{b,w,d,q} vfm{add,sub}{ps,pd}" -> the mnemonics (every combination)."""
-    out = []
-    for word in text.split():
-        m = re.match(r"([^{]*)\{([\w,]*)\}(.*)$", word)
-        if m:
-            out.extend(_expand(" ".join(m.group(1) + part + m.group(3)
-                                        for part in m.group(2).split(","))))
-        else:
-            out.append(word)
-    return out
 
 
 def _def(mnemonics: str, access: str, **kw) -> None:
     """Enter mnemonics ("padd{b,w}" expands) with an access pattern and properties."""
-    spec = _Spec(_pattern(access), **kw)
-    for m in _expand(mnemonics):
+    spec = _Spec(access_pattern(access), **kw)
+    for m in expand_mnemonics(mnemonics):
         _TABLE[m] = spec
 
 
@@ -464,7 +434,7 @@ _def("xrstor xrstor64 fxrstor fxrstor64 ldmxcsr", "R", implicit=_fixed(("rax/32"
 # string instructions (the explicit operands, if written, are the implicit ones); a table of
 # their own: movsd and cmpsd are also SSE instructions
 _STRING_SUFFIX = {"b": 8, "w": 16, "d": 32, "q": 64, "": None}
-_STRINGS = {kind: _Spec(_pattern("-*"), implicit=_string(kind), memory="none",
+_STRINGS = {kind: _Spec(access_pattern("-*"), implicit=_string(kind), memory="none",
                         flags_written=ALL if kind in ("cmps", "scas") else NONE)
             for kind in ("movs", "stos", "lods", "cmps", "scas")}
 
@@ -490,7 +460,7 @@ for _c, _f in _FCMOV_FLAGS.items():
 # Legacy SSE/MMX operations that overwrite their first source: RW,R... in the legacy
 # encoding, W,R,R... in the VEX/EVEX encoding (non-destructive). Scalar operations that
 # keep the upper lanes of the destination are here too (sqrtsd: RW in legacy SSE).
-_DESTRUCTIVE = _expand("""
+_DESTRUCTIVE = expand_mnemonics("""
 {add,sub,mul,div,min,max}{ps,pd,ss,sd} {and,andn,or,xor}{ps,pd} unpck{l,h}{ps,pd}
 addsub{ps,pd} hadd{ps,pd} hsub{ps,pd} {sqrt,rcp,rsqrt}ss sqrtsd cvtss2sd cvtsd2ss cvtsi2ss cvtsi2sd
 round{ss,sd} shuf{ps,pd} blend{ps,pd} dp{ps,pd} insertps cmp{ps,pd,ss,sd} movlhps movhlps
@@ -502,20 +472,20 @@ phadd{w,d,sw} phsub{w,d,sw} psll{w,d,q} psrl{w,d,q} psra{w,d} pslldq psrldq pali
 mpsadbw pinsr{b,w,d,q} pclmulqdq aes{enc,enclast,dec,declast} gf2p8{mulb,affineqb,affineinvqb}
 """)
 # Operations that only read their sources, in both encodings: W,R...
-_UNARY = _expand("""
+_UNARY = expand_mnemonics("""
 mov{aps,ups,apd,upd,dqa,dqu} lddqu movntdqa movddup movshdup movsldup movd movq
 pshufd pshufhw pshuflw pmov{zx,sx}{bw,bd,bq,wd,wq,dq}
 cvt{dq2ps,ps2dq,tps2dq,dq2pd,pd2dq,tpd2dq,ps2pd,pd2ps,ss2si,sd2si,tss2si,tsd2si}
 {sqrt,rcp,rsqrt}ps sqrtpd round{ps,pd} pabs{b,w,d} phminposuw movmsk{ps,pd} pmovmskb
 pextr{b,w,d,q} extractps aesimc aeskeygenassist movnt{ps,pd,dq}
 """)
-_COMPARE_FLAGS = _expand("ucomiss ucomisd comiss comisd ptest")
+_COMPARE_FLAGS = expand_mnemonics("ucomiss ucomisd comiss comisd ptest")
 # moves a core may eliminate between registers
-_VECTOR_MOVES = set(_expand("mov{aps,ups,apd,upd,dqa,dqu}")) | set(
-    _expand("vmov{aps,ups,apd,upd,dqa,dqu} vmovdqa{32,64} vmovdqu{8,16,32,64}"))
-_ZERO_IDIOMS = set(_expand("xor sub pxor xorps xorpd vpxor vxorps vxorpd vpxor{d,q} "
+_VECTOR_MOVES = set(expand_mnemonics("mov{aps,ups,apd,upd,dqa,dqu}")) | set(
+    expand_mnemonics("vmov{aps,ups,apd,upd,dqa,dqu} vmovdqa{32,64} vmovdqu{8,16,32,64}"))
+_ZERO_IDIOMS = set(expand_mnemonics("xor sub pxor xorps xorpd vpxor vxorps vxorpd vpxor{d,q} "
                            "psub{b,w,d,q} vpsub{b,w,d,q} pcmpgt{b,w,d,q} vpcmpgt{b,w,d,q}"))
-_ONES_IDIOMS = set(_expand("pcmpeq{b,w,d,q} vpcmpeq{b,w,d,q}"))
+_ONES_IDIOMS = set(expand_mnemonics("pcmpeq{b,w,d,q} vpcmpeq{b,w,d,q}"))
 
 for _m in _DESTRUCTIVE:
     _def(_m, "RW,R*")
@@ -842,6 +812,17 @@ def _form_operand(index: int, op: _Op, k: tuple, access: str, res: _Resolved,
     return f"{_PTR_WORDS[width]}_ptr_[((MEM:64))_+_((MIMM:16))]"
 
 
+def _resolved(insn, syntax: str):
+    """(form key, operands in Intel order, resolved table entry) of a parsed instruction."""
+    key = normalize_x86(insn, syntax)
+    operands = list(insn.operands)
+    att = syntax == "att"
+    if att:
+        operands.reverse()
+    ops = _instruction_ops(operands, key)
+    return key, ops, _resolve(key.mnemonic, ops, att)
+
+
 # --- the ISA object ----------------------------------------------------------------------------
 
 class X86Semantics(IsaSemantics):
@@ -922,23 +903,11 @@ class X86Semantics(IsaSemantics):
 
     # -- semantics --
     def instruction(self, insn, syntax: str) -> InstructionSemantics:
-        key = normalize_x86(insn, syntax)
-        operands = list(insn.operands)
-        att = syntax == "att"
-        if att:
-            operands.reverse()
-        ops = _instruction_ops(operands, key)
-        res = _resolve(key.mnemonic, ops, att)
+        key, ops, res = _resolved(insn, syntax)
         return _Builder(res, ops, insn.prefixes).build()
 
     def form_of(self, insn, syntax: str) -> str:
-        key = normalize_x86(insn, syntax)
-        operands = list(insn.operands)
-        att = syntax == "att"
-        if att:
-            operands.reverse()
-        ops = _instruction_ops(operands, key)
-        res = _resolve(key.mnemonic, ops, att)
+        key, ops, res = _resolved(insn, syntax)
         prefixes = [p for p in insn.prefixes if p in _UNREPRESENTABLE_PREFIXES]
         if prefixes:
             raise ValueError(f"the {prefixes[0]} prefix: form strings have no prefixes")

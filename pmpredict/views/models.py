@@ -36,6 +36,8 @@ def _host_lines(info: dict) -> list[str]:
     if not info["measured"]:
         return [head + ": not measured yet; `pmpredict predict FILE.s --model host` measures "
                        "it (the core forms once, then the forms each kernel needs)"]
+    if "damaged" in info:
+        return [head + f": {info['damaged']}", f"{'':8s} {info['path']}"]
     pipe = info["pipeline"]
     front = ", ".join(f"{k} {pipe[k]:g}" for k in ("macro_fusion", "load_op_slots",
                                                    "indexed_load_op_slots", "paired_stores",
