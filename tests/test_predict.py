@@ -172,3 +172,5 @@ def test_a_fused_jump_the_model_lacks_is_covered_by_its_pair():
     assert not r.complete and [x.text for x in r.unmatched] == ["jne .L1"]
     r = predict(loop, TOY.with_uops(TOY.uops, pipeline={"macro_fusion": 1}))
     assert {x.text for x in r.unmatched} == {"cmpq %rax, %rbx", "jne .L1"}   # nothing to stand for it
+    from pmpredict.views.instructions import text
+    assert [ln for ln in text(r).splitlines() if "jne .L1" in ln][0].count("X not in the model")

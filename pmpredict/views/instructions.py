@@ -29,6 +29,7 @@ def text(report) -> str:
             + "   Lat  CP LCD  Slack  Form")
     out.append(head)
     out.append("-" * len(head))
+    covered = {id(r) for r in report.fused_unknown}      # a fused jump its pair stands for
     for r in report.rows:
         cells = " ".join(f"{r.pressure[p]:>{cw}.2f}" if r.pressure.get(p) else " " * cw
                          for p in ports)
@@ -37,7 +38,7 @@ def text(report) -> str:
         lcd = "  X" if r.on_loop_carried else "   "
         slack = f"{r.slack:6.1f}" if r.slack is not None else "     -"
         if r.form is None:
-            tag = "not in the model" if r.annotated and r.annotated.fused else "X not in the model"
+            tag = "not in the model" if id(r) in covered else "X not in the model"
         else:
             tag = r.form_short + (" ~" if r.approx else "") + \
                 (" +" if r.source == "fallback" else "")
