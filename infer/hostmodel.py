@@ -399,4 +399,7 @@ def describe(cache_dir: str | None = None) -> dict:
                last_measured=extensions[-1]["date"] if extensions else facts.get("created"),
                bootstrap=facts.get("bootstrap"), extensions=len(extensions),
                unusable=len(facts.get("left_out", {})))
+    front = model.provenance.get("front_end")
+    if isinstance(front, dict) and front.get("doubts"):
+        out["front_end_doubts"] = list(front["doubts"])
     return out

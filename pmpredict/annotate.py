@@ -16,7 +16,6 @@ DEFAULTS and listed, per instruction and per machine fact.
 
 from __future__ import annotations
 
-from copy import copy
 from dataclasses import dataclass, field, replace
 
 from .deps import MemRef, Node, Source
@@ -56,6 +55,14 @@ class Annotated:
     paired_uops: tuple[tuple[int, int], ...] = ()
     assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
 
+    def at(self, index: int) -> "Annotated":
+        """A copy as instruction `index` (shallow: the later steps replace fields, they do not
+        change the objects in them). Cheaper than copy.copy, for a memo's entries."""
+        twin = object.__new__(Annotated)
+        twin.__dict__.update(self.__dict__)
+        twin.index = index
+        return twin
+
 
 @dataclass
 class Machine:
@@ -71,6 +78,9 @@ class Machine:
     load_op_slots: int = 1              # front-end slots of a load-op (2: unlaminated)
     indexed_load_op_slots: int = 1      # ... of a load-op whose address has an index
     paired_stores: bool = False         # two consecutive stores to one block commit at once
+    # why the model's measured front end may be wrong (what a disturbed measurement left:
+    # infer.measure.probes.doubts), from its provenance
+    doubts: tuple[str, ...] = ()
 
 
 def machine_facts(model, loop: bool) -> Machine:
@@ -85,13 +95,16 @@ def machine_facts(model, loop: bool) -> Machine:
         return DEFAULTS[key]
 
     taken = fact("taken_branch") if loop else 0.0
+    front = (model.provenance or {}).get("front_end")
+    doubts = front.get("doubts") if isinstance(front, dict) else None
     fusion = pipe.get("macro_fusion")
     return Machine(model.r_max, int(fact("window")), float(fact("load_latency")),
                    float(fact("store_forward_latency")), float(taken),
                    bool(fusion) if fusion is not None else True,
                    float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
                    assumed, int(pipe.get("load_op_slots", 1)),
-                   int(pipe.get("indexed_load_op_slots", 1)), bool(pipe.get("paired_stores")))
+                   int(pipe.get("indexed_load_op_slots", 1)), bool(pipe.get("paired_stores")),
+                   tuple(str(d) for d in doubts) if isinstance(doubts, list) else ())
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:
@@ -117,9 +130,7 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
         if entry is None or entry[0] is not sem:        # the id of a live object is unique
             entry = memo[(id(sem), form)] = (sem, _one(i, form, sem, model, machine,
                                                        stack_engine))
-        a = copy(entry[1])
-        a.index = i
-        out.append(a)
+        out.append(entry[1].at(i))
     if stack_engine:
         _stack_syncs(out, stack_engine, loop)
     if machine.macro_fusion:
@@ -223,6 +234,8 @@ def _stack_syncs(out: list[Annotated], register: str, loop: bool) -> None:
                 for m in a.semantics.memory) or \
             any(w.name == register and w.operand is not None for w in a.semantics.writes)
 
+    if not any(implicit_update(a) for a in out):
+        return                                   # no push, pop or call: nothing to sync
     synced, pending = set(), None
     for a in out + out if loop else out:       # a loop: what the previous iteration left
         if explicit(a) and pending is not None:

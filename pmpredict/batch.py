@@ -13,6 +13,8 @@ import gc
 
 from .errors import InputError
 
+GC_YOUNG = 20_000
+
 # what the forked workers render: (items, render), set before the pool starts
 _work: tuple | None = None
 
@@ -51,6 +53,11 @@ def render_all(items: list, render, jobs: int = 1):
     # what exists now (parsed files, models, tables) lives to the end: the garbage collector
     # need not look at it again after every few thousand new objects
     gc.freeze()
+    # and the young generation is collected every GC_YOUNG allocations instead of 700: a
+    # kernel's prediction makes thousands of short-lived objects that reference counting
+    # frees (measured on 2,000 BHive blocks: ~10% of the run spent in collections)
+    threshold = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG, *threshold[1:])
     try:
         yield render(items[0])
         rest = len(items) - 1
@@ -72,4 +79,5 @@ def render_all(items: list, render, jobs: int = 1):
                     yield text
     finally:
         _work = None
+        gc.set_threshold(*threshold)
         gc.unfreeze()

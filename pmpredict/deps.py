@@ -151,7 +151,7 @@ def build_graph(nodes: list[Node], load_latency: float, store_forward_latency: f
     for i, node in enumerate(nodes):
         for r in node.writes:
             last_writer[r] = i
-    addresses = _Addresses(nodes)
+    addresses = None                    # made at the first load: many bodies have none
     current: dict[str, int] = {}
     for i, node in enumerate(nodes):
         for s in node.reads:
@@ -162,6 +162,8 @@ def build_graph(nodes: list[Node], load_latency: float, store_forward_latency: f
         for k, ref in enumerate(node.memory):
             if not ref.load:
                 continue
+            if addresses is None:
+                addresses = _Addresses(nodes)
             edge = _forwarding_store(nodes, addresses, i, k)
             if edge is not None:
                 j, distance = edge
@@ -367,6 +369,8 @@ def _max_cycle_mean(weight: list[list[float]]) -> tuple[float, list[int] | None]
     """Karp's maximum cycle mean of a dense weight matrix (NEG = no edge), with one cycle that
     attains it (node indices in order), or (-inf, None) if there is no cycle."""
     m = len(weight)
+    if m == 1:                   # one head: its only cycle is its loop (most loops' case)
+        return (weight[0][0], [0]) if weight[0][0] != NEG else (NEG, None)
     # D[k][v]: heaviest walk of exactly k edges ending at v (from any start)
     D = [[0.0] * m]
     for k in range(1, m + 1):

@@ -18,7 +18,7 @@ Pure functions over models and semantics: no I/O.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from . import semantics
@@ -94,6 +94,7 @@ class PortKinds:
     mass: dict[str, list[float]]          # every uop, attributed (kind -> per port)
     single: dict[str, list[float]]        # the uops of single-kind forms only
     single_total: dict[str, float]
+    _attributed: dict = field(default_factory=dict, compare=False, repr=False)   # memo
 
     def attribute(self, kinds, mask: int) -> str | None:
         """The kind among `kinds` a uop on the ports of `mask` belongs to: the one whose
@@ -102,6 +103,12 @@ class PortKinds:
             return None
         if len(kinds) == 1:
             return kinds[0]
+        key = (tuple(kinds), mask)
+        if key not in self._attributed:
+            self._attributed[key] = self._largest_share(kinds, mask)
+        return self._attributed[key]
+
+    def _largest_share(self, kinds, mask: int) -> str:
         on = [p for p in range(len(self.ports)) if mask >> p & 1]
 
         def share(kind):
@@ -109,7 +116,6 @@ class PortKinds:
             total = self.single_total.get(kind, 0.0)
             return sum(m[p] for p in on) / total if total > 0 else 0.0
         return max(kinds, key=lambda k: (share(k), -kinds.index(k)))
-
 
     def of_port(self, port: str) -> list[tuple[str, float]]:
         """(kind, share of the port's uop mass), largest first, shares >= SHOWN_SHARE."""

@@ -17,6 +17,7 @@ from pmpredict.infer.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, doub
                                             read_frontend, snap_width)
 from pmpredict.model import MachineModel
 from pmpredict.predict import Predictor
+from pmpredict.views import render_text, summary
 
 ON_X86_LINUX = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
@@ -177,6 +178,27 @@ def test_a_jump_the_model_lacks_still_fuses():
     assert jump.fused and jump.slot == 0 and report.rows[1].annotated.uops == ((0b1111, 1),)
     off = MachineModel(**{**narrow.__dict__, "pipeline": {"macro_fusion": 0}})
     assert front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], off)[0] == 3.0
+
+
+def test_a_reading_still_in_doubt_is_said_with_every_prediction(monkeypatch, tmp_path):
+    """Every round reads loop iterations at 1.5 cycles (a disturbed measurement no round
+    mended): the model keeps the reading, and each prediction with it says it is in doubt."""
+    from pmpredict.infer.measure import frontend
+    slow_loops = {**skylake_like_timings(),
+                  **{f"loop: {k} idioms": 1.5 for k in range(MAX_LOOP_BODY + 1)}}
+    monkeypatch.setattr(frontend, "_measure_probes", lambda *a, **k: dict(slow_loops))
+    monkeypatch.setattr(frontend, "check_host", lambda: None)
+    measured = frontend.measure_frontend(cache_dir=str(tmp_path), rounds=2)
+    assert measured.facts.pipeline["taken_branch"] == 1.5
+    assert measured.facts.details["doubts"] == ["a loop iteration takes 1.5 cycles"]
+    model = measured.apply(WIDE)
+    _, report = front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], model)
+    doubt = ("the model's front end as measured, in doubt (the machine was busy?): "
+             "a loop iteration takes 1.5 cycles")
+    assert doubt in summary.assumptions(report)
+    assert "in doubt" in render_text(report)
+    _, clean = front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], WIDE)
+    assert not any("in doubt" in note for note in summary.assumptions(clean))
 
 
 # --- on this host ----------------------------------------------------------------------------------

@@ -108,6 +108,22 @@ def test_a_damaged_host_model_is_named_and_never_measured_over(tmp_path, monkeyp
     assert why in host["damaged"] and host["path"] == model_path()
 
 
+def test_models_says_when_this_machines_front_end_is_in_doubt(tmp_path, monkeypatch, capsys):
+    from pmpredict.cli import main
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
+    doubtful = _host_file(dict(MODEL, pipeline={"taken_branch": 1.5}), FACTS)
+    doubtful["provenance"]["front_end"] = {"doubts": ["a loop iteration takes 1.5 cycles"]}
+    with open(model_path(), "w") as fh:
+        json.dump(doubtful, fh)
+    assert main(["models"]) == 0
+    host = [ln for ln in capsys.readouterr().out.splitlines() if "front end:" in ln]
+    assert host and host[0].endswith("taken_branch 1.5 (in doubt: a loop iteration takes "
+                                     "1.5 cycles)")
+    assert main(["models", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["host"]["front_end_doubts"] == [
+        "a loop iteration takes 1.5 cycles"]
+
+
 def test_a_host_model_of_another_isa_or_not_json_is_damaged(tmp_path, monkeypatch):
     monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
     with open(model_path(), "w") as fh:

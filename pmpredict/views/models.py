@@ -48,7 +48,9 @@ def _host_lines(info: dict) -> list[str]:
     return [f"{'host':8s} {info['isa']:8s} {info['ports']:2d} ports {info['forms']:4d} forms"
             f"  ({info['with_latency']} with latencies; {info['unusable']} unusable here)"
             f"  this machine's model ({info['cpu']})",
-            f"{'':8s} front end: {width}, {front or 'no pipeline facts'}",
+            f"{'':8s} front end: {width}, {front or 'no pipeline facts'}"
+            + (f" (in doubt: {'; '.join(info['front_end_doubts'])})"
+               if info.get("front_end_doubts") else ""),
             f"{'':8s} created {info['created']} ({info['bootstrap']['how']}, "
             f"{info['bootstrap']['seconds']:g} s), {info['extensions']} extension(s), last "
             f"measured {info['last_measured']}",

@@ -38,6 +38,9 @@ def assumptions(report) -> list[str]:
                  "taken_branch": "a taken loop branch {:g} cycle"}
         out.append(", ".join(facts[k].format(v) for k, v in m.assumed.items())
                    + " (not in the model)")
+    if m and m.doubts:
+        out.append("the model's front end as measured, in doubt (the machine was busy?): "
+                   + "; ".join(m.doubts))
     rows = report.assumed_latencies
     known = [r for r in rows if r.form is not None]
     if known:
