@@ -4,7 +4,7 @@ Most lines of compiler output and of BHive blocks are plain: labels, an instruct
 registers, immediates and memory operands, a directive, a `#` comment. This module reads
 them with the grammar's own terminal regexes (taken from the .lark file, tried in Lark's
 priority order) and a small recursive-descent reader that follows the grammar's rules,
-and builds the statements through the same AsmTransformer methods, so the result is the
+and builds the operands through the same AsmTransformer methods, so the result is the
 one Lark gives. Whatever it does not follow (`;`, `{...}` decorations and pseudo prefixes,
 C comments, `1f` label references, non-ASCII text, any token the rule does not expect)
 makes it return None: Lark then parses the line, and reports the error if there is one.
@@ -48,6 +48,8 @@ def terminals(syntax: str) -> dict[str, str]:
 
 
 class _Lexicon:
+    """A syntax's compiled regexes and its operand cache."""
+
     def __init__(self, syntax: str):
         t = terminals(syntax)
         # what may start a statement (or follow one: a comment), in Lark's order
@@ -139,11 +141,11 @@ class _Tokens:
                 raise _Decline
             if kind != "WS":
                 self.items.append((m.group() if kind == "PUNCT" else kind, m.group()))
-        self.items.append((None, ""))
+        self.items += [(None, ""), (None, "")]         # the end, also for peek(1)
         self.i = 0
 
     def peek(self, ahead=0):
-        return self.items[min(self.i + ahead, len(self.items) - 1)][0]
+        return self.items[self.i + ahead][0]
 
     def take(self, kind=None) -> str:
         """The next token's text; it must be of `kind` when one is given."""
