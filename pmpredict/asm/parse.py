@@ -202,6 +202,18 @@ def parse_int(text: str) -> int:
     return int(t, 10)
 
 
+def comment_text(comment: str) -> str:
+    """A comment token's text without the comment characters, stripped."""
+    text = comment.strip()
+    for lead in ("//", "#", "/*"):
+        if text.startswith(lead):
+            text = text[len(lead):]
+            break
+    if text.endswith("*/"):
+        text = text[:-2]
+    return text.strip()
+
+
 def _reg(tok) -> str:
     name = str(tok).lower()
     return name[1:] if name.startswith("%") else name
@@ -223,14 +235,7 @@ class AsmTransformer(Transformer):
 
     def comment(self, c):
         tok = c[0]
-        text = str(tok).strip()
-        for lead in ("//", "#", "/*"):
-            if text.startswith(lead):
-                text = text[len(lead):]
-                break
-        if text.endswith("*/"):
-            text = text[:-2]
-        return Comment(tok.line, tok.column, text.strip())
+        return Comment(tok.line, tok.column, comment_text(str(tok)))
 
     def prefix(self, c):
         return c[0]
@@ -553,23 +558,29 @@ def parse(text: str, syntax: str, path: str = "<input>") -> Program:
 
 def _parse_distinct_lines(text: str, syntax: str, path: str) -> list:
     """The statements of `text`, each distinct line parsed once (the grammar reads every line
-    on its own, and compiler output repeats lines: blank ones, directives, instructions)."""
+    on its own, and compiler output repeats lines: blank ones, directives, instructions):
+    by fastline when it can, the others by Lark in one batch."""
+    from .fastline import parse_line
+
     raw = text.split("\n")[:-1]                     # the lines as the grammar sees them
-    number: dict[str, int] = {}                     # a line's text -> its distinct number
-    first: list[int] = []                           # distinct number - 1 -> its first line
+    first: dict[str, int] = {}                      # a line's text -> the first line it is on
     for n, line in enumerate(raw, 1):
-        if line not in number:
-            number[line] = len(first) + 1
-            first.append(n)
-    distinct = list(number)
-    parsed = _with_text(_parse_text("\n".join(distinct) + "\n", syntax, path, distinct, first),
-                        distinct)
-    on_line: dict[int, list] = {}
-    for st in parsed:
-        on_line.setdefault(st.line, []).append(st)
+        first.setdefault(line, n)
+    statements: dict[str, list] = {}                # a line's text -> its statements
+    slow = []                                       # the lines left to Lark
+    for line, n in first.items():
+        fast = parse_line(line, syntax, n)
+        if fast is None:
+            slow.append(line)
+        else:
+            statements[line] = fast
+    if slow:
+        where = [first[line] for line in slow]
+        for st in _with_text(_parse_text("\n".join(slow) + "\n", syntax, path, slow, where), slow):
+            statements.setdefault(slow[st.line - 1], []).append(st)
     out = []
     for n, line in enumerate(raw, 1):
-        for st in on_line.get(number[line], ()):
+        for st in statements.get(line, ()):
             out.append(st if st.line == n else _at_line(st, n))
     return out
 
@@ -607,11 +618,17 @@ def _with_text(statements: list, lines: list[str]) -> list:
             end = len(src)
             if i + 1 < n and statements[i + 1].line == st.line:
                 end = statements[i + 1].column - 1
-            piece = src[st.column - 1:end].strip().rstrip(";").strip()
             st = Instruction(st.line, st.column, st.mnemonic, st.operands, st.prefixes,
-                             " ".join(piece.split()))
+                             instruction_text(src, st.column, end))
         out.append(st)
     return out
+
+
+def instruction_text(src: str, column: int, end: int) -> str:
+    """An instruction's text: its slice of the source line from `column` (1-based) to `end`
+    (where the next statement on the line starts), without `;` and with spaces collapsed."""
+    piece = src[column - 1:end].strip().rstrip(";").strip()
+    return " ".join(piece.split())
 
 
 def parse_file(path: str, syntax: str | None = None, isa: str | None = None) -> Program:
