@@ -13,7 +13,7 @@ import gc
 
 from .errors import InputError
 
-GC_YOUNG = 20_000
+GC_YOUNG = 100_000
 
 # what the forked workers render: (items, render), set before the pool starts
 _work: tuple | None = None
