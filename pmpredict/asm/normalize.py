@@ -272,6 +272,8 @@ def _x86_operand(op, mnemonic: str, mem_width: int | None):
 _PMOV = re.compile(r"v?pmov[sz]x([bwd])([wdq])$")
 _DOWN_CONVERT = re.compile(r"vpmov(?:s|us)?([qdw])([dwb])$")
 _GATHER = re.compile(r"vp?gather[dq](ps|pd|d|q)$")
+_VECTOR_SHIFT = re.compile(r"v?ps(?:ll|rl|ra)[wdq]")
+_INSERT_EXTRACT = re.compile(r"v?p(?:insr|extr)([bwdq])")
 _ELEM = {"b": 8, "w": 16, "d": 32, "q": 64}
 _PACKED_ELEM = {"ps": 32, "pd": 64, "dq": 32, "udq": 32, "qq": 64, "uqq": 64, "ph": 16}
 _BROADCAST = {"vbroadcastss": 32, "vbroadcastsd": 64, "vpbroadcastb": 8, "vpbroadcastw": 16,
@@ -282,6 +284,7 @@ _BROADCAST = {"vbroadcastss": 32, "vbroadcastsd": 64, "vpbroadcastb": 8, "vpbroa
               "vmovddup": None, "movddup": 64}
 
 
+@lru_cache(maxsize=None)                # a function of the mnemonic and two small numbers
 def vector_memory_width(m: str, reg_width: int, has_immediate: bool = False) -> int | None:
     """Memory width of an AT&T vector instruction (Intel states it with `XMMWORD PTR` etc.).
 
@@ -313,9 +316,9 @@ def vector_memory_width(m: str, reg_width: int, has_immediate: bool = False) -> 
     gather = _GATHER.match(m)
     if gather:                                         # one element per index (Intel: QWORD PTR)
         return 32 if gather.group(1) in ("ps", "d") else 64
-    if re.fullmatch(r"v?ps(?:ll|rl|ra)[wdq]", m):
+    if _VECTOR_SHIFT.fullmatch(m):
         return reg_width if has_immediate else 128     # data, or a shift count from memory
-    if re.fullmatch(r"v?p(?:insr|extr)([bwdq])", m):
+    if _INSERT_EXTRACT.fullmatch(m):
         return _ELEM[m[-1]]
     if not m.startswith(("p", "vp")):                  # scalar fp (vaddsd); not vpminsd
         if m.endswith("ss"):
@@ -357,9 +360,9 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
                                                                 for o in ops)) if vec else None
     else:
         mem_width = None
-    keys = tuple(_x86_operand(o, mnemonic, mem_width) for o in ops)
-    masked = any((isinstance(o, Register) and o.mask) or (isinstance(o, Memory) and (o.broadcast or o.mask))
-                 for o in ops)
+    keys = tuple([_x86_operand(o, mnemonic, mem_width) for o in ops])
+    masked = any([(isinstance(o, Register) and o.mask) or (isinstance(o, Memory) and (o.broadcast or o.mask))
+                  for o in ops])
     return FormKey(mnemonic, keys, masked, osaca_view_x86(insn, syntax, mnemonic))
 
 
@@ -453,7 +456,7 @@ _A64_PRFOP = re.compile(r"p(?:ld|st|li)l[123](?:keep|strm)$")
 
 
 def _unique(names) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(n for n in names if n))
+    return tuple(dict.fromkeys(filter(None, names)))
 
 
 @lru_cache(maxsize=None)
@@ -488,7 +491,7 @@ def osaca_view_x86(insn: Instruction, syntax: str, mnemonic: str) -> tuple:
     names = [mnemonic, raw]
     if syntax == "att" and raw[-1:] in "bwlq":
         names.append(raw[:-1])              # OSACA retries without the AT&T size suffix
-    return _unique(names), tuple(_osaca_x86_operand(o) for o in ops)
+    return _unique(names), tuple([_osaca_x86_operand(o) for o in ops])
 
 
 def _osaca_a64_register(name: str) -> tuple:

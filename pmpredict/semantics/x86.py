@@ -156,6 +156,8 @@ class _Implicit:
     offsets: tuple = ()               # (family, constant added to it): push/pop/call/ret on rsp
 
 
+_NO_IMPLICIT = _Implicit()
+
 @dataclass(frozen=True)
 class _Spec:
     access: Callable                  # operand count -> access per operand, or None
@@ -238,7 +240,7 @@ def _widen(src: int, dst: int, into: str = "rax"):
 
 def _multiply(w, ops, prefixes):
     if len(ops) != 1:
-        return _Implicit()
+        return _NO_IMPLICIT
     if w == 8:
         return _Implicit(reads=(("rax", 8, DATA),), writes=(("rax", 16),))
     return _Implicit(reads=(("rax", w, DATA),), writes=(("rax", w), ("rdx", w)))
@@ -306,7 +308,7 @@ def _syscall(w, ops, prefixes):
 def _xmm0(w, ops, prefixes):
     """Legacy blendv / sha256rnds2: xmm0 is an implicit source when not written out."""
     if any(o.kind == "reg" and o.name and family(o.name) == "v0" for o in ops[2:]):
-        return _Implicit()
+        return _NO_IMPLICIT
     return _Implicit(reads=(("v0", 128, DATA),))
 
 
@@ -753,7 +755,7 @@ def _flags(res: _Resolved, ops) -> tuple[frozenset, frozenset]:
 
 def _implicit(res: _Resolved, ops, prefixes) -> _Implicit:
     if res.spec is None or res.spec.implicit is None:
-        return _Implicit()
+        return _NO_IMPLICIT
     return res.spec.implicit(res.width or 64, ops, prefixes)
 
 
@@ -993,22 +995,23 @@ class _Builder:
 
     def __init__(self, res: _Resolved, ops, prefixes):
         self.res, self.ops, self.prefixes = res, ops, prefixes
-        self.reads: list[RegAccess] = []
-        self.writes: list[RegAccess] = []
+        # RegAccess by its fields, in order: a register is listed once
+        self.reads: dict[tuple, RegAccess] = {}
+        self.writes: dict[tuple, RegAccess] = {}
         self.memory: list[MemAccess] = []
         self.notes = list(res.notes)
 
     def read(self, name, kind, operand, role=DATA, width=None):
-        a = _register_access(name, kind, operand, role, width)
-        if a not in self.reads:
-            self.reads.append(a)
+        fields = (name, kind, operand, role, width)
+        if fields not in self.reads:
+            self.reads[fields] = _register_access(*fields)
 
     def write(self, name, kind, operand, width=None):
-        a = _register_access(name, kind, operand, DATA, width)
-        if a not in self.writes:
-            self.writes.append(a)
+        fields = (name, kind, operand, DATA, width)
+        if fields not in self.writes:
+            self.writes[fields] = _register_access(*fields)
         if kind == GPR and width in (8, 16) and not any(
-                r.name == name and r.operand == operand for r in self.reads):
+                r.name == name and r.operand == operand for r in self.reads.values()):
             self.read(name, kind, operand, MERGE, 64)   # partial write: the rest of the family stays
 
     def register(self, i: int, op: _Op, access: str):
@@ -1076,16 +1079,16 @@ class _Builder:
         flags_read |= imp.flags_read
         idiom = self._idiom()
         if idiom:
-            self.reads, flags_read = [], NONE
+            self.reads, flags_read = {}, NONE
         elif res.mnemonic == "sbb" and self._same_sources():
-            self.reads = [a for a in self.reads if a.role == ADDRESS]
+            self.reads = {k: a for k, a in self.reads.items() if a.role == ADDRESS}
             self.notes.append("sbb r, r depends on CF only")
-        if any(p == "lock" for p in self.prefixes):
+        if "lock" in self.prefixes:
             self.notes.append("locked: an atomic read-modify-write")
         if spec is not None:
             self.notes.extend(spec.notes)
-        reads = tuple(self.reads) + _flag_accesses(flags_read)
-        writes = tuple(self.writes) + _flag_accesses(flags_written)
+        reads = tuple(self.reads.values()) + _flag_accesses(flags_read)
+        writes = tuple(self.writes.values()) + _flag_accesses(flags_written)
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             idiom=idiom, move=self._move(), branch=_branch(spec, ops),
