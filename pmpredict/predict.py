@@ -27,8 +27,8 @@ from typing import Callable
 from . import semantics as semantics_registry
 from .annotate import Annotated, Machine, annotate
 from .asm.kernel import Kernel
-from .asm.match import APPROX_LOAD, FormMatcher, Match, form_pattern
-from .asm.normalize import normalize, render_key
+from .asm.match import APPROX_LOAD, FormMatcher, form_pattern
+from .asm.normalize import render_key
 from .asm.parse import Instruction
 from .bound import optimum
 from .criticality import Criticality, EventClass, analyse, slack
@@ -189,21 +189,18 @@ class Predictor:
             s = self._short[form] = render_key(mnemonic, pats)
         return s
 
-    def match(self, insn: Instruction, syntax: str) -> Match:
-        return self.matcher.match(normalize(insn, syntax))
-
     def _instruction(self, insn: Instruction, syntax: str) -> tuple:
         """(match, whose form, the form in key notation, semantics) of an instruction: what
         depends on the instruction's text alone, computed once per text."""
         key = (insn.text, syntax)
         hit = self._per_instruction.get(key)
         if hit is None:
-            m = self.match(insn, syntax)
+            form_key, sem = self.semantics.described(insn, syntax)
+            m = self.matcher.match(form_key)
             source = None if m.form is None else \
                 "fallback" if self.fallback and m.form in self.fallback.forms else "model"
             hit = self._per_instruction[key] = (
-                m, str(m.key), source, self.short(m.form) if m.form else "",
-                self.semantics.instruction(insn, syntax))
+                m, str(m.key), source, self.short(m.form) if m.form else "", sem)
         return hit
 
     def predict_many(self, kernels, syntax: str, path: str = "<input>"):

@@ -227,12 +227,6 @@ _FIT = {"reg": _fit_reg, "fixreg": _fit_fixreg, "vreg": _fit_vreg, "velem": _fit
         "imm_w": _fit_imm_w, "imm_lit": _fit_imm_lit, "shift": _fit_shift}
 
 
-def _compat(u: tuple, f: tuple, hint: int | None, allow_approx: bool):
-    """(penalty, approx note or None) if user operand u fits pattern f, else None."""
-    rule = _FIT.get(f[0])
-    return rule(u, f, hint, allow_approx) if rule else None
-
-
 class FormMatcher:
     """Index of a model's forms by (mnemonic, operand count); matches FormKeys."""
 
@@ -240,7 +234,8 @@ class FormMatcher:
         self.isa = isa
         self.osaca = semantics.get(isa).osaca
         self.allow_approx = allow_approx
-        self.index: dict[tuple[str, int], list[tuple[str, tuple]]] = {}
+        # (mnemonic, operand count) -> [(form, operand patterns, their fit rules)]
+        self.index: dict[tuple[str, int], list[tuple[str, tuple, tuple]]] = {}
         self.by_mnemonic: dict[str, list[str]] = {}
         # foreign OSACA forms, in the model's (= the file's) order: (mnemonic, count) -> forms
         self.osaca_index: dict[tuple[str, int], list[tuple[int, str, tuple]]] = {}
@@ -256,9 +251,12 @@ class FormMatcher:
             except ValueError:
                 continue                      # a form we cannot read is simply never matched
             mnemonic, pats = form_pattern(template)
-            self.index.setdefault((mnemonic, len(pats)), []).append((name, pats))
+            rules = tuple(_FIT.get(f[0]) for f in pats)
+            if None not in rules:             # a pattern without a rule fits nothing
+                self.index.setdefault((mnemonic, len(pats)), []).append((name, pats, rules))
             self.by_mnemonic.setdefault(mnemonic, []).append(render_key(mnemonic, pats))
         self._cache: dict[FormKey, Match] = {}
+        self._reasons: dict[tuple, str] = {}
 
     def _add_osaca(self, order: int, name: str) -> None:
         try:
@@ -322,14 +320,21 @@ class FormMatcher:
         return self._rank_osaca(*key.osaca) if key.osaca else []
 
     def _unmatched_reason(self, key: FormKey) -> str:
-        known = list(self.by_mnemonic.get(key.mnemonic, []))
-        for mnemonic in (key.osaca[0] if key.osaca else ()):
-            known += self.osaca_by_mnemonic.get(mnemonic, [])
+        names = key.osaca[0] if key.osaca else ()
+        reason = self._reasons.get((key.mnemonic, names))
+        if reason is None:
+            reason = self._reasons[key.mnemonic, names] = self._reason(key.mnemonic, names)
+        return reason
+
+    def _reason(self, mnemonic: str, osaca_names: tuple) -> str:
+        known = list(self.by_mnemonic.get(mnemonic, []))
+        for name in osaca_names:
+            known += self.osaca_by_mnemonic.get(name, [])
         if not known:
-            return f"the model has no `{key.mnemonic}` form"
+            return f"the model has no `{mnemonic}` form"
         shown = sorted(set(known))
         text = "; ".join(shown[:4]) + ("; ..." if len(shown) > 4 else "")
-        return f"the model's `{key.mnemonic}` forms take other operands ({text})"
+        return f"the model's `{mnemonic}` forms take other operands ({text})"
 
     def _hint(self, key: FormKey) -> int | None:
         vec = [o[2] for o in key.operands if o[0] == "reg" and o[1] == "V"]
@@ -342,10 +347,11 @@ class FormMatcher:
         candidates = self.index.get((key.mnemonic, len(key.operands)), [])
         hint = self._hint(key)
         best = None
-        for name, pats in candidates:
+        allow_approx = self.allow_approx
+        for name, pats, rules in candidates:
             total, notes = 0.0, []
-            for u, f in zip(key.operands, pats):
-                r = _compat(u, f, hint, self.allow_approx)
+            for u, f, rule in zip(key.operands, pats, rules):
+                r = rule(u, f, hint, allow_approx)
                 if r is None:
                     break
                 total += r[0]

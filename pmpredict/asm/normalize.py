@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from .. import semantics
 from .parse import (Immediate, Indirect, Instruction, Memory, Register, RegisterList, Rounding,
@@ -43,15 +44,22 @@ for _i in range(8, 16):
     _X86_GPR[f"r{_i}b"] = 8
 
 
+_X86_VECTOR = re.compile(r"([xyz])mm\d+")
+_X86_VECTOR_WIDTH = {"x": 128, "y": 256, "z": 512}
+_X86_MASK = re.compile(r"k[0-7]")
+_X86_MMX = re.compile(r"mm[0-7]")
+
+
+@lru_cache(maxsize=None)                # a few dozen names, asked for every operand
 def x86_register(name: str) -> tuple:
     if name in _X86_GPR:
         return ("reg", "G", _X86_GPR[name], name)   # the name: forms with a fixed register (`cl`)
-    m = re.fullmatch(r"([xyz])mm\d+", name)
+    m = _X86_VECTOR.fullmatch(name)
     if m:
-        return ("reg", "V", {"x": 128, "y": 256, "z": 512}[m.group(1)])
-    if re.fullmatch(r"k[0-7]", name):
+        return ("reg", "V", _X86_VECTOR_WIDTH[m.group(1)])
+    if _X86_MASK.fullmatch(name):
         return ("reg", "K", 64)
-    if re.fullmatch(r"mm[0-7]", name):
+    if _X86_MMX.fullmatch(name):
         return ("reg", "M", 64)
     if name.startswith("st"):
         return ("reg", "X", 80)
@@ -113,14 +121,19 @@ _ATT_NARROWING = re.compile(r"(v?cvtt?(?:pd2(?:ps|dq|udq)|u?qq2ps))([xy])$")
 
 def att_mnemonic(m: str, operands) -> tuple[str, int | None, int | None]:
     """AT&T mnemonic -> (Intel mnemonic, operand size from the suffix, source size for movzx/movsx)."""
+    if m == "movq" and any(isinstance(o, Register) and x86_register(o.name)[1] in ("V", "M")
+                           for o in operands):
+        return "movq", None, None
+    return _att_spelling(m)
+
+
+@lru_cache(maxsize=None)                # a function of the mnemonic alone (but for movq, above)
+def _att_spelling(m: str) -> tuple[str, int | None, int | None]:
     if m in _ATT_ALIASES:
         return _ATT_ALIASES[m], None, (32 if m == "movslq" else None)
     narrowing = _ATT_NARROWING.match(m)
     if narrowing:                           # vcvtpd2psy: the memory source is 256 bits wide
         return narrowing.group(1), {"x": 128, "y": 256}[narrowing.group(2)], None
-    if m == "movq" and any(isinstance(o, Register) and x86_register(o.name)[1] in ("V", "M")
-                           for o in operands):
-        return "movq", None, None
     ext = _ATT_EXTEND.match(m)
     if ext:
         kind, src, dst = ext.groups()
@@ -168,17 +181,23 @@ class FormKey:
         return render_key(self.mnemonic, self.operands)
 
 
+_CLASS_NAMES = {"G": "r", "V": "v", "F": "f", "K": "k", "M": "mm", "X": "st", "S": "seg",
+                "IP": "rip", "Z": "z", "P": "p"}
+_FP_NAMES = {8: "b", 16: "h", 32: "s", 64: "d", 128: "q"}
+_VECTOR_NAMES = {128: "xmm", 256: "ymm", 512: "zmm"}
+_AMEM_NAMES = {"base": "[x]", "imm": "[x, imm]", "reg": "[x, x]", "ext": "[x, x, ext]",
+               "pre": "[x, imm]!", "post": "[x], imm"}
+
+
 def render_operand(op: tuple) -> str:
     kind = op[0]
     if kind == "reg":
         cls, width = op[1], op[2]
-        names = {"G": "r", "V": "v", "F": "f", "K": "k", "M": "mm", "X": "st", "S": "seg",
-                 "IP": "rip", "Z": "z", "P": "p"}
         if cls == "F":
-            return {8: "b", 16: "h", 32: "s", 64: "d", 128: "q"}.get(width, "f")
+            return _FP_NAMES.get(width, "f")
         if cls == "V":
-            return {128: "xmm", 256: "ymm", 512: "zmm"}.get(width, "v")
-        return f"{names.get(cls, '?')}{width or ''}"
+            return _VECTOR_NAMES.get(width, "v")
+        return f"{_CLASS_NAMES.get(cls, '?')}{width or ''}"
     if kind == "vreg":
         return f"v.{op[1]}"
     if kind == "velem":
@@ -199,8 +218,7 @@ def render_operand(op: tuple) -> str:
             parts.append("disp32")
         return "[" + "+".join(parts) + "]"
     if kind == "amem":
-        return {"base": "[x]", "imm": "[x, imm]", "reg": "[x, x]", "ext": "[x, x, ext]",
-                "pre": "[x, imm]!", "post": "[x], imm"}.get(op[1], "[?]")
+        return _AMEM_NAMES.get(op[1], "[?]")
     if kind == "imm":
         return "imm" if op[1] is None else f"imm({op[1]})"
     if kind == "imm_w":
@@ -254,6 +272,8 @@ def _x86_operand(op, mnemonic: str, mem_width: int | None):
 _PMOV = re.compile(r"v?pmov[sz]x([bwd])([wdq])$")
 _DOWN_CONVERT = re.compile(r"vpmov(?:s|us)?([qdw])([dwb])$")
 _GATHER = re.compile(r"vp?gather[dq](ps|pd|d|q)$")
+_VECTOR_SHIFT = re.compile(r"v?ps(?:ll|rl|ra)[wdq]")
+_INSERT_EXTRACT = re.compile(r"v?p(?:insr|extr)([bwdq])")
 _ELEM = {"b": 8, "w": 16, "d": 32, "q": 64}
 _PACKED_ELEM = {"ps": 32, "pd": 64, "dq": 32, "udq": 32, "qq": 64, "uqq": 64, "ph": 16}
 _BROADCAST = {"vbroadcastss": 32, "vbroadcastsd": 64, "vpbroadcastb": 8, "vpbroadcastw": 16,
@@ -264,6 +284,7 @@ _BROADCAST = {"vbroadcastss": 32, "vbroadcastsd": 64, "vpbroadcastb": 8, "vpbroa
               "vmovddup": None, "movddup": 64}
 
 
+@lru_cache(maxsize=None)                # a function of the mnemonic and two small numbers
 def vector_memory_width(m: str, reg_width: int, has_immediate: bool = False) -> int | None:
     """Memory width of an AT&T vector instruction (Intel states it with `XMMWORD PTR` etc.).
 
@@ -295,9 +316,9 @@ def vector_memory_width(m: str, reg_width: int, has_immediate: bool = False) -> 
     gather = _GATHER.match(m)
     if gather:                                         # one element per index (Intel: QWORD PTR)
         return 32 if gather.group(1) in ("ps", "d") else 64
-    if re.fullmatch(r"v?ps(?:ll|rl|ra)[wdq]", m):
+    if _VECTOR_SHIFT.fullmatch(m):
         return reg_width if has_immediate else 128     # data, or a shift count from memory
-    if re.fullmatch(r"v?p(?:insr|extr)([bwdq])", m):
+    if _INSERT_EXTRACT.fullmatch(m):
         return _ELEM[m[-1]]
     if not m.startswith(("p", "vp")):                  # scalar fp (vaddsd); not vpminsd
         if m.endswith("ss"):
@@ -315,8 +336,8 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
         mnemonic, suffix_width, src_width = att_mnemonic(mnemonic, ops)
         ops.reverse()                                   # AT&T lists the destination last
     mnemonic = _X86_ALIASES.get(mnemonic, mnemonic)
-    reg_widths = [x86_register(o.name)[2] for o in ops if isinstance(o, Register)
-                  and x86_register(o.name)[1] == "G"]
+    regs = [x86_register(o.name) for o in ops if isinstance(o, Register)]
+    reg_widths = [r[2] for r in regs if r[1] == "G"]
     if mnemonic == "movsx":
         # Intel spells movsxd as movsx when the source is 32 bits wide
         srcs = [o for o in ops[1:] if isinstance(o, (Register, Memory))]
@@ -331,18 +352,17 @@ def normalize_x86(insn: Instruction, syntax: str) -> FormKey:
         mem_width = suffix_width
     elif suffix_width is not None:
         mem_width = suffix_width
-    elif reg_widths and not any(isinstance(o, Register) and x86_register(o.name)[1] == "V" for o in ops):
+    elif reg_widths and not any(r[1] == "V" for r in regs):
         mem_width = max(reg_widths)                     # same-size operands (add r64, m64)
     elif syntax == "att":
-        vec = [x86_register(o.name)[2] for o in ops if isinstance(o, Register)
-               and x86_register(o.name)[1] == "V"]
+        vec = [r[2] for r in regs if r[1] == "V"]
         mem_width = vector_memory_width(mnemonic, max(vec), any(isinstance(o, Immediate)
                                                                 for o in ops)) if vec else None
     else:
         mem_width = None
-    keys = tuple(_x86_operand(o, mnemonic, mem_width) for o in ops)
-    masked = any((isinstance(o, Register) and o.mask) or (isinstance(o, Memory) and (o.broadcast or o.mask))
-                 for o in ops)
+    keys = tuple([_x86_operand(o, mnemonic, mem_width) for o in ops])
+    masked = any([(isinstance(o, Register) and o.mask) or (isinstance(o, Memory) and (o.broadcast or o.mask))
+                  for o in ops])
     return FormKey(mnemonic, keys, masked, osaca_view_x86(insn, syntax, mnemonic))
 
 
@@ -436,12 +456,17 @@ _A64_PRFOP = re.compile(r"p(?:ld|st|li)l[123](?:keep|strm)$")
 
 
 def _unique(names) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(n for n in names if n))
+    return tuple(dict.fromkeys(filter(None, names)))
+
+
+@lru_cache(maxsize=None)
+def _osaca_x86_register(name: str) -> tuple:
+    return ("r", name.rstrip("0123456789"), x86_register(name)[1])
 
 
 def _osaca_x86_operand(op) -> tuple:
     if isinstance(op, Register):
-        return ("r", op.name.rstrip("0123456789"), x86_register(op.name)[1])
+        return _osaca_x86_register(op.name)
     if isinstance(op, Immediate):
         return ("i", "int")
     if isinstance(op, Memory):
@@ -466,7 +491,7 @@ def osaca_view_x86(insn: Instruction, syntax: str, mnemonic: str) -> tuple:
     names = [mnemonic, raw]
     if syntax == "att" and raw[-1:] in "bwlq":
         names.append(raw[:-1])              # OSACA retries without the AT&T size suffix
-    return _unique(names), tuple(_osaca_x86_operand(o) for o in ops)
+    return _unique(names), tuple([_osaca_x86_operand(o) for o in ops])
 
 
 def _osaca_a64_register(name: str) -> tuple:

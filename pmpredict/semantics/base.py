@@ -245,6 +245,11 @@ class IsaSemantics:
         never an exception."""
         raise NotImplementedError
 
+    def described(self, insn, syntax: str) -> tuple:
+        """(form_key, instruction) of a parsed instruction: both at once, for an ISA whose
+        semantics starts from the form key (x86) to compute it once."""
+        return self.form_key(insn, syntax), self.instruction(insn, syntax)
+
     def form(self, form) -> FormSemantics:
         """FormSemantics of a form string or FormTemplate; a form string that cannot be
         parsed is unknown (known=False), never an exception."""

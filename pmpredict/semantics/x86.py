@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 from ..asm.normalize import _CONDITIONS, _SUFFIX_WIDTH, FormKey, normalize_x86, x86_register
@@ -95,6 +96,8 @@ for _n in "abcd":
     _GPR[_n + "h"] = ("r" + _n + "x", 8)
 _VECTOR = re.compile(r"([xyz])mm([0-9]|[12][0-9]|3[01])$")
 _VECTOR_WIDTH = {"x": 128, "y": 256, "z": 512}
+_MASK_OR_MMX = re.compile(r"k[0-7]|mm[0-7]")
+_X87 = re.compile(r"st\(?[0-7]\)?")
 
 CF, PF, AF, ZF, SF, OF, DF = "CF", "PF", "AF", "ZF", "SF", "OF", "DF"
 ALL = frozenset((CF, PF, AF, ZF, SF, OF))
@@ -116,10 +119,14 @@ _FCMOV_FLAGS = {"b": {CF}, "e": {ZF}, "be": {CF, ZF}, "u": {PF}, "nb": {CF}, "ne
                 "nbe": {CF, ZF}, "nu": {PF}}
 
 
+_KINDS = {"G": GPR, "V": VECTOR, "K": MASK, "M": VECTOR}
+
+
 def _kind(cls: str) -> str:
-    return {"G": GPR, "V": VECTOR, "K": MASK, "M": VECTOR}.get(cls, OTHER)
+    return _KINDS.get(cls, OTHER)
 
 
+@lru_cache(maxsize=None)                # a few dozen names, asked for every register operand
 def family(name: str) -> str | None:
     """Canonical family of an x86 register name (None: not tracked: rip, segment and
     control registers)."""
@@ -129,9 +136,9 @@ def family(name: str) -> str | None:
     m = _VECTOR.match(name)
     if m:
         return "v" + m.group(2)
-    if re.fullmatch(r"k[0-7]|mm[0-7]", name):
+    if _MASK_OR_MMX.fullmatch(name):
         return name
-    if name == "st" or re.fullmatch(r"st\(?[0-7]\)?", name):
+    if name == "st" or _X87.fullmatch(name):
         return "st"
     return None
 
@@ -148,6 +155,8 @@ class _Implicit:
     notes: tuple = ()
     offsets: tuple = ()               # (family, constant added to it): push/pop/call/ret on rsp
 
+
+_NO_IMPLICIT = _Implicit()
 
 @dataclass(frozen=True)
 class _Spec:
@@ -231,7 +240,7 @@ def _widen(src: int, dst: int, into: str = "rax"):
 
 def _multiply(w, ops, prefixes):
     if len(ops) != 1:
-        return _Implicit()
+        return _NO_IMPLICIT
     if w == 8:
         return _Implicit(reads=(("rax", 8, DATA),), writes=(("rax", 16),))
     return _Implicit(reads=(("rax", w, DATA),), writes=(("rax", w), ("rdx", w)))
@@ -299,7 +308,7 @@ def _syscall(w, ops, prefixes):
 def _xmm0(w, ops, prefixes):
     """Legacy blendv / sha256rnds2: xmm0 is an implicit source when not written out."""
     if any(o.kind == "reg" and o.name and family(o.name) == "v0" for o in ops[2:]):
-        return _Implicit()
+        return _NO_IMPLICIT
     return _Implicit(reads=(("v0", 128, DATA),))
 
 
@@ -563,6 +572,7 @@ for _m in _VECTOR_MOVES:
 _PSEUDO_COMPARE = re.compile(r"(v?)cmp(?:eq|lt|le|unord|neq|nlt|nle|ord|nge|ngt|false|ge|gt|true)"
                              r"(?:_[a-z]+)?(ps|pd|ss|sd)$")
 _FUSION_WITH_MEMORY = {"cmp", "test"}
+_HALF_MOVES = re.compile(r"mov[hl]p[sd]")
 _GATHER_SCATTER = re.compile(r"vp?(?:gather|scatter)[dq](ps|pd|d|q)$")
 
 
@@ -582,6 +592,17 @@ class _Op:
     value: int | None = None          # an immediate's value, when it is a known integer
 
 
+@lru_cache(maxsize=None)
+def _register_op(name: str, mask: str | None, zeroing: bool, indirect: bool) -> _Op:
+    _, cls, width = x86_register(name)[:3]
+    return _Op("reg", cls, width, name, mask=mask, zeroing=zeroing, indirect=indirect)
+
+
+@lru_cache(maxsize=1024)
+def _immediate_op(value: int | None) -> _Op:
+    return _Op("imm", value=value)
+
+
 def _instruction_ops(operands, key: FormKey) -> tuple[_Op, ...]:
     out = []
     for op, k in zip(operands, key.operands):
@@ -589,9 +610,7 @@ def _instruction_ops(operands, key: FormKey) -> tuple[_Op, ...]:
         if indirect:
             op = op.target
         if isinstance(op, Register):
-            _, cls, width = x86_register(op.name)[:3]
-            out.append(_Op("reg", cls, width, op.name, mask=op.mask, zeroing=op.zeroing,
-                           indirect=indirect))
+            out.append(_register_op(op.name, op.mask, op.zeroing, indirect))
         elif isinstance(op, Memory):
             width = k[1] if k[0] == "mem" else None
             out.append(_Op("mem", width=width, memory=op, mask=op.mask, zeroing=op.zeroing,
@@ -604,7 +623,7 @@ def _instruction_ops(operands, key: FormKey) -> tuple[_Op, ...]:
                                memory=Memory(symbols=(op.name,), has_disp=True), indirect=indirect))
         elif isinstance(op, Immediate):
             value = op.value if isinstance(op.value, int) and not op.symbols else None
-            out.append(_Op("imm", value=value))
+            out.append(_immediate_op(value))
         elif isinstance(op, Rounding):
             out.append(_Op("round"))
         else:
@@ -702,7 +721,7 @@ def _resolve(mnemonic: str, ops, att: bool = False) -> _Resolved:
     access = list(access)
     if name in ("movss", "movsd") and any(o.kind == "mem" for o in ops):
         access = ["W", "R"]                      # to or from memory: no merge
-    elif re.fullmatch(r"mov[hl]p[sd]", name) and ops and ops[0].kind == "mem":
+    elif _HALF_MOVES.fullmatch(name) and ops and ops[0].kind == "mem":
         access = ["W", "R"]                      # store of one half
     return _Resolved(name, spec, _expand_access(tuple(access), ops), width)
 
@@ -736,7 +755,7 @@ def _flags(res: _Resolved, ops) -> tuple[frozenset, frozenset]:
 
 def _implicit(res: _Resolved, ops, prefixes) -> _Implicit:
     if res.spec is None or res.spec.implicit is None:
-        return _Implicit()
+        return _NO_IMPLICIT
     return res.spec.implicit(res.width or 64, ops, prefixes)
 
 
@@ -903,8 +922,11 @@ class X86Semantics(IsaSemantics):
 
     # -- semantics --
     def instruction(self, insn, syntax: str) -> InstructionSemantics:
+        return self.described(insn, syntax)[1]
+
+    def described(self, insn, syntax: str) -> tuple[FormKey, InstructionSemantics]:
         key, ops, res = _resolved(insn, syntax)
-        return _Builder(res, ops, insn.prefixes).build()
+        return key, _Builder(res, ops, insn.prefixes).build()
 
     def form_of(self, insn, syntax: str) -> str:
         key, ops, res = _resolved(insn, syntax)
@@ -959,27 +981,37 @@ def _branch(spec: _Spec | None, ops) -> str | None:
     return spec.branch
 
 
+@lru_cache(maxsize=None)                # a few dozen distinct sets of flags
+def _flag_accesses(flags: frozenset) -> tuple[RegAccess, ...]:
+    return tuple(RegAccess(f, FLAG) for f in sorted(flags))
+
+
+# RegAccess(name, kind, operand, role, width), made once (frozen: equal ones can be shared)
+_register_access = lru_cache(maxsize=4096)(RegAccess)
+
+
 class _Builder:
     """Collects the reads, writes and memory accesses of one concrete instruction."""
 
     def __init__(self, res: _Resolved, ops, prefixes):
         self.res, self.ops, self.prefixes = res, ops, prefixes
-        self.reads: list[RegAccess] = []
-        self.writes: list[RegAccess] = []
+        # RegAccess by its fields, in order: a register is listed once
+        self.reads: dict[tuple, RegAccess] = {}
+        self.writes: dict[tuple, RegAccess] = {}
         self.memory: list[MemAccess] = []
         self.notes = list(res.notes)
 
     def read(self, name, kind, operand, role=DATA, width=None):
-        a = RegAccess(name, kind, operand, role, width)
-        if a not in self.reads:
-            self.reads.append(a)
+        fields = (name, kind, operand, role, width)
+        if fields not in self.reads:
+            self.reads[fields] = _register_access(*fields)
 
     def write(self, name, kind, operand, width=None):
-        a = RegAccess(name, kind, operand, DATA, width)
-        if a not in self.writes:
-            self.writes.append(a)
+        fields = (name, kind, operand, DATA, width)
+        if fields not in self.writes:
+            self.writes[fields] = _register_access(*fields)
         if kind == GPR and width in (8, 16) and not any(
-                r.name == name and r.operand == operand for r in self.reads):
+                r.name == name and r.operand == operand for r in self.reads.values()):
             self.read(name, kind, operand, MERGE, 64)   # partial write: the rest of the family stays
 
     def register(self, i: int, op: _Op, access: str):
@@ -1047,16 +1079,16 @@ class _Builder:
         flags_read |= imp.flags_read
         idiom = self._idiom()
         if idiom:
-            self.reads, flags_read = [], NONE
+            self.reads, flags_read = {}, NONE
         elif res.mnemonic == "sbb" and self._same_sources():
-            self.reads = [a for a in self.reads if a.role == ADDRESS]
+            self.reads = {k: a for k, a in self.reads.items() if a.role == ADDRESS}
             self.notes.append("sbb r, r depends on CF only")
-        if any(p == "lock" for p in self.prefixes):
+        if "lock" in self.prefixes:
             self.notes.append("locked: an atomic read-modify-write")
         if spec is not None:
             self.notes.extend(spec.notes)
-        reads = tuple(self.reads) + tuple(RegAccess(f, FLAG) for f in sorted(flags_read))
-        writes = tuple(self.writes) + tuple(RegAccess(f, FLAG) for f in sorted(flags_written))
+        reads = tuple(self.reads.values()) + _flag_accesses(flags_read)
+        writes = tuple(self.writes.values()) + _flag_accesses(flags_written)
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             idiom=idiom, move=self._move(), branch=_branch(spec, ops),
