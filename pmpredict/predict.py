@@ -139,8 +139,15 @@ class Report:
         return [r for r in self.rows if APPROX_LOAD in r.approx]
 
     @property
+    def beyond_model(self) -> list[InstructionRow]:
+        """Rows in the model whose cost its numbers do not hold (semantics' beyond_model: an
+        atomic read-modify-write, a barrier): the model counts the plain form."""
+        return [r for r in self.rows if r.form is not None and r.annotated is not None
+                and r.annotated.semantics.beyond_model]
+
+    @property
     def complete(self) -> bool:
-        return not self.unmatched and not self.uncounted_memory
+        return not self.unmatched and not self.uncounted_memory and not self.beyond_model
 
     @property
     def assumed_latencies(self) -> list[InstructionRow]:

@@ -174,3 +174,29 @@ def test_a_fused_jump_the_model_lacks_is_covered_by_its_pair():
     assert {x.text for x in r.unmatched} == {"cmpq %rax, %rbx", "jne .L1"}   # nothing to stand for it
     from pmpredict.views.instructions import text
     assert [ln for ln in text(r).splitlines() if "jne .L1" in ln][0].count("X not in the model")
+
+
+def test_an_atomic_read_modify_write_makes_the_prediction_a_lower_bound(tmp_path, capsys):
+    """`lock addq $1, (%rdi)` matches the plain add-to-memory form (the model has no other):
+    the prediction counts it, and says it is a lower bound (measured on Zen 4: a locked
+    read-modify-write loop takes ~7 cycles where the plain one takes ~1-2)."""
+    plain = predict("# OSACA-BEGIN\n\taddq $1, (%rdi)\n\taddq $8, %rdi\n# OSACA-END\n")
+    locked = predict("# OSACA-BEGIN\n\tlock addq $1, (%rdi)\n\taddq $8, %rdi\n# OSACA-END\n")
+    assert locked.rows[0].form == plain.rows[0].form == ADD_MEM
+    assert locked.cycles == plain.cycles                      # the same numbers counted
+    assert plain.complete and not plain.beyond_model
+    assert not locked.complete and [r.line for r in locked.beyond_model] == [2]
+    f = write(tmp_path, "k.s", "# OSACA-BEGIN\n\tlock addq $1, (%rdi)\n\taddq $8, %rdi\n"
+                               "# OSACA-END\n")
+    assert main(["predict", f, "--model", toy_model_file(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["coverage"]["complete"] is False
+    assert "an atomic read-modify-write) cost more than the model counts (line 2)" in \
+        out["coverage"]["note"]
+    assert out["instructions"][0]["beyond_model"] == "an atomic read-modify-write"
+    assert out["instructions"][0]["notes"] == ["locked: an atomic read-modify-write"]
+    assert out["instructions"][1]["beyond_model"] == "" and out["instructions"][1]["notes"] == []
+    assert main(["predict", f, "--model", toy_model_file(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "(lower bound)" in text and "(atomic: costs more)" in text
+    assert "Notes:\n    2  lock addq $1, (%rdi)   locked: an atomic read-modify-write" in text

@@ -18,6 +18,7 @@ from pmpredict import semantics
 from pmpredict.asm.parse import parse
 from pmpredict.forms import example_instance, parse_form
 from pmpredict.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
+from pmpredict.semantics.base import ATOMIC, BARRIER
 
 A64 = semantics.get("aarch64")
 NZCV = {"N", "Z", "C", "V"}
@@ -374,3 +375,11 @@ def test_gcc_output_is_known(tmp_path):
     insns = parse(out.read_text(), "aarch64").instructions
     unknown = [i.text for i in insns if not A64.instruction(i, "aarch64").known]
     assert len(insns) > 100 and not unknown, unknown
+
+
+@pytest.mark.parametrize("text, beyond", [
+    ("ldadd x1, x2, [x0]", ATOMIC), ("casal w1, w2, [x3]", ATOMIC), ("swp x1, x2, [x0]", ATOMIC),
+    ("stadd w1, [x0]", ATOMIC), ("dmb ish", BARRIER), ("isb", BARRIER),
+    ("ldr x1, [x0]", ""), ("nop", ""), ("add x1, x2, x3", "")])
+def test_atomics_and_barriers_cost_more_than_a_form_says(text, beyond):
+    assert sem(text).beyond_model == beyond

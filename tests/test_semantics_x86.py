@@ -21,6 +21,7 @@ from pmpredict.asm.parse import parse, parse_file
 from pmpredict.forms import example_instance, parse_form
 from pmpredict.infer.measure import default_forms
 from pmpredict.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
+from pmpredict.semantics.base import ATOMIC, BARRIER
 
 X86 = semantics.get("x86")
 ALL = {"CF", "PF", "AF", "ZF", "SF", "OF"}
@@ -564,3 +565,15 @@ def test_bhive_blocks_are_known():
     share = 1 - sum(unknown.values()) / total
     print(f"\nBHive: {total} instructions, {share:.4%} known; unknown: {unknown.most_common()}")
     assert total > 25000 and share >= 0.995, unknown.most_common(20)
+
+
+@pytest.mark.parametrize("text, beyond", [
+    ("lock xaddl %eax, (%r14)", ATOMIC),
+    ("lock addq %r12, 7168(%rbx)", ATOMIC),
+    ("xchgq %rax, (%rdi)", ATOMIC),            # locked without the prefix
+    ("xchgq %rax, %rbx", ""),
+    ("addq $1, (%rdi)", ""),
+    ("lfence", BARRIER), ("mfence", BARRIER), ("cpuid", BARRIER),
+    ("sfence", ""), ("pause", "")])
+def test_atomics_and_barriers_cost_more_than_a_form_says(text, beyond):
+    assert sem(text).beyond_model == beyond

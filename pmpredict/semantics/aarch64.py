@@ -58,11 +58,11 @@ from typing import Callable
 from ..asm.normalize import (_A64_COND, FormKey, aarch64_mnemonic, aarch64_register,
                               fold_post_index, normalize_aarch64)
 from ..asm.parse import Immediate, Memory, Register, RegisterList, Shift, Symbol
-from .base import (ADDRESS, ADDRESS_ONLY, DATA, DIVIDER, FLAG, FP_ADD, FP_MULTIPLY, GPR,
-                   INT_MULTIPLY, LOAD, MASK, MERGE, NO_MEMORY, OTHER, READ_MODIFY_WRITE,
-                   SHUFFLES, STORE, VECTOR, FormSemantics, InstructionSemantics,
-                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess, access_pattern,
-                   expand_mnemonics, placeholder_access)
+from .base import (ADDRESS, ADDRESS_ONLY, ATOMIC, BARRIER, DATA, DIVIDER, FLAG, FP_ADD,
+                   FP_MULTIPLY, GPR, INT_MULTIPLY, LOAD, MASK, MERGE, NO_MEMORY, OTHER,
+                   READ_MODIFY_WRITE, SHUFFLES, STORE, VECTOR, FormSemantics,
+                   InstructionSemantics, IsaSemantics, MemAccess, OsacaVocabulary, RegAccess,
+                   access_pattern, expand_mnemonics, placeholder_access)
 
 N, Z, C, V = "N", "Z", "C", "V"
 NZCV = frozenset((N, Z, C, V))
@@ -148,6 +148,7 @@ class _Spec:
     branch: str | None = None
     trap: str | None = None
     move: bool = False
+    beyond_model: str = ""            # InstructionSemantics.beyond_model: atomics, barriers
 
 
 _TABLE: dict[str, _Spec] = {}
@@ -215,14 +216,14 @@ _def("stxp stlxp", "W,R,R,W", transfer="after-status")
 for _suffix, _width in (("", None), ("b", 8), ("h", 16)):
     _ops = ("add", "clr", "eor", "set", "smax", "smin", "umax", "umin")
     _def(" ".join(f"ld{o}{o2}{_suffix}" for o in _ops for o2 in ("", "a", "l", "al")), "R,W,RW",
-         memory_width=_width, transfer="first")
+         memory_width=_width, transfer="first", beyond_model=ATOMIC)
     _def(" ".join(f"st{o}{o2}{_suffix}" for o in _ops for o2 in ("", "l")), "R,RW",
-         memory_width=_width, transfer="first")
+         memory_width=_width, transfer="first", beyond_model=ATOMIC)
     _def(" ".join(f"swp{o2}{_suffix}" for o2 in ("", "a", "l", "al")), "R,W,RW", memory_width=_width,
-         transfer="first")
+         transfer="first", beyond_model=ATOMIC)
     _def(" ".join(f"cas{o2}{_suffix}" for o2 in ("", "a", "l", "al")), "RW,R,RW", memory_width=_width,
-         transfer="first")
-_def("casp caspa caspl caspal", "RW,RW,R,R,RW", transfer="pair")
+         transfer="first", beyond_model=ATOMIC)
+_def("casp caspa caspl caspal", "RW,RW,R,R,RW", transfer="pair", beyond_model=ATOMIC)
 _def("prfm prfum", "-,R", memory="address")
 # control flow
 _def("b", "-", branch="jump")
@@ -234,7 +235,8 @@ _def("blr", "R", branch="call", implicit_writes=(("x30", 64),))
 _def("br", "R", branch="indirect")
 _def("ret", "|R", branch="return")
 # system
-_def("nop yield isb dsb dmb hint bti csdb sb esb sev sevl clrex", "-*")
+_def("nop yield hint bti csdb esb sev sevl clrex", "-*")
+_def("isb dsb dmb sb", "-*", beyond_model=BARRIER)
 _def("paciasp pacibsp autiasp autibsp paciaz pacibz autiaz autibz", "",
      implicit_reads=(("x30", 64), ("sp", 64)), implicit_writes=(("x30", 64),))
 _def("xpaclri", "", implicit_reads=(("x30", 64),), implicit_writes=(("x30", 64),))
@@ -623,7 +625,8 @@ class _Builder:
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             move=self._move(), branch=_branch(res), trap=_trap(res, ops), known=res.known,
-            notes=tuple(dict.fromkeys(self.notes)), offsets=tuple(self.offsets) + self._bump())
+            notes=tuple(dict.fromkeys(self.notes)), offsets=tuple(self.offsets) + self._bump(),
+            beyond_model=spec.beyond_model if spec is not None else "")
 
     def _bump(self) -> tuple[tuple[str, int], ...]:
         """add / sub of an immediate to a 64-bit register into itself: a pointer bump."""

@@ -84,6 +84,11 @@ class MemAccess:
         return (self.base, self.index, self.scale, self.disp, self.symbols)
 
 
+# what InstructionSemantics.beyond_model says
+ATOMIC = "an atomic read-modify-write"
+BARRIER = "a barrier: it waits for earlier instructions"
+
+
 @dataclass(frozen=True)
 class InstructionSemantics:
     """Reads, writes and properties of one concrete instruction."""
@@ -101,6 +106,10 @@ class InstructionSemantics:
     known: bool = True                # False: the tables do not know the mnemonic; reads/writes
                                       # were guessed from the operand order (reported to the user)
     notes: tuple[str, ...] = ()       # anything a report should say about this instruction
+    # why it costs more than any form's numbers say, in a loop with other work ("" when not):
+    # an atomic read-modify-write, a barrier that waits for earlier instructions. A model
+    # counts its unlocked / plain form, so a prediction with it is a lower bound
+    beyond_model: str = ""
     # registers the instruction sets to their own old value plus a constant (a pointer bump:
     # add/sub of an immediate, inc/dec, lea r, [r + d], push/pop on rsp, AArch64 write-back):
     # with them the dependency engine follows addresses from one iteration to the next

@@ -48,8 +48,10 @@ Decisions worth knowing:
   instruction is the core's business). "jcc" for conditional jumps (not loop/jrcxz).
 * Traps (`trap`): ud2 (also ud0/ud1), int3, int/into/int1, hlt, syscall, sysenter, and
   "privileged" for what faults in user mode (rdmsr, wrmsr, cli, sti, in, out, lgdt, mov to
-  a control register...). cpuid, rdtsc, xgetbv and the fences are ordinary (cpuid is
-  serialising: noted).
+  a control register...). cpuid, rdtsc, xgetbv and the fences are ordinary instructions.
+* Beyond a form's numbers (`beyond_model`): an atomic read-modify-write (`lock`, `xchg`
+  with memory) and a barrier (cpuid, lfence, mfence, serialize) cost what is in flight
+  around them; a model counts the plain form, so a prediction with one is a lower bound.
 * x87 registers are one resource, "st" (the stack), read and written by every x87
   instruction; MMX registers are mm0..mm7.
 """
@@ -63,11 +65,11 @@ from typing import Callable
 
 from ..asm.normalize import _CONDITIONS, _SUFFIX_WIDTH, FormKey, normalize_x86, x86_register
 from ..asm.parse import Immediate, Indirect, Memory, Register, Rounding, Symbol
-from .base import (ADDRESS, ADDRESS_ONLY, DATA, DIVIDER, FLAG, FP_ADD, FP_MULTIPLY, GPR,
-                   INT_MULTIPLY, LOAD, MASK, MERGE, NO_MEMORY, OTHER, READ_MODIFY_WRITE,
-                   SHUFFLES, STORE, VECTOR, FormSemantics, InstructionSemantics,
-                   IsaSemantics, MemAccess, OsacaVocabulary, RegAccess, access_pattern,
-                   expand_mnemonics, placeholder_access)
+from .base import (ADDRESS, ADDRESS_ONLY, ATOMIC, BARRIER, DATA, DIVIDER, FLAG, FP_ADD,
+                   FP_MULTIPLY, GPR, INT_MULTIPLY, LOAD, MASK, MERGE, NO_MEMORY, OTHER,
+                   READ_MODIFY_WRITE, SHUFFLES, STORE, VECTOR, FormSemantics,
+                   InstructionSemantics, IsaSemantics, MemAccess, OsacaVocabulary, RegAccess,
+                   access_pattern, expand_mnemonics, placeholder_access)
 
 # --- registers -----------------------------------------------------------------------------
 
@@ -173,6 +175,7 @@ class _Spec:
     count_flags: bool = False         # a shift count in a register may be 0: flags read too
     memory_width: int | None = None   # of a memory operand whose width the spelling leaves open
     notes: tuple = ()
+    barrier: bool = False             # waits for earlier instructions (or stores) to complete
 
 
 _TABLE: dict[str, _Spec] = {}
@@ -412,7 +415,10 @@ _def("leave", "", implicit=_leave)
 # no data (a prefix alone on a line, `rep; ret`, is its own statement: nothing either)
 _def("nop", "-*", memory="none")
 _def("lock rep repe repz repne repnz notrack data16 data32 addr32 rex64", "")
-_def("endbr64 endbr32 pause lfence mfence sfence serialize", "")
+_def("endbr64 endbr32 pause sfence", "")
+# lfence waits for every earlier instruction, mfence for earlier loads and stores, serialize
+# for everything: what they cost depends on what is in flight, not on a form of their own
+_def("lfence mfence serialize", "", barrier=True)
 _def("prefetcht0 prefetcht1 prefetcht2 prefetchnta prefetchw prefetchwt1 prefetch "
      "clflush clflushopt clwb cldemote", "R", memory="address", memory_width=8)
 
@@ -428,7 +434,7 @@ _def("sysexit sysret sysretq iret iretq iretd swapgs rdmsr wrmsr cli sti in out 
      "lmsw smsw xsetbv monitor mwait vmcall vmlaunch vmresume vmxoff xsaves xrstors wrpkru",
      "-*", trap="privileged")
 _def("cpuid", "", implicit=_fixed(("rax/32", "rcx/32"), ("rax/32", "rbx/32", "rcx/32", "rdx/32")),
-     notes=("serialising",))
+     notes=("serialising",), barrier=True)
 _def("rdtsc", "", implicit=_fixed((), ("rax/32", "rdx/32")))
 _def("rdtscp", "", implicit=_fixed((), ("rax/32", "rdx/32", "rcx/32")))
 _def("xgetbv rdpmc", "", implicit=_fixed(("rcx/32",), ("rax/32", "rdx/32")))
@@ -1083,17 +1089,25 @@ class _Builder:
         elif res.mnemonic == "sbb" and self._same_sources():
             self.reads = {k: a for k, a in self.reads.items() if a.role == ADDRESS}
             self.notes.append("sbb r, r depends on CF only")
+        beyond = ""
         if "lock" in self.prefixes:
             self.notes.append("locked: an atomic read-modify-write")
+            beyond = ATOMIC
+        elif res.mnemonic == "xchg" and self.memory:
+            self.notes.append("xchg with memory is locked without the prefix")
+            beyond = ATOMIC
         if spec is not None:
             self.notes.extend(spec.notes)
+            if spec.barrier:
+                beyond = BARRIER
         reads = tuple(self.reads.values()) + _flag_accesses(flags_read)
         writes = tuple(self.writes.values()) + _flag_accesses(flags_written)
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             idiom=idiom, move=self._move(), branch=_branch(spec, ops),
             fusion=self._fusion(), trap=self._trap(), known=res.known,
-            notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets())
+            notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(),
+            beyond_model=beyond)
 
     def _offsets(self) -> tuple[tuple[str, int], ...]:
         """A 64-bit register set to itself plus a constant (32-bit writes zero-extend: their

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from ..semantics.base import ATOMIC, BARRIER
 from .common import cut, number
+
+_BEYOND = {ATOMIC: "atomic: costs more", BARRIER: "barrier: costs more"}
 
 
 def _flags(row) -> str:
@@ -16,6 +19,8 @@ def _flags(row) -> str:
         return f"{a.idiom} idiom"
     if a.fused:
         return "fused with the previous"
+    if a.semantics.beyond_model:
+        return _BEYOND.get(a.semantics.beyond_model, "costs more than the model counts")
     return ""
 
 
@@ -56,6 +61,12 @@ def text(report) -> str:
         out.append("Not in the model (no uops counted):")
         for r in report.unmatched:
             out.append(f"{r.line:>5}  {r.text}   [{r.key}] {r.reason}")
+    noted = [r for r in report.rows if r.annotated and r.annotated.semantics.notes]
+    if noted:
+        out.append("")
+        out.append("Notes:")
+        for r in noted:
+            out.append(f"{r.line:>5}  {r.text}   {'; '.join(r.annotated.semantics.notes)}")
     taken = [r for r in report.rows if r.source == "fallback"]
     if taken:
         out.append("")
@@ -87,7 +98,9 @@ def json(report) -> dict:
                  "key": r.key,
                  "latency": number(r.latency) if r.annotated else None,
                  "critical_path": r.on_critical_path, "loop_carried": r.on_loop_carried,
-                 "slack": number(r.slack)}
+                 "slack": number(r.slack),
+                 "notes": list(r.annotated.semantics.notes) if r.annotated else [],
+                 "beyond_model": r.annotated.semantics.beyond_model if r.annotated else ""}
         if r.form is not None:
             entry["source"] = r.source
             entry["match"] = "approximate" if r.approx else "exact"

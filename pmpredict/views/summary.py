@@ -19,6 +19,13 @@ def coverage_note(report) -> str:
     if n_mem:
         parts.append(f"the memory access of {n_mem} instruction{'s' if n_mem > 1 else ''} "
                      "is not counted (register form used)")
+    beyond = report.beyond_model
+    if beyond:
+        kinds = dict.fromkeys(r.annotated.semantics.beyond_model.split(":")[0] for r in beyond)
+        parts.append(f"{len(beyond)} instruction{'s' if len(beyond) > 1 else ''} "
+                     f"({' and '.join(kinds)}) cost more than the model counts (line"
+                     f"{'s' if len(beyond) > 1 else ''} "
+                     f"{', '.join(str(r.line) for r in beyond)})")
     n_fused = len(report.fused_unknown)
     if not parts and n_fused:
         return (f"all instructions are in the model but {n_fused} jump"
