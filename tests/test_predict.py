@@ -200,3 +200,14 @@ def test_an_atomic_read_modify_write_makes_the_prediction_a_lower_bound(tmp_path
     text = capsys.readouterr().out
     assert "(lower bound)" in text and "(atomic: costs more)" in text
     assert "Notes:\n    2  lock addq $1, (%rdi)   locked: an atomic read-modify-write" in text
+
+
+def test_the_other_regions_listed_are_the_others(tmp_path, capsys):
+    one = write(tmp_path, "one.s", "# LLVM-MCA-BEGIN a\n\taddq $1, %rax\n# LLVM-MCA-END a\n")
+    assert main(["predict", one, "--model", toy_model_file(tmp_path)]) == 0
+    assert "Other regions" not in capsys.readouterr().out
+    two = write(tmp_path, "two.s", "# LLVM-MCA-BEGIN a\n\taddq $1, %rax\n# LLVM-MCA-END a\n"
+                                   "# LLVM-MCA-BEGIN b\n\tsubq $2, %rbx\n# LLVM-MCA-END b\n")
+    assert main(["predict", two, "--model", toy_model_file(tmp_path), "--region", "a"]) == 0
+    listed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Other regions")]
+    assert listed == ["Other regions: b (5-5)  (choose with --lines A-B or --region NAME)"]

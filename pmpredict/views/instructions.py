@@ -79,11 +79,14 @@ def text(report) -> str:
         for r in approx:
             out.append(f"{r.line:>5}  {r.text}   -> {r.form_short}: {'; '.join(r.approx)}")
     k = report.kernel
-    if k.others:
+    # the candidates (JSON `others`) include the kernel itself: the text lists the rest
+    others = [o for o in k.others if o.get("lines") and o["lines"][0] is not None
+              and list(o["lines"]) != [k.first_line, k.last_line]]
+    if others:
         out.append("")
         what = "regions" if k.how == "llvm-mca-region" else "innermost loops"
         listed = ", ".join(f"{o.get('name') or o.get('label')} ({o['lines'][0]}-{o['lines'][1]})"
-                           for o in k.others if o.get("lines") and o["lines"][0] is not None)
+                           for o in others)
         out.append(f"Other {what}: {listed}  (choose with --lines A-B"
                    + (" or --region NAME)" if k.how == "llvm-mca-region" else ")"))
     return "\n".join(out) + "\n"
