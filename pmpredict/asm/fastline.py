@@ -17,8 +17,8 @@ from functools import lru_cache, partial
 
 from lark import Token
 
-from .parse import (AsmTransformer, Comment, Directive, Instruction, Label, _grammar_text,
-                    comment_text, instruction_text)
+from .parse import (AsmTransformer, Comment, Directive, Instruction, Label, comment_text,
+                    grammar_text, instruction_text)
 
 _T = AsmTransformer()
 _BLANK = " \t\f\v"                               # what the grammars ignore
@@ -44,7 +44,7 @@ class _Decline(Exception):
 def terminals(syntax: str) -> dict[str, str]:
     """The grammar's regex terminals, name -> regex (flag `i` as Lark writes it)."""
     return {name: f"(?i:{body})" if flag else body
-            for name, body, flag in _TERMINAL_LINE.findall(_grammar_text(syntax))}
+            for name, body, flag in _TERMINAL_LINE.findall(grammar_text(syntax))}
 
 
 class _Lexicon:

@@ -490,7 +490,8 @@ class AsmTransformer(Transformer):
 
 # --- the parser ------------------------------------------------------------------------
 
-def _grammar_text(syntax: str) -> str:
+def grammar_text(syntax: str) -> str:
+    """The Lark grammar of a syntax (also read by fastline for its terminal regexes)."""
     name = semantics.for_syntax(syntax).grammar_files[syntax]
     try:
         return resources.files("pmpredict.grammars").joinpath(name).read_text()
@@ -502,7 +503,7 @@ def _grammar_text(syntax: str) -> str:
 
 @lru_cache(maxsize=None)
 def get_parser(syntax: str) -> Lark:
-    grammar = _grammar_text(syntax)
+    grammar = grammar_text(syntax)
     return Lark(grammar, parser="lalr", lexer="contextual", transformer=AsmTransformer(),
                 maybe_placeholders=True, cache=_parser_cache(syntax, grammar))
 
