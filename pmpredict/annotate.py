@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from .deps import MemRef, Node, Source
 from .semantics import ADDRESS, DATA, FLAG, InstructionSemantics
+from .semantics.base import ATOMIC
 
 # what is assumed when the model does not say (each use is reported)
 DEFAULTS = {
@@ -32,6 +33,10 @@ DEFAULTS = {
 }
 # the stack engine's sync uop before an explicit use of the stack pointer (one ALU operation)
 STACK_SYNC_LATENCY = 1.0
+# what atomics read and write besides their operands, in the dependency graph: the core runs
+# them one after another (each waits for the one before, in this iteration or the last), so
+# they form a loop-carried chain of `atomic_cycles` each (measured: a pipeline fact)
+ATOMIC_ORDER = "atomics"
 
 
 @dataclass
@@ -81,6 +86,7 @@ class Machine:
     # why the model's measured front end may be wrong (what a disturbed measurement left:
     # infer.measure.probes.doubts), from its provenance
     doubts: tuple[str, ...] = ()
+    atomic_cycles: float | None = None  # a locked read-modify-write back to back (measured)
 
 
 def machine_facts(model, loop: bool) -> Machine:
@@ -104,7 +110,8 @@ def machine_facts(model, loop: bool) -> Machine:
                    float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
                    assumed, int(pipe.get("load_op_slots", 1)),
                    int(pipe.get("indexed_load_op_slots", 1)), bool(pipe.get("paired_stores")),
-                   tuple(str(d) for d in doubts) if isinstance(doubts, list) else ())
+                   tuple(str(d) for d in doubts) if isinstance(doubts, list) else (),
+                   float(pipe["atomic_cycles"]) if pipe.get("atomic_cycles") else None)
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:
@@ -202,6 +209,9 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine,
                                                   (sem.stores and not sem.loads) else base])
     updated = _address_updates(sem)
     writes = tuple(dict.fromkeys(w.name for w in sem.writes if w.name not in updated))
+    if sem.beyond_model == ATOMIC and machine.atomic_cycles:   # known form or not
+        sources.append(Source(ATOMIC_ORDER, machine.atomic_cycles))
+        writes += (ATOMIC_ORDER,)
     bumps = tuple((r, d) for r, d in sem.offsets if r not in updated)
     node = Node(tuple(sources), writes, refs, latency, bumps)
     update = None

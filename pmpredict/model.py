@@ -50,6 +50,8 @@ PIPELINE_KEYS = {
                      "2 unlaminated",
     "indexed_load_op_slots": "front-end slots of a load-op with an index register "
                              "(add r, [base + index + disp])",
+    "atomic_cycles": "cycles a locked read-modify-write takes back to back (atomics are "
+                     "serialised: the least each costs in a loop)",
     "paired_stores": "1 if two consecutive stores into one aligned 32-byte block commit at once, "
                      "else 0",
 }

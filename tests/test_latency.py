@@ -221,6 +221,9 @@ def test_documented_latencies_on_this_host():
         assert all(v == pytest.approx(expected, abs=0.25) for v in got[form].values()), form
     assert 4.0 <= table.references["load_latency"] <= 5.25           # L1 load-to-use
     assert got[LOAD][1] == pytest.approx(table.references["load_latency"], abs=0.25)
+    # a locked add back to back: ~6-8 cycles on Zen 2-4, ~18-20 on Skylake-family cores
+    assert table.references["atomic_cycles"] >= 4.0
+    assert table.pipeline()["atomic_cycles"] == table.references["atomic_cycles"]
     # zero idioms break the chain on both vendors (since Sandy Bridge and Bulldozer)
     assert table.forms[XOR].idiom_breaks and table.forms[VPXOR].idiom_breaks
 

@@ -211,3 +211,22 @@ def test_the_other_regions_listed_are_the_others(tmp_path, capsys):
     assert main(["predict", two, "--model", toy_model_file(tmp_path), "--region", "a"]) == 0
     listed = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Other regions")]
     assert listed == ["Other regions: b (5-5)  (choose with --lines A-B or --region NAME)"]
+
+
+def test_with_the_measured_cost_of_an_atomic_atomics_run_one_after_another(capsys):
+    """atomic_cycles (measured: a locked add back to back) chains every atomic of the loop
+    to the one before it; the prediction is then complete, not a lower bound."""
+    measured = MachineModel(**{**TOY.__dict__, "pipeline": {"atomic_cycles": 6.5}})
+    one = predict("# OSACA-BEGIN\n\tlock addq $1, (%rdi)\n\taddq $1, %rax\n# OSACA-END\n",
+                  model=measured)
+    assert one.bounds.loop_carried == 6.5 and one.chains[0].resources == ("atomics",)
+    assert one.complete and not one.beyond_model
+    assert 6.5 <= one.cycles <= 7.0          # uops start on whole cycles: 7 in the simulation
+    two = predict("# OSACA-BEGIN\n\tlock addq $1, (%rdi)\n\tlock addq $1, 64(%rdi)\n"
+                  "# OSACA-END\n", model=measured)
+    assert two.bounds.loop_carried == 13.0 and two.chains[0].nodes == (0, 1)
+    plain = predict("# OSACA-BEGIN\n\taddq $1, (%rdi)\n\taddq $1, 64(%rdi)\n# OSACA-END\n",
+                    model=measured)
+    assert all(c.resources != ("atomics",) for c in plain.chains)
+    from pmpredict.views import render_text
+    assert "(atomic: 6.5 cycles, one after another)" in render_text(one)

@@ -108,6 +108,8 @@ def _reference_list() -> tuple[Reference, ...]:
                   Chain(("mov qword ptr [rbx + 64], rax", "mov rax, qword ptr [rbx + 64]")),
                   "store -> load forwarding: mov [m], r64; mov r64, [m] (the load adds nothing "
                   "beyond the load latency)"),
+        Reference("atomic_cycles", Chain(("lock add qword ptr [rbx + 64], 1",)),
+                  "atomic read-modify-write: lock add [m], imm back to back"),
     ]
     for width, prefix in ((128, "xmm"), (256, "ymm"), (512, "zmm")):
         refs.append(Reference(f"vpaddd{width}", Chain((f"vpaddd {prefix}0, {prefix}0, {prefix}1",)),
@@ -118,7 +120,7 @@ def _reference_list() -> tuple[Reference, ...]:
 
 
 REFERENCES = {r.name: r for r in _reference_list()}
-PIPELINE_REFERENCES = ("load_latency", "store_forward_latency")
+PIPELINE_REFERENCES = ("load_latency", "store_forward_latency", "atomic_cycles")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ from .common import cut, number
 _BEYOND = {ATOMIC: "atomic: costs more", BARRIER: "barrier: costs more"}
 
 
-def _flags(row) -> str:
+def _flags(row, atomic_cycles: float | None = None) -> str:
+    """What the table says of an instruction beyond its form; atomic_cycles: the machine's
+    measured cost of an atomic, with which atomics are counted (one after another)."""
     a = row.annotated
     if a is None:
         return ""
@@ -19,6 +21,8 @@ def _flags(row) -> str:
         return f"{a.idiom} idiom"
     if a.fused:
         return "fused with the previous"
+    if a.semantics.beyond_model == ATOMIC and atomic_cycles:
+        return f"atomic: {atomic_cycles:g} cycles, one after another"
     if a.semantics.beyond_model:
         return _BEYOND.get(a.semantics.beyond_model, "costs more than the model counts")
     return ""
@@ -47,7 +51,7 @@ def text(report) -> str:
         else:
             tag = r.form_short + (" ~" if r.approx else "") + \
                 (" +" if r.source == "fallback" else "")
-        extra = _flags(r)
+        extra = _flags(r, report.machine.atomic_cycles if report.machine else None)
         if extra:
             tag += f" ({extra})"
         if r.annotated and r.annotated.assumed and r.form is not None:
