@@ -767,8 +767,10 @@ def _implicit(res: _Resolved, ops, prefixes) -> _Implicit:
 
 # --- instruction -> form string (X86Semantics.form_of) --------------------------------------------
 
-# prefixes that change what is measured but that a form string cannot spell
-_UNREPRESENTABLE_PREFIXES = ("lock", "rep", "repe", "repz", "repne", "repnz")
+# prefixes that change what is measured but that a form string cannot spell (`lock` is not
+# one: a locked instruction's form is the plain one, and what the lock adds is the machine's
+# measured atomic_cycles, see annotate.ATOMIC_ORDER)
+_UNREPRESENTABLE_PREFIXES = ("rep", "repe", "repz", "repne", "repnz")
 _PTR_WORDS = {8: "byte", 16: "word", 32: "dword", 64: "qword", 80: "tbyte", 128: "xmmword",
               256: "ymmword", 512: "zmmword"}
 _PLACEHOLDER_CLASSES = ("G", "V")           # what form strings (and the harness) allocate
