@@ -111,14 +111,14 @@ def test_a_damaged_host_model_is_named_and_never_measured_over(tmp_path, monkeyp
 def test_models_says_when_this_machines_front_end_is_in_doubt(tmp_path, monkeypatch, capsys):
     from pmpredict.cli import main
     monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
-    doubtful = _host_file(dict(MODEL, pipeline={"taken_branch": 1.5}), FACTS)
+    doubtful = _host_file(dict(MODEL, pipeline={"taken_branch": 1.5, "atomic_cycles": 6.5}), FACTS)
     doubtful["provenance"]["front_end"] = {"doubts": ["a loop iteration takes 1.5 cycles"]}
     with open(model_path(), "w") as fh:
         json.dump(doubtful, fh)
     assert main(["models"]) == 0
     host = [ln for ln in capsys.readouterr().out.splitlines() if "front end:" in ln]
-    assert host and host[0].endswith("taken_branch 1.5 (in doubt: a loop iteration takes "
-                                     "1.5 cycles)")
+    assert host and host[0].endswith("taken_branch 1.5, atomic_cycles 6.5 (in doubt: a loop "
+                                     "iteration takes 1.5 cycles)")
     assert main(["models", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["host"]["front_end_doubts"] == [
         "a loop iteration takes 1.5 cycles"]

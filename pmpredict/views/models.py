@@ -42,7 +42,7 @@ def _host_lines(info: dict) -> list[str]:
     front = ", ".join(f"{k} {pipe[k]:g}" for k in ("macro_fusion", "load_op_slots",
                                                    "indexed_load_op_slots", "paired_stores",
                                                    "taken_branch", "load_latency",
-                                                   "store_forward_latency")
+                                                   "store_forward_latency", "atomic_cycles")
                       if k in pipe)
     width = f"r_max {info['r_max']:g}" if info["r_max"] else "r_max unknown"
     return [f"{'host':8s} {info['isa']:8s} {info['ports']:2d} ports {info['forms']:4d} forms"
