@@ -111,3 +111,27 @@ def test_a_file_without_instructions_is_an_error(tmp_path, capsys, text):
     assert main(["predict", str(empty)]) == 2
     assert capsys.readouterr().err == (f"pmpredict: error: {empty}: no instructions in the file "
                                        "(only labels, directives or comments, or nothing)\n")
+
+
+def test_rendering_many_leaves_the_garbage_collector_as_it_was():
+    """render_all collects the young generation rarely while it renders (and freezes what
+    exists): afterwards the thresholds and the frozen objects are as before, also when a
+    render raises."""
+    import gc
+
+    from pmpredict.batch import GC_YOUNG, render_all
+    from pmpredict.errors import InputError
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    seen = []
+
+    def render(item):
+        seen.append(gc.get_threshold()[0])
+        if item == "bad":
+            raise InputError("k.s", "bad kernel", 3)
+        return item.upper()
+    assert list(render_all(["a", "b", "c"], render)) == ["A", "B", "C"]
+    assert seen == [GC_YOUNG] * 3
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+    with pytest.raises(InputError):
+        list(render_all(["a", "bad", "c"], render))
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
