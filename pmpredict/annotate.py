@@ -88,6 +88,11 @@ class Machine:
     doubts: tuple[str, ...] = ()
     atomic_cycles: float | None = None  # a locked read-modify-write back to back (measured)
 
+    def counts(self, beyond_model: str) -> bool:
+        """Whether the machine's facts count an instruction that costs more than its form
+        (InstructionSemantics.beyond_model): an atomic, when atomic_cycles is measured."""
+        return beyond_model == ATOMIC and bool(self.atomic_cycles)
+
 
 def machine_facts(model, loop: bool) -> Machine:
     """Issue width (r_max), window, load and forwarding latencies, taken-branch cost; a value
@@ -209,7 +214,7 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine,
                                                   (sem.stores and not sem.loads) else base])
     updated = _address_updates(sem)
     writes = tuple(dict.fromkeys(w.name for w in sem.writes if w.name not in updated))
-    if sem.beyond_model == ATOMIC and machine.atomic_cycles:   # known form or not
+    if machine.counts(sem.beyond_model):                  # known form or not
         sources.append(Source(ATOMIC_ORDER, machine.atomic_cycles))
         writes += (ATOMIC_ORDER,)
     bumps = tuple((r, d) for r, d in sem.offsets if r not in updated)

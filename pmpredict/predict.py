@@ -40,7 +40,6 @@ from .schedule import Body, Run
 from .schedule import Machine as SimMachine
 from .schedule import simulate as simulate_schedule
 from .schedule_arrays import SKIP_EVEN, SKIP_ODD
-from .semantics.base import ATOMIC
 
 
 @dataclass
@@ -144,10 +143,9 @@ class Report:
         """Rows in the model whose cost its numbers do not hold (semantics' beyond_model: an
         atomic read-modify-write, a barrier): the model counts the plain form. An atomic is
         counted when the model has the measured atomic_cycles (annotate.ATOMIC_ORDER)."""
-        counted = ATOMIC if self.machine is not None and self.machine.atomic_cycles else None
         return [r for r in self.rows if r.form is not None and r.annotated is not None
                 and r.annotated.semantics.beyond_model
-                and r.annotated.semantics.beyond_model != counted]
+                and not (self.machine and self.machine.counts(r.annotated.semantics.beyond_model))]
 
     @property
     def complete(self) -> bool:

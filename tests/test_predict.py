@@ -191,7 +191,7 @@ def test_an_atomic_read_modify_write_makes_the_prediction_a_lower_bound(tmp_path
     assert main(["predict", f, "--model", toy_model_file(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["coverage"]["complete"] is False
-    assert "an atomic read-modify-write) cost more than the model counts (line 2)" in \
+    assert "1 instruction (atomic) cost more than the model counts (line 2)" in \
         out["coverage"]["note"]
     assert out["instructions"][0]["beyond_model"] == "an atomic read-modify-write"
     assert out["instructions"][0]["notes"] == ["locked: an atomic read-modify-write"]

@@ -6,6 +6,10 @@ import math
 import re
 
 from .. import semantics
+from ..semantics.base import ATOMIC, BARRIER
+
+# a short name of each InstructionSemantics.beyond_model kind
+BEYOND_MODEL_NAMES = {ATOMIC: "atomic", BARRIER: "barrier"}
 
 _WORD = re.compile(r"[a-z][a-z0-9]*")
 

@@ -3,15 +3,12 @@
 
 from __future__ import annotations
 
-from ..semantics.base import ATOMIC, BARRIER
-from .common import cut, number
-
-_BEYOND = {ATOMIC: "atomic: costs more", BARRIER: "barrier: costs more"}
+from .common import BEYOND_MODEL_NAMES, cut, number
 
 
-def _flags(row, atomic_cycles: float | None = None) -> str:
-    """What the table says of an instruction beyond its form; atomic_cycles: the machine's
-    measured cost of an atomic, with which atomics are counted (one after another)."""
+def _flags(row, machine=None) -> str:
+    """What the table says of an instruction beyond its form; machine: the run's
+    annotate.Machine (with a measured atomic_cycles, atomics are counted)."""
     a = row.annotated
     if a is None:
         return ""
@@ -21,11 +18,13 @@ def _flags(row, atomic_cycles: float | None = None) -> str:
         return f"{a.idiom} idiom"
     if a.fused:
         return "fused with the previous"
-    if a.semantics.beyond_model == ATOMIC and atomic_cycles:
-        return f"atomic: {atomic_cycles:g} cycles, one after another"
-    if a.semantics.beyond_model:
-        return _BEYOND.get(a.semantics.beyond_model, "costs more than the model counts")
-    return ""
+    beyond = a.semantics.beyond_model
+    if not beyond:
+        return ""
+    name = BEYOND_MODEL_NAMES.get(beyond, "beyond the model")
+    if machine is not None and machine.counts(beyond):
+        return f"{name}: {machine.atomic_cycles:g} cycles, one after another"
+    return f"{name}: costs more"
 
 
 def text(report) -> str:
@@ -51,7 +50,7 @@ def text(report) -> str:
         else:
             tag = r.form_short + (" ~" if r.approx else "") + \
                 (" +" if r.source == "fallback" else "")
-        extra = _flags(r, report.machine.atomic_cycles if report.machine else None)
+        extra = _flags(r, report.machine)
         if extra:
             tag += f" ({extra})"
         if r.annotated and r.annotated.assumed and r.form is not None:

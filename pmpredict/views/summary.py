@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..asm.detect import SYNTAX_NAMES
-from .common import chain_text, number, resource_names
+from .common import BEYOND_MODEL_NAMES, chain_text, number, resource_names
 
 TOLERANCE = 0.02          # a bound within 2% of the prediction is what limits it
 
@@ -21,7 +21,8 @@ def coverage_note(report) -> str:
                      "is not counted (register form used)")
     beyond = report.beyond_model
     if beyond:
-        kinds = dict.fromkeys(r.annotated.semantics.beyond_model.split(":")[0] for r in beyond)
+        kinds = dict.fromkeys(BEYOND_MODEL_NAMES.get(r.annotated.semantics.beyond_model,
+                                                     "beyond the model") for r in beyond)
         parts.append(f"{len(beyond)} instruction{'s' if len(beyond) > 1 else ''} "
                      f"({' and '.join(kinds)}) cost more than the model counts (line"
                      f"{'s' if len(beyond) > 1 else ''} "
