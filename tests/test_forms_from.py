@@ -210,5 +210,7 @@ def test_infer_forms_from_then_predict_knows_every_kept_instruction(tmp_path):
     assert jump["form"] is None and jump["fused"] is True
     model = json.loads(out.read_text())
     add = model["forms"]["ADD_((REG:RW:G:64)),_((IMM:8))"]
-    assert add["latency"] == 1 and add["latency_source"].startswith("measured on ")
+    # one cycle, or less where the core folds add-immediate chains at rename (Golden Cove
+    # and later: ~0.17 a link)
+    assert 0 < add["latency"] <= 1 and add["latency_source"].startswith("measured on ")
     assert set(model["pipeline"]) >= {"load_latency", "store_forward_latency"}

@@ -1,6 +1,6 @@
 """Latency chains (infer/measure/chains.py, latency.py): what is measured, how timings are
-read, what goes into a model, and, on an x86-64 host, the documented latencies of both
-vendors (picked from a small table where Intel and AMD differ)."""
+read, what goes into a model, and, on an x86-64 host, the latencies every core shares and
+those documented for this core (tests/hostcores.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from pmpredict.infer.measure.latency import LatencyTable, split_latencies
 from pmpredict.data.model_files import load_model
 from pmpredict.model import MachineModel
 from pmpredict.predict import Predictor
+
+from hostcores import known_core
 
 X86 = semantics.get("x86")
 IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"
@@ -201,31 +203,31 @@ needs_host = pytest.mark.skipif(
     or not (shutil.which("cc") or shutil.which("gcc")),
     reason="host measurement needs x86-64 Linux and a C compiler")
 
-# documented latencies that differ by vendor: Intel Skylake-family (Skylake to Cascade Lake,
-# Ice Lake: 4 for every FP add/mul/FMA), AMD Zen 2-4 (3 for FP add and mul, 4 for FMA)
-VENDOR = {"GenuineIntel": {ADDSD: 4.0, MULPS: 4.0, FMA: 4.0},
-          "AuthenticAMD": {ADDSD: 3.0, MULPS: 3.0, FMA: 4.0}}
+FP_FORMS = {"addsd": ADDSD, "mulps": MULPS, "fma": FMA}
 
 
 @needs_host
 def test_documented_latencies_on_this_host():
+    """Invariants of every recent x86-64 core, then the FP latencies documented for this
+    core where tests/hostcores.py knows it (they differ: vaddsd 4 on Skylake, 3 on Zen, 2 on
+    Golden Cove)."""
     from pmpredict.infer.measure.latency import measure_latencies
-    vendor = cpuinfo().get("vendor_id")
-    if vendor not in VENDOR:
-        pytest.skip(f"no documented latencies for vendor {vendor!r}")
-    forms = [IMUL, ADD, ADDSD, MULPS, FMA, LOAD, XOR, VPXOR]
+    core = known_core(cpuinfo())
+    forms = [IMUL, ADD, LOAD, XOR, VPXOR] + (list(FP_FORMS.values()) if core else [])
     table = measure_latencies(forms, cache_dir=None)
     got = {f: table.forms[f].sources for f in forms}
     assert got[IMUL] == {0: 3.0, 1: 3.0} and got[ADD] == {0: 1.0, 1: 1.0}
-    for form, expected in VENDOR[vendor].items():
-        assert all(v == pytest.approx(expected, abs=0.25) for v in got[form].values()), form
     assert 4.0 <= table.references["load_latency"] <= 5.25           # L1 load-to-use
     assert got[LOAD][1] == pytest.approx(table.references["load_latency"], abs=0.25)
     # a locked add back to back: ~6-8 cycles on Zen 2-4, ~18-20 on Skylake-family cores
     assert table.references["atomic_cycles"] >= 4.0
     assert table.pipeline()["atomic_cycles"] == table.references["atomic_cycles"]
-    # zero idioms break the chain on both vendors (since Sandy Bridge and Bulldozer)
+    # zero idioms break the chain on every vendor (since Sandy Bridge and Bulldozer)
     assert table.forms[XOR].idiom_breaks and table.forms[VPXOR].idiom_breaks
+    for name, expected in (core.latencies if core else {}).items():
+        form = FP_FORMS[name]
+        assert all(v == pytest.approx(expected, abs=0.25) for v in got[form].values()), \
+            (core.name, name, got[form])
 
 
 def test_references_are_ordered_so_companions_come_first():
