@@ -2,7 +2,7 @@
 
     python3 benchmarks/add_llvm_latencies.py [skl zen a72] [--llvm-mca llvm-mca-19] [--dry-run]
 
-For every form of a built-in model, an example instance (pmpredict.forms.example_instance)
+For every form of a built-in model, an example instance (pmpredict.isa.examples.example_instance)
 goes into one llvm-mca run per model (`-instruction-info`, the model's -mcpu and -mtriple):
 its Latency column is the form's latency, with latency_source "llvm-mca <version> -mcpu=<cpu>".
 
@@ -31,10 +31,10 @@ import subprocess
 import sys
 import tempfile
 
-from pmpredict import semantics
-from pmpredict.forms import parse_form, split_operands
+from pmpredict.isa import semantics
+from pmpredict.isa.forms import parse_form, split_operands
 from pmpredict.exporters.opcodes import instance_of
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.model_files import load_model, save_model
 from pmpredict.models import builtin_path
 
 CPUS = {"skl": "skylake", "zen": "znver1", "a72": "cortex-a72"}
@@ -218,7 +218,7 @@ def main(argv=None) -> int:
         for form in got["hidden"] + got["untied"]:
             print(f"  memory-operand latency only: {form}")
         if not args.dry_run:
-            timed.save(path)
+            save_model(timed, path)
             print(f"  wrote {path}")
     return 0
 

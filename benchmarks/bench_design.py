@@ -36,19 +36,19 @@ from dataclasses import replace
 
 import numpy as np
 
-from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.infer import design as designs
 from pmpredict.infer.experiments import singleton_experiments, singleton_throughputs
-from pmpredict.infer.host import measure_training_set
-from pmpredict.infer.measure import (default_cache_dir, default_forms, load_form_list,
-                                     measure_experiment_set)
-from pmpredict.infer.measure.calibrate import cpu_name
+from pmpredict.host.training import measure_training_set
+from pmpredict.measure import (default_cache_dir, default_forms, load_form_list,
+                               measure_experiment_set)
+from pmpredict.measure.calibrate import cpu_name
 from pmpredict.infer.pipeline import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
-from pmpredict.metrics import evaluate_model
-from pmpredict.data.model_files import load_model
-from pmpredict.model import MachineModel
+from pmpredict.predict.metrics import evaluate_model
+from pmpredict.formats.model_files import load_model
+from pmpredict.model.machine import MachineModel
 
 PORTS = 10
 
@@ -94,7 +94,7 @@ def measure_cost(forms, n: int, seed: int) -> dict:
 
 def latency_cost(forms, n: int, seed: int) -> dict:
     """Seconds per form of the latency chains (cache off), reference chains included."""
-    from pmpredict.infer.measure.latency import measure_latencies
+    from pmpredict.measure.latency import measure_latencies
     sample = random.Random(seed).sample(forms, n)
     wall, cpu = time.monotonic(), cpu_now()
     measure_latencies(sample, cache_dir=None)
@@ -106,7 +106,7 @@ def synthetic_inference(n_forms: int, host: MachineModel, seed: int) -> dict:
     """The blocker design on n_forms synthetic forms (each gets the uops of a random form of
     the built-in model `host`), "measured" by simulation with 2% noise: experiments,
     inference time and held-out MAPE against the simulated truth."""
-    from pmpredict.sim import simulate
+    from pmpredict.predict.throughput import simulate
     rng = np.random.default_rng(seed)
     host_forms = list(host.uops)
     names = [f"F{i}" for i in range(n_forms)]
@@ -177,7 +177,7 @@ def main(argv=None):
 def compare_designs(args, out: dict) -> None:
     """Both designs of the same forms, measured here (through the cache), inferred with the
     settings of `pmpredict infer --measure`, scored on the same held-out experiments."""
-    from pmpredict.infer.measure.frontend import measure_frontend
+    from pmpredict.measure.frontend import measure_frontend
     forms = load_form_list(args.forms) if args.forms else default_forms()
     cache = default_cache_dir()
     r_max = measure_frontend(cache_dir=cache).facts.r_max

@@ -22,15 +22,16 @@ import warnings
 
 import numpy as np
 
-from pmpredict.data.experiments import ExperimentSet, load_experiments
+from pmpredict.formats.experiments import load_experiments
+from pmpredict.model.experiments import ExperimentSet
 from pmpredict.exporters.llvm import export_llvm
 from pmpredict.exporters.opcodes import resolve_opcodes
 from pmpredict.exporters.common import singleton_cycles
 from pmpredict.exporters.osaca import export_osaca, osaca_order
-from pmpredict.osaca_forms import osaca_identity
-from pmpredict.metrics import mape
-from pmpredict.data.model_files import load_model
-from pmpredict.sim import simulate
+from pmpredict.isa.osaca_forms import osaca_identity
+from pmpredict.predict.metrics import mape
+from pmpredict.formats.model_files import load_model
+from pmpredict.predict.throughput import simulate
 
 ARTIFACT = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
                                          "pmevo-artifact"))

@@ -35,8 +35,8 @@ import subprocess
 import sys
 import time
 
-from pmpredict.infer.measure import measure_block
-from pmpredict.infer.measure.calibrate import cpu_name, cpuinfo
+from pmpredict.measure import measure_block
+from pmpredict.measure.calibrate import cpu_name, cpuinfo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")

@@ -33,12 +33,12 @@ import warnings
 
 import numpy as np
 
-from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.commands.progress import ProgressDisplay
-from pmpredict.infer.measure import default_forms, load_form_list, measure_experiment_set
-from pmpredict.infer.measure.calibrate import cpu_name, host_frequency
-from pmpredict.infer.measure.instantiate import instantiate, sequence_of
-from pmpredict.metrics import evaluate_predictions
+from pmpredict.measure import default_forms, load_form_list, measure_experiment_set
+from pmpredict.measure.calibrate import cpu_name, host_frequency
+from pmpredict.measure.instantiate import instantiate, sequence_of
+from pmpredict.predict.metrics import evaluate_predictions
 
 LLVM_MCA = "llvm-mca-19"
 LLVM_MC = "llvm-mc-19"
@@ -51,8 +51,8 @@ def random_experiments(forms, n, length, seed) -> ExperimentSet:
 
 
 def predict_model(model_spec, exps):
-    from pmpredict.data.model_files import load_model
-    from pmpredict.sim import simulate
+    from pmpredict.formats.model_files import load_model
+    from pmpredict.predict.throughput import simulate
     model = load_model(model_spec)
     cycles, _ = simulate(model, exps)
     return np.asarray(cycles, float), model

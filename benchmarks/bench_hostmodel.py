@@ -62,7 +62,7 @@ def as_a_user(cache: str) -> None:
 
 
 def from_the_core(cache: str) -> None:
-    from pmpredict.infer.hostmodel import host_model
+    from pmpredict.host.model import host_model
     print(f"\n2. bootstrap from the core forms, seeding off ({load()})")
     started = time.monotonic()
     model, update = host_model(cache_dir=cache, seed_builtin=False)
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-seeded", action="store_true", help="skip part 1")
     ap.add_argument("--skip-bootstrap", action="store_true", help="skip part 2")
     args = ap.parse_args(argv)
-    from pmpredict.infer.measure.calibrate import cpu_name
+    from pmpredict.measure.calibrate import cpu_name
     print(f"# bench_hostmodel: {datetime.datetime.now().isoformat(timespec='minutes')}, "
           f"{cpu_name()}, {os.cpu_count()} CPUs")
     print(f"# command: python3 benchmarks/bench_hostmodel.py {' '.join(argv or sys.argv[1:])}")

@@ -23,12 +23,13 @@ import time
 
 import numpy as np
 
-from pmpredict.data.experiments import ExperimentSet, load_experiments, load_many
+from pmpredict.formats.experiments import load_experiments, load_many
+from pmpredict.model.experiments import ExperimentSet
 from pmpredict.infer.pipeline import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
-from pmpredict.metrics import evaluate_model
-from pmpredict.data.model_files import load_model
+from pmpredict.predict.metrics import evaluate_model
+from pmpredict.formats.model_files import load_model
 
 DATA = os.environ.get("PMEVO_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "shared",
                                                  "data", "pmevo-artifact"))

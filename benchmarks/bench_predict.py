@@ -42,10 +42,11 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from pmpredict.asm.kernel import Kernel, all_regions, find_loops, innermost, select_kernel  # noqa: E402
-from pmpredict.asm.parse import Instruction, Label, parse_file  # noqa: E402
-from pmpredict.data.model_files import load_model  # noqa: E402
+from pmpredict.asm.parse import parse_file
+from pmpredict.isa.syntax import Instruction, Label  # noqa: E402
+from pmpredict.formats.model_files import load_model  # noqa: E402
 from pmpredict.models import builtin_path  # noqa: E402
-from pmpredict.predict import Predictor  # noqa: E402
+from pmpredict.predict.predictor import Predictor  # noqa: E402
 from pmpredict.views import render_text  # noqa: E402
 
 ARTIFACT = os.path.join(ROOT, "..", "shared", "data", "pmevo-artifact")

@@ -143,7 +143,7 @@ def harness_fingerprint() -> str:
     """Hash of the installed block harness's sources: a changed harness measures afresh."""
     import hashlib
     import importlib.util
-    spec = importlib.util.find_spec("pmpredict.infer.measure")
+    spec = importlib.util.find_spec("pmpredict.measure")
     digest = hashlib.sha256()
     for folder in (spec.submodule_search_locations or []) if spec else []:
         for name in sorted(os.listdir(folder)):

@@ -45,9 +45,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from pmpredict import sim  # noqa: E402
-from pmpredict.data.experiments import load_experiments, load_many  # noqa: E402
-from pmpredict.data.model_files import load_model  # noqa: E402
+from pmpredict.predict import throughput as sim  # noqa: E402
+from pmpredict.formats.experiments import load_experiments, load_many  # noqa: E402
+from pmpredict.formats.model_files import load_model  # noqa: E402
 
 ARTIFACT = os.path.join(ROOT, "..", "shared", "data", "pmevo-artifact")
 PEER_SRC = os.path.join(ROOT, "..", "shared", "peers", "pmevo-sim")

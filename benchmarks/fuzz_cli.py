@@ -558,7 +558,7 @@ def infer_measure_cases() -> list[Case]:
 
 
 def host_cache_path(cache_dir: str) -> str:
-    from pmpredict.infer.hostmodel import model_path
+    from pmpredict.host.model import model_path
     return model_path(cache_dir)
 
 

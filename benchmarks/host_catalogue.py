@@ -9,13 +9,13 @@
    structures, floating-point simulation; --extra adds more C files) at -O2 and at -O3
    -march=x86-64-v3 (AVX2, FMA, BMI2), every instruction of every function.
 2. Each instruction goes through what `pmpredict predict --model host` does with it
-   (pmpredict.infer.forms_from.instruction_form: `form_of`, then whether the form can be
+   (pmpredict.measure.forms_from.instruction_form: `form_of`, then whether the form can be
    repeated in a loop of its own): it is *modelled* when it has a measurable form. Printed:
    the share of instructions modelled and (BHive) of whole blocks, and every reason the rest
    is left out, with counts and an example.
 3. The catalogue: the most frequent forms until they make up --share (99%) of the modelled
    instructions of BHive, and the same for the compiler output; their union, minus the forms
-   the assembler rejects when instantiated, is infer/measure/forms_catalogue.txt (--write),
+   the assembler rejects when instantiated, is pmpredict/measure/forms_catalogue.txt (--write),
    the default form list of `pmpredict infer --measure`.
 """
 
@@ -50,7 +50,7 @@ class Tally:
         self.example = {}
 
     def add(self, isa, insn, syntax) -> bool:
-        from pmpredict.infer.forms_from import instruction_form
+        from pmpredict.measure.forms_from import instruction_form
         self.total += 1
         form, why = instruction_form(isa, insn, syntax)
         if form is not None:
@@ -83,7 +83,7 @@ def reason_key(why: str, mnemonic: str) -> str:
 
 def bhive(path: str) -> tuple[Tally, int, int]:
     """(tally, blocks, blocks every instruction of which is modelled)."""
-    from pmpredict import semantics
+    from pmpredict.isa import semantics
     from pmpredict.asm.parse import parse
     isa = semantics.get("x86")
     tally, blocks, whole = Tally(), 0, 0
@@ -99,7 +99,7 @@ def bhive(path: str) -> tuple[Tally, int, int]:
 
 def compiled(sources) -> tuple[Tally, list[str]]:
     """The tally over every instruction gcc and clang write for the sources (all configs)."""
-    from pmpredict import semantics
+    from pmpredict.isa import semantics
     from pmpredict.asm.parse import parse_file
     isa = semantics.get("x86")
     tally, runs = Tally(), []
@@ -129,7 +129,7 @@ def head(forms: Counter, share: float) -> list[str]:
 
 def rejected(forms) -> dict[str, str]:
     """Forms the harness cannot instantiate or the assembler rejects, with the reason."""
-    from pmpredict.infer.measure.measure_set import _form_errors
+    from pmpredict.measure.experiments import _form_errors
     return _form_errors(forms)
 
 
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true", help=f"write {os.path.relpath(CATALOGUE)}")
     args = ap.parse_args(argv)
 
-    from pmpredict.infer.measure.calibrate import cpu_name
+    from pmpredict.measure.calibrate import cpu_name
     cc_versions = {cc: subprocess.run([cc, "--version"], capture_output=True,
                                       text=True).stdout.splitlines()[0] for cc in ("gcc", "clang")}
     print(f"# host_catalogue: {datetime.date.today().isoformat()}, {cpu_name()}, "

@@ -16,8 +16,8 @@ import dataclasses
 import os
 import sys
 
-from pmpredict.model import abstract_port_names
-from pmpredict.data.model_files import load_model
+from pmpredict.model.machine import abstract_port_names
+from pmpredict.formats.model_files import load_model, save_model
 from pmpredict.models import builtin_path
 
 
@@ -31,7 +31,7 @@ def relabel(name: str) -> str:
         return f"{name}: already labelled {', '.join(labels)}"
     new = old.with_port_names(labels)
     tmp = path + ".relabelled"
-    new.save(tmp)
+    save_model(new, tmp)
     back = load_model(tmp)
     if dataclasses.replace(back, ports=old.ports) != old:
         raise SystemExit(f"{name}: the relabelled model differs in more than its port names")

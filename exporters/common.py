@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pmpredict import semantics
-from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.isa import semantics
+from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.errors import InputError
-from pmpredict.forms import parse_form
-from pmpredict.model import structure_problem, timing_problem
+from pmpredict.isa.forms import parse_form
+from pmpredict.model.machine import structure_problem, timing_problem
 
 # Latency of a form the model has no measurement for. PMEvo infers port usage
 # from throughput alone, so most models carry no latency; these defaults keep
@@ -55,7 +55,7 @@ def check_exportable(model) -> None:
 
 def singleton_cycles(model) -> dict[str, float]:
     """Reciprocal throughput of each form alone, from the exact simulator (never 0)."""
-    from pmpredict.sim import simulate
+    from pmpredict.predict.throughput import simulate
     forms = model.forms
     exps = ExperimentSet(forms, tuple(Experiment.of([f]) for f in forms), model.isa, "singletons")
     cycles, _ = simulate(model, exps)

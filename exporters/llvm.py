@@ -34,15 +34,16 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from pmpredict import semantics
-from pmpredict.forms import parse_form
+from pmpredict.isa import semantics
+from pmpredict.isa.forms import parse_form
 
-from pmpredict.files import write_atomic
+from pmpredict.formats.files import write_atomic
 
-from .common import (ExportError, ExportResult, Latency, check_exportable, latency_of,
-                     representative, singleton_cycles, tablegen_identifier)
-from .opcodes import Resolution, resolve_opcodes
-from .render import render_template
+from pmpredict.exporters.common import (ExportError, ExportResult, Latency, check_exportable,
+                                        latency_of, representative, singleton_cycles,
+                                        tablegen_identifier)
+from pmpredict.exporters.opcodes import Resolution, resolve_opcodes
+from pmpredict.exporters.render import render_template
 
 CYCLES_FIELD = {14: "ResourceCycles", 19: "ReleaseAtCycles"}
 

@@ -1,6 +1,6 @@
 """LLVM opcode names of our forms, from llvm-mc (one batch call per ISA), cached.
 
-Each form is instantiated once (`pmpredict.forms.example_instance`: Intel
+Each form is instantiated once (`pmpredict.isa.examples.example_instance`: Intel
 syntax on x86) and the whole list goes through one `llvm-mc -show-inst` run;
 the `<MCInst #N OPCODE ...>` comment after each instruction names its opcode,
 and the printed instruction is kept too (AT&T on x86: what OSACA and llvm-mca
@@ -9,7 +9,7 @@ it is listed in the export, never guessed.
 
 Lookups go: the table shipped with pmpredict (data/opcodes.json, the 310 x86 +
 390 AArch64 forms of the PMEvo artifact and the x86 host form list of
-infer/measure, made with llvm-mc 19), then the user
+pmpredict/measure, made with llvm-mc 19), then the user
 cache ($XDG_CACHE_HOME/pmpredict/opcodes.json), then llvm-mc for the rest (the
 results, failures included, go to the user cache).
 """
@@ -23,11 +23,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from pmpredict import semantics
+from pmpredict.isa import semantics
 from pmpredict.errors import InputError
-from pmpredict.files import write_atomic
-from pmpredict.osaca_forms import is_foreign
-from pmpredict.forms import example_instance, parse_form
+from pmpredict.formats.files import write_atomic
+from pmpredict.isa.osaca_forms import is_foreign
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.examples import example_instance
 
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "opcodes.json")
 _LLVM_MC_CANDIDATES = ("llvm-mc-19", "llvm-mc", "llvm-mc-20", "llvm-mc-18", "llvm-mc-17")
@@ -192,8 +193,8 @@ def build_table(forms_by_isa: dict[str, list[str]]) -> dict:
 def _host_forms() -> tuple[str | None, list[str]]:
     """(ISA, forms) of the host form list of `pmpredict infer --measure`, when installed."""
     try:
-        from pmpredict.infer import measure
-        from pmpredict.infer.measure.instantiate import HARNESS_ISA
+        from pmpredict import measure
+        from pmpredict.measure.instantiate import HARNESS_ISA
     except ImportError:
         return None, []
     path = os.path.join(os.path.dirname(measure.__file__), "forms_host.txt")

@@ -40,16 +40,17 @@ import json
 import math
 import re
 
-from pmpredict import semantics
-from pmpredict.data.osaca import OSACA_PIPELINE_KEYS
-from pmpredict.forms import parse_form, split_operands
-from pmpredict.osaca_forms import UnsupportedForm, is_foreign, osaca_identity
+from pmpredict.isa import semantics
+from pmpredict.formats.osaca import OSACA_PIPELINE_KEYS
+from pmpredict.isa.forms import parse_form, split_operands
+from pmpredict.isa.osaca_forms import UnsupportedForm, is_foreign, osaca_identity
 
-from pmpredict.files import write_atomic
+from pmpredict.formats.files import write_atomic
 
-from .common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportResult, check_exportable,
-                     latency_of, representative, singleton_cycles)
-from .render import render_template
+from pmpredict.exporters.common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportResult,
+                                        check_exportable, latency_of, representative,
+                                        singleton_cycles)
+from pmpredict.exporters.render import render_template
 
 OSACA_VERSION = "0.7.1"
 
@@ -161,7 +162,7 @@ def osaca_context(model, source: str = "") -> dict:
     """Everything the template prints, decided and formatted."""
     check_exportable(model)
     tp = singleton_cycles(model)
-    from .opcodes import resolve_opcodes
+    from pmpredict.exporters.opcodes import resolve_opcodes
     # printed spellings from the opcode table (shipped / cached; llvm-mc is not run here)
     printed = resolve_opcodes(model.forms, model.isa, use_llvm_mc=False) \
         if semantics.get(model.isa).osaca.printed_aliases else {}

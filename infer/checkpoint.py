@@ -13,8 +13,8 @@ import json
 import numpy as np
 
 from pmpredict.errors import InputError
-from pmpredict.files import write_atomic
-from pmpredict.jsonio import parse_json
+from pmpredict.formats.files import write_atomic
+from pmpredict.formats.jsonio import parse_json
 
 KIND = "pmpredict-infer-checkpoint"
 VERSION = 1

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .experiments import singleton_throughputs
+from pmpredict.infer.experiments import singleton_throughputs
 
 
 def symmetric_difference(x, y):

@@ -39,10 +39,10 @@ from __future__ import annotations
 import math
 import random
 
-from pmpredict import semantics
-from pmpredict.data.experiments import Experiment
+from pmpredict.isa import semantics
+from pmpredict.model.experiments import Experiment
 
-from .experiments import pair_experiments, weighted_pair_experiments
+from pmpredict.infer.experiments import pair_experiments, weighted_pair_experiments
 
 DESIGNS = ("pairs", "blockers")
 PAIRS_UP_TO = 150            # forms: above, all pairs cost more than the blockers' minutes
@@ -68,7 +68,7 @@ MIXES_PER_FORM = 3.2
 def signature(form: str) -> tuple:
     """What a form's ports are most likely to depend on, as far as the form string says:
     its memory access and the register classes and widths of its operands."""
-    from pmpredict.forms import parse_form
+    from pmpredict.isa.forms import parse_form
     template = parse_form(form)
     fs = semantics.get(template.isa).form(template)
     regs = tuple(sorted({(o.reg_class, o.width or 0) for o in template.operands

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmpredict.sim import simulate_arrays
+from pmpredict.predict.throughput import simulate_arrays
 
-from .problem import Problem, with_experiments
+from pmpredict.infer.problem import Problem, with_experiments
 
 
 def synthetic_experiments(problem: Problem, n: int, rng):

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pmpredict.sim import simulate_population
+from pmpredict.predict.throughput import simulate_population
 
-from .problem import Problem, count_bound, fallback_singleton
-from .refine import candidate_scores
-from .start import random_start
+from pmpredict.infer.problem import Problem, count_bound, fallback_singleton
+from pmpredict.infer.refine import candidate_scores
+from pmpredict.infer.start import random_start
 
 
 @dataclass

@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from itertools import combinations
 
-from pmpredict import semantics
-from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.isa import semantics
+from pmpredict.model.experiments import Experiment, ExperimentSet
 
 
 def singleton_experiments(forms) -> list[Experiment]:

@@ -22,10 +22,10 @@ from dataclasses import dataclass, fields
 from pmpredict import __version__
 from pmpredict.errors import InputError
 
-from .checkpoint import load_checkpoint, save_checkpoint
-from .pipeline import Inference, InferConfig, config_dict
-from .prepare import measured_forms, prepare
-from .result import mapping_to_model
+from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
+from pmpredict.infer.pipeline import Inference, InferConfig, config_dict
+from pmpredict.infer.prepare import measured_forms, prepare
+from pmpredict.infer.result import mapping_to_model
 
 MAX_PORTS = 16                     # the engines' masks and subset enumeration
 DEFAULT_EPSILON = 0.05

@@ -29,11 +29,11 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from . import evolve
-from .distill import distillation_problem
-from .problem import Problem
-from .refine import ExactRefiner, relative_errors
-from .start import random_start, singleton_start
+from pmpredict.infer import evolve
+from pmpredict.infer.distill import distillation_problem
+from pmpredict.infer.problem import Problem
+from pmpredict.infer.refine import ExactRefiner, relative_errors
+from pmpredict.infer.start import random_start, singleton_start
 
 METHODS = ("exact", "pmevo", "pmevo+exact")
 STARTS = ("shared", "fitted", "singleton", "random")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .congruence import congruence_classes
-from .problem import Problem, build_problem
+from pmpredict.infer.congruence import congruence_classes
+from pmpredict.infer.problem import Problem, build_problem
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 from numba import get_num_threads, njit, prange
 
-from pmpredict.sim import TOO_LARGE, experiment_cycles, new_workspace
+from pmpredict.predict.throughput import TOO_LARGE, experiment_cycles, new_workspace
 
-from .problem import Problem, count_bound
+from pmpredict.infer.problem import Problem, count_bound
 
 # counts above this are never tried (a divider occupying its port 16 cycles is
 # still reachable as count 16 plus another uop; see docs/INFER.md)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pmpredict.model import MachineModel, abstract_port_names, normalize_uops
+from pmpredict.model.machine import MachineModel, abstract_port_names, normalize_uops
 
 
 def mapping_to_model(problem, masks, counts, form_of: dict, *, name: str, isa: str,

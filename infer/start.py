@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .problem import Problem, count_bound, fallback_singleton
+from pmpredict.infer.problem import Problem, count_bound, fallback_singleton
 
 
 def _random_mask(rng, n_ports: int, k: int) -> int:

@@ -10,9 +10,9 @@ import argparse
 import importlib
 import sys
 
-from . import __version__
-from .commands.stopping import sigterm_as_interrupt
-from .errors import InputError
+from pmpredict import __version__
+from pmpredict.commands.stopping import sigterm_as_interrupt
+from pmpredict.errors import InputError
 
 # the order of `pmpredict --help`
 COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models"]

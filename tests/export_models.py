@@ -5,17 +5,17 @@ import os
 import pytest
 
 from conftest import artifact
-from pmpredict.model import MachineModel
+from pmpredict.model.machine import MachineModel
 
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.model_files import load_model
 
-HOST_FORMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "infer", "measure",
+HOST_FORMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pmpredict", "measure",
                           "forms_host.txt")
 
 
 def host_forms() -> list[str]:
     if not os.path.exists(HOST_FORMS):
-        pytest.skip("infer/measure/forms_host.txt not found")
+        pytest.skip("pmpredict/measure/forms_host.txt not found")
     with open(HOST_FORMS) as f:
         return [line.split()[0] for line in f if line.strip() and not line.startswith("#")]
 

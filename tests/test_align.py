@@ -1,4 +1,4 @@
-"""Port alignment (pmpredict.align, `pmpredict align`): a model against a copy of itself with
+"""Port alignment (pmpredict.predict.align, `pmpredict align`): a model against a copy of itself with
 permuted port names, hand-made models of different sizes, and skl against OSACA's skx.yml."""
 
 import json
@@ -8,12 +8,12 @@ import random
 import numpy as np
 import pytest
 
-from pmpredict import semantics
-from pmpredict.align import align, align_pairs, aligned_model, port_profile
+from pmpredict.isa import semantics
+from pmpredict.predict.align import align, align_pairs, aligned_model, port_profile
 from pmpredict.cli import main
-from pmpredict.model import MachineModel, abstract_port_names
+from pmpredict.model.machine import MachineModel, abstract_port_names
 
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.model_files import load_model, save_model
 
 ADD = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
 IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"
@@ -151,7 +151,7 @@ def test_align_command_writes_an_aligned_model(tmp_path, capsys):
     model = load_model("skl")
     reference, truth = permuted(model, 7)
     ref_path = tmp_path / "ref.json"
-    reference.save(ref_path)
+    save_model(reference, ref_path)
     out = tmp_path / "aligned.json"
     assert main(["align", "skl", "--reference", str(ref_path), "-o", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

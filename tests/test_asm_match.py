@@ -3,9 +3,10 @@
 import pytest
 
 from pmpredict.asm.match import APPROX_ADDR, APPROX_GPR, FormMatcher
-from pmpredict.asm.normalize import FormKey, normalize
+from pmpredict.asm.normalize import normalize
+from pmpredict.isa.keys import FormKey
 from pmpredict.asm.parse import parse
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.model_files import load_model
 
 X86_FORMS = [
     "ADD_((REG:RW:G:64)),_((IMM:32))",
@@ -166,7 +167,8 @@ def test_aarch64_addressing_and_width_approximations(a64):
 
 
 def _self_match_failures(forms, isa):
-    from pmpredict.forms import example_instance, parse_form
+    from pmpredict.isa.forms import parse_form
+    from pmpredict.isa.examples import example_instance
     matcher = FormMatcher(forms, isa, allow_approx=False)
     syntax = "intel" if isa == "x86" else "aarch64"
     wrong = []
@@ -180,7 +182,7 @@ def _self_match_failures(forms, isa):
 
 def test_every_host_form_matches_its_own_instance():
     """The measurement harness's host form list (what `pmpredict infer --measure` models)."""
-    from pmpredict.infer.measure.host_forms import default_forms
+    from pmpredict.measure.host_forms import default_forms
     assert not _self_match_failures(default_forms(), "x86")
 
 

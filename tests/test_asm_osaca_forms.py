@@ -11,11 +11,11 @@ import pytest
 
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.data.experiments import Experiment, ExperimentSet
-from pmpredict.model import MachineModel
-from pmpredict.data.model_files import load_model
-from pmpredict.predict import Predictor
-from pmpredict.sim import simulate
+from pmpredict.model.experiments import Experiment, ExperimentSet
+from pmpredict.model.machine import MachineModel
+from pmpredict.formats.model_files import load_model
+from pmpredict.predict.predictor import Predictor
+from pmpredict.predict.throughput import simulate
 
 osaca = pytest.importorskip("osaca", reason="OSACA is not installed (pip install osaca): "
                                             "its shipped machine files are the test data")
@@ -313,7 +313,7 @@ def _a64_text(op):
 def test_every_form_fits_its_own_instance(code):
     from pmpredict.asm.match import FormMatcher
     from pmpredict.asm.normalize import normalize
-    from pmpredict.osaca_forms import parse_foreign_form_name
+    from pmpredict.isa.osaca_forms import parse_foreign_form_name
 
     model = shipped(code)
     syntax = "att" if model.isa == "x86" else "aarch64"
@@ -378,7 +378,7 @@ def test_same_entry_as_osaca_for_every_instance(code):
     entry with the same port pressure as the form we match (where OSACA finds one)."""
     from pmpredict.asm.match import FormMatcher
     from pmpredict.asm.normalize import normalize
-    from pmpredict.osaca_forms import parse_foreign_form_name
+    from pmpredict.isa.osaca_forms import parse_foreign_form_name
 
     model = shipped(code)
     syntax = "att" if model.isa == "x86" else "aarch64"

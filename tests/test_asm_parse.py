@@ -5,8 +5,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pmpredict.asm.detect import detect_syntax, guess_syntax
-from pmpredict.asm.parse import (Comment, Directive, Immediate, Indirect, Instruction, Label, Memory,
-                                 Register, RegisterList, Rounding, Shift, Symbol, parse, parse_file)
+from pmpredict.asm.parse import parse, parse_file
+from pmpredict.isa.syntax import (Comment, Directive, Immediate, Indirect, Instruction, Label,
+                                  Memory, Register, RegisterList, Rounding, Shift, Symbol)
 from pmpredict.cli import main
 from pmpredict.errors import InputError
 

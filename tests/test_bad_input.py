@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pmpredict.cli import main
-from pmpredict.data.experiments import load_experiments
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.experiments import load_experiments
+from pmpredict.formats.model_files import load_model
 from pmpredict.errors import InputError
 from pmpredict.infer.checkpoint import load_checkpoint
 
@@ -301,12 +301,12 @@ def test_simulate_never_prints_nan_or_infinity(files, capsys):
 
 
 def test_evaluate_prints_the_metrics_before_a_plot_fails(files, capsys, monkeypatch):
-    import pmpredict.plot
+    import pmpredict.views.plot
 
     def broken(*args, **kwargs):
         raise InputError("p.png", "cannot write the plot: disk full")
 
-    monkeypatch.setattr(pmpredict.plot, "heatmap", broken)
+    monkeypatch.setattr(pmpredict.views.plot, "heatmap", broken)
     status, out, err = cli(capsys, "evaluate", "--model", "m.json", "-e", "e.json", "--plot", "p.png")
     assert status == 2 and "MAPE" in out and one_error_line(err) and "p.png" in err
 

@@ -1,12 +1,12 @@
-"""bound.py (one kernel, exact rationals, plain Python) against the numba engine and the LP."""
+"""port_bound.py (one kernel, exact rationals, plain Python) against the numba engine and the LP."""
 
 import random
 
 import numpy as np
 import pytest
 
-from pmpredict.bound import optimum
-from pmpredict.sim import lp_schedule, simulate_arrays
+from pmpredict.predict.port_bound import optimum
+from pmpredict.predict.throughput import lp_schedule, simulate_arrays
 
 
 def engine(masses):

@@ -5,8 +5,8 @@ from fractions import Fraction
 
 import pytest
 
-from pmpredict.deps import (Edge, Graph, MemRef, Node, Source, build_graph, critical_path,
-                            loop_carried_chains, loop_carried_cycles)
+from pmpredict.predict.deps import (Edge, Graph, MemRef, Node, Source, build_graph, critical_path,
+                                    loop_carried_chains, loop_carried_cycles)
 
 
 def chain_graph(n, edges):

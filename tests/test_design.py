@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pmpredict.data.experiments import ExperimentSet
+from pmpredict.model.experiments import ExperimentSet
 from pmpredict.infer import design as designs
 from pmpredict.infer.experiments import generate_experiments, singleton_throughputs
 from pmpredict.infer.pipeline import InferConfig
-from pmpredict.metrics import mape
-from pmpredict.sim import simulate
+from pmpredict.predict.metrics import mape
+from pmpredict.predict.throughput import simulate
 
 from test_infer import infer, measure, oracle_model, random_experiments
 

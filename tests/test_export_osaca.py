@@ -8,14 +8,16 @@ import warnings
 import numpy as np
 import pytest
 
-from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
+from pmpredict.formats.experiments import load_experiments
+from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.exporters.opcodes import resolve_opcodes
 from pmpredict.exporters.common import singleton_cycles
 from pmpredict.exporters.osaca import export_osaca, osaca_order
-from pmpredict.osaca_forms import osaca_identity
-from pmpredict.forms import example_instance, parse_form
+from pmpredict.isa.osaca_forms import osaca_identity
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.examples import example_instance
 from pmpredict.models import builtin_names
-from pmpredict.sim import simulate
+from pmpredict.predict.throughput import simulate
 
 from conftest import artifact
 from export_models import model_for

@@ -4,20 +4,19 @@ import json
 
 import pytest
 
-from pmpredict import semantics
-from pmpredict.osaca_forms import foreign_form_name, parse_foreign_form_name
+from pmpredict.isa import semantics
+from pmpredict.isa.osaca_forms import foreign_form_name, parse_foreign_form_name
 from pmpredict.errors import InputError
 from pmpredict.exporters.common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportError,
                                         check_exportable, latency_of, representative,
                                         singleton_cycles)
-from pmpredict.exporters.llvm import (covering_group, group_name, plan_llvm,
-                                      render_llvm, whole_cycles, write_cycles, write_latency)
+from pmpredict.exporters.llvm import (covering_group, group_name, plan_llvm, render_llvm,
+                                      whole_cycles, write_cycles, write_latency)
 from pmpredict.exporters.opcodes import Resolution, parse_show_inst
-from pmpredict.exporters.osaca import (port_pressure, pure_load_forms, pure_store_forms,
-                                       render_osaca)
-from pmpredict.osaca_forms import osaca_identity, osaca_operands
-from pmpredict.forms import parse_form
-from pmpredict.model import MachineModel
+from pmpredict.exporters.osaca import port_pressure, pure_load_forms, pure_store_forms, render_osaca
+from pmpredict.isa.osaca_forms import osaca_identity, osaca_operands
+from pmpredict.isa.forms import parse_form
+from pmpredict.model.machine import MachineModel
 
 ADD_RI = "ADD_((REG:RW:G:64)),_((IMM:32))"
 ADD_RM = "ADD_((REG:RW:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
@@ -268,7 +267,7 @@ def test_unwritable_output_is_a_located_error(tmp_path):
 
 def test_odd_model_names_stay_inside_comments_and_identifiers(tmp_path):
     from pmpredict.exporters.osaca import export_osaca
-    from pmpredict.data.model_files import load_model
+    from pmpredict.formats.model_files import load_model
     with pytest.raises(ValueError, match="printable"):          # a newline would end a comment
         MachineModel('we"ird\nname 2', "x86", ("0", "1"), {ADD_RI: ((3, 1),)})
     m = MachineModel('we"ird # name 2', "x86", ("0", "1"), {ADD_RI: ((3, 1),)})

@@ -1,4 +1,4 @@
-"""New forms fitted into a fixed mapping (infer/extend.py), against a known ground truth: the
+"""New forms fitted into a fixed mapping (pmpredict/host/extend.py), against a known ground truth: the
 experiments are what the true mapping predicts, the fit must reproduce them and predict
 experiments it never saw, and it must never move an existing form."""
 
@@ -9,12 +9,12 @@ import random
 
 import pytest
 
-from pmpredict.data.experiments import Experiment, ExperimentSet
+from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.infer.experiments import singleton_experiments
-from pmpredict.infer.extend import (blockers_of, extension_experiments, fit_new_forms,
-                                    model_throughput)
-from pmpredict.model import MachineModel
-from pmpredict.sim import simulate
+from pmpredict.host.extend import (blockers_of, extension_experiments, fit_new_forms,
+                                   model_throughput)
+from pmpredict.model.machine import MachineModel
+from pmpredict.predict.throughput import simulate
 
 G, V = "((REG:RW:G:64)),_((REG:R:G:64))", "((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
 MEM = "ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"

@@ -1,4 +1,4 @@
-"""Fallback models (pmpredict.fallback, `predict --fallback`): the model's forms first, the
+"""Fallback models (pmpredict.predict.fallback, `predict --fallback`): the model's forms first, the
 fallback's for the rest with ports mapped by alignment, own ports for the unmatched, the
 source of each instruction in the report."""
 
@@ -7,13 +7,13 @@ import os
 
 import pytest
 
-from pmpredict.align import align
+from pmpredict.predict.align import align
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.cli import main
-from pmpredict.fallback import merge, with_fallback
-from pmpredict.model import MachineModel
-from pmpredict.predict import Predictor
+from pmpredict.predict.fallback import merge, with_fallback
+from pmpredict.model.machine import MachineModel
+from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, to_json
 
 ADD = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"

@@ -20,7 +20,8 @@ from lark.load_grammar import eval_escaping
 
 from pmpredict.asm.detect import guess_syntax
 from pmpredict.asm.fastline import parse_line, terminals
-from pmpredict.asm.parse import _parse_text, _with_text, get_parser, parse
+from pmpredict.asm.parse import _parse_text, _with_text, parse
+from pmpredict.asm.grammar import get_parser
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.join(HERE, "..")

@@ -19,14 +19,15 @@ import sys
 
 import pytest
 
-from pmpredict import semantics
+from pmpredict.isa import semantics
 from pmpredict.asm.match import FormMatcher
 from pmpredict.asm.normalize import normalize
 from pmpredict.asm.parse import parse
 from pmpredict.errors import InputError
-from pmpredict.forms import example_instance, parse_form
-from pmpredict.infer.forms_from import forms_from_assembly
-from pmpredict.infer.measure import default_forms
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.examples import example_instance
+from pmpredict.measure.forms_from import forms_from_assembly
+from pmpredict.measure import default_forms
 
 X86 = semantics.get("x86")
 BHIVE = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",

@@ -1,4 +1,4 @@
-"""The front end as measured model properties: the probes (infer/measure/probes.py) read by
+"""The front end as measured model properties: the probes (pmpredict/measure/probes.py) read by
 hand-computed timings, the engine using them (load-op slots, macro-fusion), and, on an x86-64
 host, facts true of every recent x86 core (Intel since Sandy Bridge, AMD since Zen)."""
 
@@ -12,11 +12,11 @@ import pytest
 
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.infer.measure.frontend import width_floor
-from pmpredict.infer.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, doubts, probes,
-                                            read_frontend, snap_width)
-from pmpredict.model import MachineModel
-from pmpredict.predict import Predictor
+from pmpredict.measure.frontend import width_floor
+from pmpredict.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, doubts, probes,
+                                      read_frontend, snap_width)
+from pmpredict.model.machine import MachineModel
+from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, summary
 
 ON_X86_LINUX = pytest.mark.skipif(
@@ -108,7 +108,7 @@ def test_a_busy_sibling_thread_is_caught_by_the_floor():
 
 
 def test_the_floor_is_the_fastest_singleton_but_nops():
-    from pmpredict.data.experiments import Experiment, ExperimentSet
+    from pmpredict.model.experiments import Experiment, ExperimentSet
     add, imul, nop = ADD_IMM, "IMUL_((REG:RW:G:64)),_((REG:R:G:64))", "NOP"
     singles = ExperimentSet((add, imul, nop), (Experiment.of({add: 1}, 0.2502),
                                                Experiment.of({imul: 1}, 1.0),
@@ -122,7 +122,7 @@ def test_the_floor_is_the_fastest_singleton_but_nops():
 def test_a_doubtful_reading_is_measured_again_keeping_each_probes_fastest(monkeypatch, tmp_path):
     """Round 1 on a busy core (everything twice as slow, one probe lost), round 2 clean but
     for one probe still slow: the reading takes each probe's fastest time and stops doubting."""
-    from pmpredict.infer.measure import frontend
+    from pmpredict.measure import frontend
     clean = skylake_like_timings()
     rounds = [{**{n: 2 * c for n, c in clean.items()}, "nops": None},
               {**clean, "width: mix": 4.0}]
@@ -183,7 +183,7 @@ def test_a_jump_the_model_lacks_still_fuses():
 def test_a_reading_still_in_doubt_is_said_with_every_prediction(monkeypatch, tmp_path):
     """Every round reads loop iterations at 1.5 cycles (a disturbed measurement no round
     mended): the model keeps the reading, and each prediction with it says it is in doubt."""
-    from pmpredict.infer.measure import frontend
+    from pmpredict.measure import frontend
     slow_loops = {**skylake_like_timings(),
                   **{f"loop: {k} idioms": 1.5 for k in range(MAX_LOOP_BODY + 1)}}
     monkeypatch.setattr(frontend, "_measure_probes", lambda *a, **k: dict(slow_loops))
@@ -206,7 +206,7 @@ def test_a_reading_still_in_doubt_is_said_with_every_prediction(monkeypatch, tmp
 @pytest.fixture
 def measured(tmp_path):
     """Measured afresh for each test (about a second), so a re-run measures again."""
-    from pmpredict.infer.measure.frontend import measure_frontend
+    from pmpredict.measure.frontend import measure_frontend
     return measure_frontend(cache_dir=str(tmp_path / "frontend"))
 
 

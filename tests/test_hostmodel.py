@@ -1,4 +1,4 @@
-"""This machine's model on demand (infer/hostmodel.py, `pmpredict predict --model host`): the
+"""This machine's model on demand (pmpredict/host/model.py, `pmpredict predict --model host`): the
 forms of a kernel, a bootstrap from a (small) core, extensions that measure only what is new,
 forms the CPU cannot run remembered, two processes at once, the CLI's report."""
 
@@ -16,7 +16,7 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse_file
 from pmpredict.errors import InputError
-from pmpredict.infer.hostmodel import host_model, kernel_forms, load_cached, model_path
+from pmpredict.host.model import host_model, kernel_forms, load_cached, model_path
 
 ON_X86_LINUX = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
@@ -51,12 +51,12 @@ def test_the_forms_of_a_kernel_and_what_is_left_out():
 
 
 def test_host_names_this_machines_model_not_a_builtin(tmp_path, monkeypatch):
-    from pmpredict.data.model_files import load_model
+    from pmpredict.formats.model_files import load_model
     from pmpredict.models import builtin_names
     assert "host" not in builtin_names() and "zen4-vm" in builtin_names()
     monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
     with pytest.raises(InputError, match="--model host"):
-        load_model("host")
+        load_model("host", host=load_cached)
     assert model_path().startswith(str(tmp_path) + os.sep + "host-")
 
 
@@ -156,7 +156,7 @@ def cache(core_cache, tmp_path):
 @ON_X86_LINUX
 @pytest.mark.slow
 def test_bootstrap_measures_the_core_and_the_front_end(core_cache):
-    from pmpredict.infer.measure.calibrate import cpu_identity
+    from pmpredict.measure.calibrate import cpu_identity
     _, model, update = core_cache
     assert set(model.uops) == set(CORE) and model.name == "host"
     assert update.created == "bootstrap" and update.bootstrap_experiments >= len(CORE)
@@ -180,7 +180,7 @@ def test_an_extension_measures_only_what_is_new_and_remembers_what_fails(cache):
     # (how many ALUs the fits give add and sub moves with the noise of a busy machine: 3.5
     # or 4 here, either of them; and which ports exactly: in about one run in three of the
     # whole module, sub's fit took a port add's did not, so only a shared port is asserted)
-    from pmpredict.infer.extend import model_throughput
+    from pmpredict.host.extend import model_throughput
     t = model_throughput(saved.uops, saved.r_max)
     assert t[SUB] <= 0.5 and t[ADD] <= 0.5
     add_ports = 0
@@ -196,7 +196,7 @@ def test_an_extension_measures_only_what_is_new_and_remembers_what_fails(cache):
 @ON_X86_LINUX
 @pytest.mark.slow
 def test_two_processes_extend_the_model_at_once(cache):
-    code = ("import sys, json\nfrom pmpredict.infer.hostmodel import host_model\n"
+    code = ("import sys, json\nfrom pmpredict.host.model import host_model\n"
             f"m, u = host_model([{SHL!r}], cache_dir={cache!r}, notify=print)\n"
             "print(json.dumps(u.to_json()))\n")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
@@ -249,8 +249,8 @@ def test_predict_with_the_host_model(cache, tmp_path):
 def test_push_and_pop_are_measured_in_experiments():
     """rsp put back once per iteration: repeated pushes and pops run (two or three loads per
     cycle on every recent x86 core; one or two stores)."""
-    from pmpredict.data.experiments import Experiment, ExperimentSet
-    from pmpredict.infer.measure import measure_experiment_set
+    from pmpredict.model.experiments import Experiment, ExperimentSet
+    from pmpredict.measure import measure_experiment_set
     push, pop = "PUSH_((REG:R:G:64))", "POP_((REG:W:G:64))"
     exps = [Experiment.of({push: 1}), Experiment.of({pop: 1}), Experiment.of({push: 1, pop: 1})]
     out = measure_experiment_set(ExperimentSet((push, pop), tuple(exps), "x86", "t"),

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from pmpredict.cli import main
-from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
+from pmpredict.formats.experiments import load_experiments, save_experiments
+from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
 from pmpredict.infer.congruence import congruence_classes
 from pmpredict.infer.experiments import generate_experiments, singleton_throughputs
@@ -18,10 +19,10 @@ from pmpredict.infer.distill import distillation_problem
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.problem import build_problem
 from pmpredict.infer.result import mapping_to_model
-from pmpredict.metrics import mape
-from pmpredict.model import MachineModel
-from pmpredict.data.model_files import load_model
-from pmpredict.sim import simulate, simulate_arrays
+from pmpredict.predict.metrics import mape
+from pmpredict.model.machine import MachineModel
+from pmpredict.formats.model_files import load_model
+from pmpredict.predict.throughput import simulate, simulate_arrays
 
 
 # --- a synthetic machine -------------------------------------------------------
@@ -157,7 +158,7 @@ def test_synthetic_experiments_are_labelled_with_the_members_mean():
 
 def test_distill_without_restarts_is_a_usage_error(tmp_path, capsys):
     exp_path = tmp_path / "train.json"
-    oracle_training(oracle_model()).save(exp_path)
+    save_experiments(oracle_training(oracle_model()), exp_path)
     code = main(["infer", "-e", str(exp_path), "--ports", "6", "-o", str(tmp_path / "m.json"),
                  "--distill", "100", "-q"])
     assert code == 2
@@ -230,7 +231,7 @@ def test_cli_infer_is_deterministic_and_resumable(tmp_path, capsys):
     truth = oracle_model(seed=6)
     train = oracle_training(truth)
     exp_path = tmp_path / "train.json"
-    train.save(exp_path)
+    save_experiments(train, exp_path)
     outs = []
     for i in range(2):
         out = tmp_path / f"m{i}.json"
@@ -255,7 +256,7 @@ def test_cli_infer_bad_input(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"pmpredict: error: {bad}:2:") and err.count("\n") == 1
     good = tmp_path / "good.json"
-    ExperimentSet(("A",), (Experiment.of({"A": 1}, 1.0),)).save(good)
+    save_experiments(ExperimentSet(("A",), (Experiment.of({"A": 1}, 1.0),)), good)
     assert main(["infer", "-e", str(good), "-o", str(tmp_path / "o.json")]) == 2
     assert "--ports" in capsys.readouterr().err
     assert main(["infer", "-e", str(good), "--ports", "2", "-o", str(tmp_path / "o.json"),

@@ -13,7 +13,8 @@ import time
 import pytest
 
 from pmpredict.cli import main
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.model_files import load_model
+from pmpredict.formats.experiments import save_experiments
 
 from test_infer import oracle_model, oracle_training
 
@@ -24,7 +25,7 @@ SLOW = ["--method", "pmevo", "--population", "3000", "--generations", "30", "--s
 @pytest.fixture
 def training(tmp_path):
     path = tmp_path / "train.json"
-    oracle_training(oracle_model(seed=6, n_forms=16)).save(path)
+    save_experiments(oracle_training(oracle_model(seed=6, n_forms=16)), path)
     return path
 
 
@@ -77,7 +78,7 @@ def test_resume_refuses_other_settings_and_other_experiments(training, tmp_path,
     assert main(["infer", "-e", str(training), "--ports", "5", "-o", str(out), "--resume", ckpt]) == 2
     assert "--ports 5 differs" in capsys.readouterr().err
     other = tmp_path / "other.json"
-    oracle_training(oracle_model(seed=6, n_forms=16), seed=9).save(other)
+    save_experiments(oracle_training(oracle_model(seed=6, n_forms=16), seed=9), other)
     assert main(["infer", "-e", str(other), "-o", str(out), "--resume", ckpt]) == 2
     assert "other experiments" in capsys.readouterr().err
 

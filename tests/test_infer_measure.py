@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from pmpredict.data.experiments import load_experiments
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.experiments import load_experiments
+from pmpredict.formats.model_files import load_model
 
 pytestmark = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
@@ -41,7 +41,7 @@ def test_infer_measure_end_to_end(tmp_path):
     measured = {e.forms()[0]: e.cycles for e in single.experiments if e.cycles}
     assert measured[IMUL] == pytest.approx(1.0, rel=0.15)      # exact values: test_measure_host
     exps = load_experiments(str(tmp_path / "host.json.measurements" / "pairs.json"))
-    from pmpredict.sim import simulate
+    from pmpredict.predict.throughput import simulate
     predicted, _ = simulate(model, exps)
     assert predicted[0] == pytest.approx(exps.experiments[0].cycles, rel=0.15)
     provenance = json.loads(out.read_text())["provenance"]

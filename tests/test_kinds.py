@@ -1,18 +1,18 @@
-"""Uop kinds (pmpredict.kinds): forms and instructions classified, uops of mixed forms
+"""Uop kinds (pmpredict.predict.kinds): forms and instructions classified, uops of mixed forms
 attributed, the kinds of a port, the bottleneck line of `predict`, `pmpredict models`."""
 
 import json
 
 import pytest
 
-from pmpredict import semantics
+from pmpredict.isa import semantics
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.cli import main
-from pmpredict.kinds import form_kinds, instruction_kinds, port_kinds
-from pmpredict.model import MachineModel
-from pmpredict.data.model_files import load_model
-from pmpredict.predict import Predictor
+from pmpredict.predict.kinds import form_kinds, instruction_kinds, port_kinds
+from pmpredict.model.machine import MachineModel
+from pmpredict.formats.model_files import load_model
+from pmpredict.predict.predictor import Predictor
 
 MEM = "qword_ptr_[((MEM:64))_+_((MIMM:16))]"
 YMEM = "ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"

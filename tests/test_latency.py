@@ -1,4 +1,4 @@
-"""Latency chains (infer/measure/chains.py, latency.py): what is measured, how timings are
+"""Latency chains (pmpredict/measure/chains.py, latency.py): what is measured, how timings are
 read, what goes into a model, and, on an x86-64 host, the latencies every core shares and
 those documented for this core (tests/hostcores.py)."""
 
@@ -10,17 +10,17 @@ import sys
 
 import pytest
 
-from pmpredict import semantics
+from pmpredict.isa import semantics
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.infer.measure import default_forms
-from pmpredict.infer.measure.calibrate import cpuinfo
-from pmpredict.infer.measure.chains import (FLAGS, REFERENCES, Chain, form_timing, plan_form,
-                                            reference_values)
-from pmpredict.infer.measure.latency import LatencyTable, split_latencies
-from pmpredict.data.model_files import load_model
-from pmpredict.model import MachineModel
-from pmpredict.predict import Predictor
+from pmpredict.measure import default_forms
+from pmpredict.measure.calibrate import cpuinfo
+from pmpredict.measure.chains import (FLAGS, REFERENCES, Chain, form_timing, plan_form,
+                                      reference_values)
+from pmpredict.measure.latency import LatencyTable, split_latencies
+from pmpredict.formats.model_files import load_model, save_model
+from pmpredict.model.machine import MachineModel
+from pmpredict.predict.predictor import Predictor
 
 from hostcores import known_core
 
@@ -176,7 +176,7 @@ def test_a_table_goes_into_a_model_that_saves_and_loads(tmp_path):
     model = MachineModel("m", "x86", ("0", "1"), {VLOAD: ((1, 1),), MOV: ((3, 1),),
                                                   XOR: ((3, 1),), IMUL: ((2, 1),)},
                          latency={IMUL: 9.0}, latency_source={IMUL: "llvm"})
-    from pmpredict.infer.measure.chains import FormTiming
+    from pmpredict.measure.chains import FormTiming
     table = LatencyTable("Some CPU", "2026-11-23", {"load_latency": 4.0,
                                                     "store_forward_latency": 1.0})
     table.forms = {VLOAD: FormTiming({1: 3.0, 2: 10.0}), MOV: FormTiming({1: 0.0}, True),
@@ -190,7 +190,7 @@ def test_a_table_goes_into_a_model_that_saves_and_loads(tmp_path):
     assert out.pipeline == {"load_latency": 4.0, "store_forward_latency": 1.0}
     assert out.pipeline_source["load_latency"] == "measured on Some CPU 2026-11-23"
     path = tmp_path / "m.json"
-    out.save(str(path))
+    save_model(out, str(path))
     back = load_model(str(path))
     assert back.operand_latency == out.operand_latency and back.pipeline == out.pipeline
     assert back.provenance["latencies"]["references"]["load_latency"]["latency"] == 4.0
@@ -211,7 +211,7 @@ def test_documented_latencies_on_this_host():
     """Invariants of every recent x86-64 core, then the FP latencies documented for this
     core where tests/hostcores.py knows it (they differ: vaddsd 4 on Skylake, 3 on Zen, 2 on
     Golden Cove)."""
-    from pmpredict.infer.measure.latency import measure_latencies
+    from pmpredict.measure.latency import measure_latencies
     core = known_core(cpuinfo())
     forms = [IMUL, ADD, LOAD, XOR, VPXOR] + (list(FP_FORMS.values()) if core else [])
     table = measure_latencies(forms, cache_dir=None)

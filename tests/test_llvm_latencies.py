@@ -6,10 +6,11 @@ import shutil
 
 import pytest
 
-from pmpredict.forms import example_instance, parse_form
-from pmpredict.model import MachineModel
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.examples import example_instance
+from pmpredict.model.machine import MachineModel
 
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.model_files import load_model
 
 TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "benchmarks",
                     "add_llvm_latencies.py")

@@ -17,12 +17,12 @@ import sys
 
 import pytest
 
-from pmpredict.infer.measure import measure_block
-from pmpredict.infer.measure.block import prepare_block
-from pmpredict.infer.measure.calibrate import cpu_flags, cpuinfo
-from pmpredict.infer.measure.codegen import block_kernel, experiment_kernel
-from pmpredict.infer.measure.instantiate import instantiate
-from pmpredict.infer.measure.runner import check_assembles, run_kernels
+from pmpredict.measure import measure_block
+from pmpredict.measure.block import prepare_block
+from pmpredict.measure.calibrate import cpu_flags, cpuinfo
+from pmpredict.measure.codegen import block_kernel, experiment_kernel
+from pmpredict.measure.instantiate import instantiate
+from pmpredict.measure.runner import check_assembles, run_kernels
 
 from hostcores import known_core
 
@@ -194,7 +194,7 @@ def test_json_reports_spread_and_stability(tmp_path):
 def test_text_output_flags_unstable_results(tmp_path, monkeypatch, capsys):
     """The text view says what the JSON says: a large spread and an unstable result."""
     from pmpredict.cli import main
-    from pmpredict.infer.measure import block
+    from pmpredict.measure import block
     path = tmp_path / "b.s"
     path.write_text("imul %rbx, %rax\n")
     real = block.run_kernels

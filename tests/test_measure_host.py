@@ -18,11 +18,12 @@ import sys
 
 import pytest
 
-from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
-from pmpredict.infer.measure import default_forms, measure_block, measure_experiment_set
-from pmpredict.infer.measure import measure_set
-from pmpredict.infer.measure.calibrate import cpu_flags
-from pmpredict.infer.measure.runner import RunOptions, check_assembles
+from pmpredict.formats.experiments import load_experiments, save_experiments
+from pmpredict.model.experiments import Experiment, ExperimentSet
+from pmpredict.measure import default_forms, measure_block, measure_experiment_set
+from pmpredict.measure import experiments as measure_set
+from pmpredict.measure.calibrate import cpu_flags
+from pmpredict.measure.runner import RunOptions, check_assembles
 
 pytestmark = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
@@ -37,7 +38,7 @@ UD2 = "UD2"
 def unsupported_form() -> str:
     """A form this CPU lacks (from /proc/cpuinfo) that the assembler knows, else ud2,
     which raises SIGILL everywhere."""
-    from pmpredict.infer.measure.instantiate import instantiate
+    from pmpredict.measure.instantiate import instantiate
     flags = cpu_flags()
     candidates = [("avx512_fp16", "VADDPH_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"),
                   ("amx_tile", "TILERELEASE")]
@@ -99,15 +100,15 @@ def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path):
     assert cycles[4] is None and errors[4].startswith("does not assemble")
     assert cycles[5] is None and "SIGSEGV" in errors[5]
     # a saved set keeps the reasons
-    out.save(tmp_path / "out.json")
+    save_experiments(out, tmp_path / "out.json")
     again = load_experiments(str(tmp_path / "out.json"))
     assert again.experiments[1].other["error"].startswith("SIGILL")
 
 
 def test_hang_times_out_and_the_run_goes_on():
-    from pmpredict.infer.measure.codegen import experiment_kernel
-    from pmpredict.infer.measure.instantiate import instantiate
-    from pmpredict.infer.measure.runner import run_kernels
+    from pmpredict.measure.codegen import experiment_kernel
+    from pmpredict.measure.instantiate import instantiate
+    from pmpredict.measure.runner import run_kernels
     kernels = [experiment_kernel("pm_hang", instantiate([("JMP_.", 1)], 1)),
                experiment_kernel("pm_ok", instantiate([(IMUL, 1)], 50))]
     hang, ok = run_kernels(kernels, RunOptions(alarm_s=1))
@@ -131,8 +132,8 @@ def test_cache_resumes_without_measuring_again(tmp_path, monkeypatch):
 
 def test_interrupted_run_keeps_finished_results(tmp_path, monkeypatch):
     """Ctrl-C once the first experiment is done: the rerun measures only what is missing."""
-    from pmpredict.infer.measure.cache import ResultCache
-    from pmpredict.infer.measure.calibrate import cpu_identity
+    from pmpredict.measure.cache import ResultCache
+    from pmpredict.measure.calibrate import cpu_identity
     exps = one_set([IMUL], [ADD], [IMUL, ADD])
     real = measure_set.run_kernels
     calls = []
@@ -176,7 +177,7 @@ def test_disagreeing_variants_are_measured_again(monkeypatch):
 
 
 def test_suspicious_variants():
-    from pmpredict.infer.measure.runner import Timing
+    from pmpredict.measure.runner import Timing
     ok = [(50, Timing(50.0, 50.1, 50.0, 50.0)), (32, Timing(32.2, 32.3, 32.2, 32.2))]
     assert not measure_set.suspicious(ok)
     assert measure_set.suspicious(ok + [(80, Timing(95.0, 95.0, 95.0, 95.0))])
@@ -186,7 +187,7 @@ def test_suspicious_variants():
 def test_host_forms_assemble_and_span_the_categories():
     forms = default_forms()
     assert len(forms) >= 60
-    from pmpredict.infer.measure.instantiate import instantiate
+    from pmpredict.measure.instantiate import instantiate
     lines = [instantiate([(f, 1)], 1).lines[0] for f in forms]
     assert check_assembles(lines) == [None] * len(forms)
     mnemonics = {f.split("_")[0] for f in forms}
@@ -210,7 +211,7 @@ def test_cli_measure_block_json(tmp_path):
 
 def test_cli_measure_experiments_round_trip(tmp_path):
     e = tmp_path / "e.json"
-    one_set([IMUL], [IMUL, ADD, ADD]).save(e)
+    save_experiments(one_set([IMUL], [IMUL, ADD, ADD]), e)
     out = tmp_path / "out.json"
     proc = subprocess.run([sys.executable, "-m", "pmpredict", "measure", "--experiments", str(e),
                            "-o", str(out), "--cache", str(tmp_path / "cache")],
@@ -267,7 +268,7 @@ def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
 
 
 def test_zen4_vm_model_covers_the_host_forms():
-    from pmpredict.data.model_files import load_model
+    from pmpredict.formats.model_files import load_model
     model = load_model("zen4-vm")
     assert set(model.uops) == set(default_forms())
     assert model.isa == "x86" and "cpu" in model.provenance and "cpu_identity" in model.provenance
@@ -304,9 +305,9 @@ def test_block_kernel_is_chosen_as_predict_does():
 def test_several_passes_keep_the_fastest():
     """passes=2: two harness processes (on two CPUs where allowed); each kernel keeps its
     fastest pass and lists both."""
-    from pmpredict.infer.measure.codegen import experiment_kernel
-    from pmpredict.infer.measure.instantiate import instantiate
-    from pmpredict.infer.measure.runner import run_kernels
+    from pmpredict.measure.codegen import experiment_kernel
+    from pmpredict.measure.instantiate import instantiate
+    from pmpredict.measure.runner import run_kernels
     kernel = experiment_kernel("pm_imul", instantiate([(IMUL, 1)], 50))
     timing, = run_kernels([kernel], RunOptions(), passes=2)
     assert len(timing.passes) == 2 and timing.cycles == min(timing.passes)

@@ -15,12 +15,12 @@ from collections import Counter
 
 import pytest
 
-from pmpredict import semantics
-from pmpredict.forms import parse_form, split_operands
-from pmpredict.infer.measure import default_forms
-from pmpredict.infer.measure.codegen import experiment_kernel, harness_source
-from pmpredict.infer.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, immediate,
-                                                 instantiate, memory_access, sequence_of, windows)
+from pmpredict.isa import semantics
+from pmpredict.isa.forms import parse_form, split_operands
+from pmpredict.measure import default_forms
+from pmpredict.measure.codegen import experiment_kernel, harness_source
+from pmpredict.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, immediate, instantiate,
+                                           memory_access, sequence_of, windows)
 
 X86 = semantics.get("x86")
 GPR_FAMILIES = set(X86.register_pool("G", 64)) | {"rbp"}
@@ -206,8 +206,8 @@ PUSH, POP = "PUSH_((REG:R:G:64))", "POP_((REG:W:G:64))"
 
 
 def test_pushes_and_pops_are_measured_with_rsp_put_back_every_iteration():
-    from pmpredict.infer.measure.codegen import experiment_kernel
-    from pmpredict.infer.measure.instantiate import stack_delta, unmeasurable
+    from pmpredict.measure.codegen import experiment_kernel
+    from pmpredict.measure.instantiate import stack_delta, unmeasurable
     assert (stack_delta(PUSH), stack_delta(POP), stack_delta("PUSH_((REG:R:G:16))")) == (-8, 8, -2)
     assert stack_delta("ADD_((REG:RW:G:64)),_((REG:R:G:64))") == 0
     assert unmeasurable(PUSH) is None and unmeasurable(POP) is None
@@ -224,7 +224,7 @@ def test_a_pop_before_its_push_never_reaches_the_functions_saved_registers():
     """pop; push: the pop reads above the loop's rsp and the push writes there. Without
     headroom that slot holds the kernel's saved registers (it crashed one run in three, as
     the register the push writes back happened to differ). The loop runs a page below."""
-    from pmpredict.infer.measure.codegen import experiment_kernel, stack_headroom
+    from pmpredict.measure.codegen import experiment_kernel, stack_headroom
     window = instantiate([(POP, 1), (PUSH, 1)], 30)
     assert window.instructions[0].form == POP
     headroom = stack_headroom(window)
@@ -239,7 +239,7 @@ def test_a_pop_before_its_push_never_reaches_the_functions_saved_registers():
 def test_an_experiment_whose_forms_cannot_share_a_window_fails_alone():
     """vzeroall pins every vector register: beside a form that needs one, the experiment is
     reported as failed (and the others measured), not the whole set."""
-    from pmpredict.infer.measure.measure_set import _window_error
+    from pmpredict.measure.experiments import _window_error
     vzeroall, movmsk = "VZEROALL", "PMOVMSKB_((REG:W:G:32)),_((REG:R:V:128))"
     assert "no free V register" in _window_error(((vzeroall, 1), (movmsk, 1)), (50,))
     assert _window_error(((movmsk, 1),), (50,)) is None

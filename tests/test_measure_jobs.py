@@ -17,9 +17,10 @@ import time
 import pytest
 
 from pmpredict.commands.progress import ProgressDisplay, duration
-from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
-from pmpredict.infer.measure.cache import ResultCache
-from pmpredict.infer.measure.measure_set import Progress
+from pmpredict.formats.experiments import load_experiments, save_experiments
+from pmpredict.model.experiments import Experiment, ExperimentSet
+from pmpredict.measure.cache import ResultCache
+from pmpredict.measure.experiments import Progress
 
 needs_host = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
@@ -29,7 +30,7 @@ needs_host = pytest.mark.skipif(
 CPU = "test-cpu"
 WRITER = textwrap.dedent("""
     import sys
-    from pmpredict.infer.measure.cache import ResultCache
+    from pmpredict.measure.cache import ResultCache
     cache = ResultCache(sys.argv[1], "test-cpu")
     tag, n = sys.argv[2], int(sys.argv[3])
     for i in range(n):
@@ -112,7 +113,7 @@ def experiment_file(path, n):
     for i in range(n):
         counts = {forms[j]: 1 + (i >> (2 * j)) % 4 for j in range(4)}
         exps.append(Experiment.of(counts))
-    ExperimentSet(tuple(forms), tuple(exps), "x86", "test").save(path)
+    save_experiments(ExperimentSet(tuple(forms), tuple(exps), "x86", "test"), path)
 
 
 def run_measure(*args, env=None, **kw):
@@ -124,7 +125,7 @@ def run_measure(*args, env=None, **kw):
 def test_should_stop_keeps_what_is_measured_and_a_rerun_resumes(tmp_path):
     """Stop once the first experiment is done: the partial set has it, the rest is "not
     measured", and the rerun takes everything measured from the cache."""
-    from pmpredict.infer.measure import MeasureOptions, MeasurementStopped, measure_experiment_set
+    from pmpredict.measure import MeasureOptions, MeasurementStopped, measure_experiment_set
     experiment_file(tmp_path / "e.json", 6)
     exps = load_experiments(str(tmp_path / "e.json"))
     events = []
@@ -191,8 +192,8 @@ def test_sigterm_stops_cleanly(tmp_path):
 
 
 def test_failures_are_told_apart_by_kind_and_only_permanent_ones_are_kept():
-    from pmpredict.infer.measure.measure_set import combine
-    from pmpredict.infer.measure.runner import Failure, Timing
+    from pmpredict.measure.experiments import combine
+    from pmpredict.measure.runner import Failure, Timing
     sigill = "SIGILL: instruction not supported by this CPU (or illegal here)"
     assert Failure.of(sigill) is Failure.UNSUPPORTED and Failure.UNSUPPORTED.permanent
     assert Failure.of("does not assemble: bad operand") is Failure.NOT_ASSEMBLED

@@ -11,9 +11,8 @@ import struct
 import pytest
 
 from pmpredict.errors import InputError
-from pmpredict.infer.measure.block import (instruction_semantics, prepare_block,
-                                           registers_touched)
-from pmpredict.infer.measure.layout import NORMAL_FILL, POINTEE_BASE, REGION_BYTES, GPR_FAMILIES
+from pmpredict.measure.block import instruction_semantics, prepare_block, registers_touched
+from pmpredict.measure.layout import NORMAL_FILL, POINTEE_BASE, REGION_BYTES, GPR_FAMILIES
 from pmpredict.asm.parse import parse
 
 
@@ -58,7 +57,7 @@ def test_memory_counter_when_every_register_is_used():
     text = "".join(f"add %{a}, %{b}\n" for a, b in zip(names, names[1:] + names[:1]))
     block = prepare_block(text, "att")
     assert block.counter is None                        # dec qword ptr [rip + pm_counter]
-    from pmpredict.infer.measure.codegen import block_kernel
+    from pmpredict.measure.codegen import block_kernel
     kernel = block_kernel("k", list(block.lines), "att", None, 0, block.layout)
     assert "dec qword ptr [rip + pm_counter]" in kernel.asm
 
@@ -110,7 +109,7 @@ def test_stack_operands_use_a_region_of_their_own():
     data = next(g for g in block.layout.regions if g.name == "data" or g.name == "spare")
     assert stack.window != data.window
     assert stack.address < regs["rsp"] - 0x100 and regs["rsp"] + 0x100 < stack.address + stack.size
-    from pmpredict.infer.measure.codegen import block_kernel
+    from pmpredict.measure.codegen import block_kernel
     asm = block_kernel("k", list(block.lines), "att", block.counter, 0, block.layout).asm
     lines = asm.split("\n")
     # the harness's rsp is saved before the block's is set, and restored after the loop
@@ -188,8 +187,8 @@ def test_per_copy_cycles_cancel_the_loop_overhead():
     """T(u) = c u + overhead: the difference of the variants gives c exactly; a slightly
     negative overhead is noise (fit through the origin); a large one means the variants
     did not differ by u copies alone (the smaller T / copies, flagged "per-copy")."""
-    from pmpredict.infer.measure.block import per_copy
-    from pmpredict.infer.measure.runner import Timing
+    from pmpredict.measure.block import per_copy
+    from pmpredict.measure.runner import Timing
 
     def variants(t1, t2, u=12):
         return (u, Timing(t1, t1, t1, 0.01)), (2 * u, Timing(t2, t2, t2, 0.02))

@@ -11,15 +11,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pmpredict import sim
+from pmpredict.predict import throughput
 from pmpredict.cli import main
-from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
+from pmpredict.formats.experiments import load_experiments, save_experiments
+from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.errors import InputError
-from pmpredict.metrics import evaluate_model, kendall_tau_b, mape
-from pmpredict.model import PIPELINE_FLAGS, PIPELINE_KEYS, MachineModel, operand_count
+from pmpredict.predict.metrics import evaluate_model, kendall_tau_b, mape
+from pmpredict.model.machine import PIPELINE_FLAGS, PIPELINE_KEYS, MachineModel, operand_count
 
 
-from pmpredict.data.model_files import load_model
+from pmpredict.formats.model_files import load_model, save_model
 
 
 def write(tmp_path, name, data):
@@ -40,7 +41,7 @@ def test_native_round_trip(tmp_path):
     assert model.uops["div"] == ((0b001, 1), (0b100, 6))
     assert model.r_max == 4.0 and model.latency == {"add": 1.0}
     out = tmp_path / "again.json"
-    model.save(out)
+    save_model(model, out)
     assert load_model(str(out)) == model
 
 
@@ -101,7 +102,7 @@ def test_cli_reports_bad_input_with_exit_2(tmp_path, capsys):
 
 def test_experiments_native_round_trip(tmp_path):
     exps = ExperimentSet(("a", "b"), (Experiment.of(["a", "a", "b"], 2.5), Experiment.of(["b"])))
-    exps.save(tmp_path / "e.json")
+    save_experiments(exps, tmp_path / "e.json")
     again = load_experiments(str(tmp_path / "e.json"))
     assert again.experiments == exps.experiments and again.forms == exps.forms
 
@@ -133,14 +134,14 @@ def test_published_accuracy_on_skl_validation(shared):
 def test_shared_simulation_equals_lp_on_a_sample(shared):
     model = load_model(shared("SKL", "mapping_pmevo.json"))
     exps = load_experiments(shared("SKL", "validation_len06.json"))
-    cycles, _ = sim.simulate(model, exps)
+    cycles, _ = throughput.simulate(model, exps)
     masks, counts = model.to_arrays()
     index = model.form_index()
     for e in range(0, 2000, 40):
         ex = exps.experiments[e]
-        umask, umass, _ = sim.uop_masses(masks, counts, np.array([index[f] for f, _ in ex.counts]),
+        umask, umass, _ = throughput.uop_masses(masks, counts, np.array([index[f] for f, _ in ex.counts]),
                                          np.array([n for _, n in ex.counts], float))
-        assert cycles[e] == pytest.approx(sim.lp_schedule(umask, umass, len(model.ports))[0], rel=1e-7)
+        assert cycles[e] == pytest.approx(throughput.lp_schedule(umask, umass, len(model.ports))[0], rel=1e-7)
 
 
 def test_evaluate_cli_json_and_skipped(tmp_path, capsys, shared):
@@ -204,7 +205,7 @@ def test_timing_facts_load_and_save(tmp_path):
     assert model.latency_source == {ADD_MEM: "measured"}
     assert model.move_elimination == {ADD_MEM: False} and model.idiom_ports == {VADD: True}
     assert model.pipeline == TIMED["pipeline"] and model.pipeline_source == TIMED["pipeline_source"]
-    model.save(tmp_path / "again.json")
+    save_model(model, tmp_path / "again.json")
     assert load_model(str(tmp_path / "again.json")) == model
     # a file without the new keys keeps loading, and saves without them
     plain = load_model(write(tmp_path, "n.json", NATIVE))
@@ -315,7 +316,7 @@ def timed_models(draw):
 @given(model=timed_models())
 def test_save_then_load_restores_any_model_exactly(model, tmp_path):
     path = tmp_path / "m.json"
-    model.save(path)
+    save_model(model, path)
     back = load_model(str(path))
     assert back == model
     assert back.to_json() == model.to_json()

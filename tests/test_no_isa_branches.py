@@ -1,9 +1,9 @@
-"""No code outside pmpredict/semantics/ branches on the ISA.
+"""No code outside pmpredict/isa/ branches on the ISA.
 
 What an instruction reads and writes, and every other ISA-specific fact (grammars, register
 pools, byte markers, the OSACA vocabulary...), is an attribute or method of the ISA objects
-behind `pmpredict.semantics.get(isa)`. This test reads the source of pmpredict/, infer/ and
-exporters/ (the semantics package excepted) and fails on:
+behind `pmpredict.isa.semantics.get(isa)`. This test reads the source of pmpredict/, infer/ and
+exporters/ (the isa package excepted) and fails on:
   * a comparison with an ISA name (`isa == "aarch64"`, `isa in ("x86", ...)`, also the
     syntax "aarch64", which names its ISA),
   * a dict literal keyed by ISA names (a lookup table is a branch too),
@@ -15,11 +15,11 @@ Comparing two ISAs held in variables (`model.isa != isa`) is a consistency check
 import ast
 import os
 
-from pmpredict import semantics
+from pmpredict.isa import semantics
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 SCANNED = ("pmpredict", "infer", "exporters")
-EXEMPT = os.path.join("pmpredict", "semantics")
+EXEMPT = os.path.join("pmpredict", "isa")
 ISA_NAMES = set(semantics.ISAS) | {s for isa in semantics.all_isas() if len(isa.syntaxes) == 1
                                    for s in isa.syntaxes}
 
@@ -70,7 +70,7 @@ def test_the_scanner_finds_each_kind_of_branch():
     assert found == [1, 2, 3, 4, 5]
 
 
-def test_no_isa_branch_outside_the_semantics_package():
+def test_no_isa_branch_outside_the_isa_package():
     offenders = []
     files = list(python_files())
     assert len(files) > 40                     # the tree was found
@@ -80,4 +80,4 @@ def test_no_isa_branch_outside_the_semantics_package():
         text = source.splitlines()
         for line in isa_branches(source):
             offenders.append(f"{os.path.relpath(path, ROOT)}:{line}: {text[line - 1].strip()}")
-    assert not offenders, "ISA branches outside pmpredict/semantics/:\n" + "\n".join(offenders)
+    assert not offenders, "ISA branches outside pmpredict/isa/:\n" + "\n".join(offenders)

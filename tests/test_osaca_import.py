@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 from pmpredict.cli import main
-from pmpredict.data.experiments import Experiment, ExperimentSet, load_experiments
-from pmpredict.data.osaca import load_osaca_model
+from pmpredict.formats.experiments import load_experiments
+from pmpredict.model.experiments import Experiment, ExperimentSet
+from pmpredict.formats.osaca import load_osaca_model
 from pmpredict.errors import InputError
 from pmpredict.exporters.osaca import export_osaca
-from pmpredict.model import MachineModel
-from pmpredict.data.model_files import load_model
+from pmpredict.model.machine import MachineModel
+from pmpredict.formats.model_files import load_model
 from pmpredict.models import builtin_names
-from pmpredict.sim import simulate
+from pmpredict.predict.throughput import simulate
 
 from conftest import artifact
 

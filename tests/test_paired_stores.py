@@ -10,8 +10,8 @@ import pytest
 
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.model import MachineModel
-from pmpredict.predict import Predictor
+from pmpredict.model.machine import MachineModel
+from pmpredict.predict.predictor import Predictor
 
 STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
 STORE32 = "MOV_dword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:32))"

@@ -7,8 +7,9 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.cli import main
-from pmpredict.model import MachineModel
-from pmpredict.predict import Predictor
+from pmpredict.model.machine import MachineModel
+from pmpredict.predict.predictor import Predictor
+from pmpredict.formats.model_files import save_model
 
 ADD = "ADD_((REG:RW:G:64)),_((IMM:8))"
 SUB = "SUB_((REG:RW:G:64)),_((IMM:8))"
@@ -87,7 +88,7 @@ def write(tmp_path, name, text):
 
 def toy_model_file(tmp_path):
     path = tmp_path / "toy.json"
-    TOY.save(str(path))
+    save_model(TOY, str(path))
     return str(path)
 
 

@@ -11,9 +11,9 @@ import pytest
 from pmpredict.asm.kernel import all_regions
 from pmpredict.asm.parse import parse_file
 from pmpredict.cli import main
-from pmpredict.predict_files import COMPILED_FROM_WITH_COSTS
-from pmpredict.data.model_files import load_model
-from pmpredict.predict import Predictor
+from pmpredict.commands.predict_files import COMPILED_FROM_WITH_COSTS
+from pmpredict.formats.model_files import load_model
+from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, to_json
 
 BHIVE = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
@@ -119,7 +119,7 @@ def test_rendering_many_leaves_the_garbage_collector_as_it_was():
     render raises."""
     import gc
 
-    from pmpredict.batch import GC_YOUNG, render_all
+    from pmpredict.commands.batch import GC_YOUNG, render_all
     from pmpredict.errors import InputError
     before, frozen = gc.get_threshold(), gc.get_freeze_count()
     seen = []

@@ -14,8 +14,8 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.normalize import normalize
 from pmpredict.asm.parse import parse_file
-from pmpredict.data.model_files import load_model
-from pmpredict.predict import Predictor
+from pmpredict.formats.model_files import load_model
+from pmpredict.predict.predictor import Predictor
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 

@@ -6,8 +6,8 @@ import pytest
 
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.model import MachineModel
-from pmpredict.predict import Predictor
+from pmpredict.model.machine import MachineModel
+from pmpredict.predict.predictor import Predictor
 
 MEM = "qword_ptr_[((MEM:64))_+_((MIMM:16))]"
 F = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from pmpredict.commands.progress import ProgressDisplay
-from pmpredict.infer.measure.measure_set import Progress
+from pmpredict.measure.experiments import Progress
 from pmpredict.infer.pipeline import InferConfig
 
 

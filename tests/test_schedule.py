@@ -7,10 +7,10 @@ import random
 import numpy as np
 import pytest
 
-from pmpredict.criticality import EventClass, analyse
-from pmpredict.deps import Edge, Graph, loop_carried_cycles
-from pmpredict.schedule import Body, Machine, simulate, steady_cycles
-from pmpredict.sim import lp_schedule
+from pmpredict.predict.criticality import EventClass, analyse
+from pmpredict.predict.deps import Edge, Graph, loop_carried_cycles
+from pmpredict.predict.simulation import Body, Machine, simulate, steady_cycles
+from pmpredict.predict.throughput import lp_schedule
 
 
 def throughput_bound(body):
@@ -159,20 +159,20 @@ def test_serial_and_parallel_interaction():
 
 @pytest.mark.parametrize("seed", range(60))
 def test_compiled_and_plain_runs_are_identical(seed):
-    # one implementation (schedule_arrays), run as plain Python over lists and compiled by
+    # one implementation (simulation_arrays), run as plain Python over lists and compiled by
     # numba over arrays: every time of every instance, the cycles and the slack agree exactly
-    from pmpredict import schedule_jit
-    from pmpredict.criticality import slack
+    from pmpredict.predict import simulation_jit
+    from pmpredict.predict.criticality import slack
     rnd = random.Random(5000 + seed)
     body = random_body(rnd, deps=True)
     machine = Machine(rnd.choice([None, 2, 4, 6]), rnd.choice([None, 16, 64, 224]),
                       rnd.choice([0.0, 1.0, 2.0]))
     ideal = rnd.choice([0, 1, 3])
     plain = simulate(body, machine, ideal_ports=ideal)
-    compiled = simulate(body, machine, ideal_ports=ideal, engine=schedule_jit)
+    compiled = simulate(body, machine, ideal_ports=ideal, engine=simulation_jit)
     assert records(compiled) == records(plain)
-    assert slack(body, machine, compiled, schedule_jit) == slack(body, machine, plain)
-    fixed = simulate(body, machine, iterations=30, engine=schedule_jit)
+    assert slack(body, machine, compiled, simulation_jit) == slack(body, machine, plain)
+    fixed = simulate(body, machine, iterations=30, engine=simulation_jit)
     assert fixed.iterations == 30
     assert records(fixed) == records(simulate(body, machine, iterations=30))
 
@@ -187,9 +187,9 @@ def records(run):
 def test_port_records_too_short_for_the_run_are_grown(monkeypatch):
     # the ports' records start at a size the run should not outgrow; if it does, the run
     # starts again with more, and the result is the same
-    from pmpredict import schedule
+    from pmpredict.predict import simulation
     body = make_body([[1] * 40, [1, 2]], [[(0, 1, 40.0)], [(0, 0, 3.0)]], 2, latency=[40.0, 2.0])
     want = simulate(body, Machine(4, 224))
-    monkeypatch.setattr(schedule, "_capacity", lambda *args: 8)
+    monkeypatch.setattr(simulation, "_capacity", lambda *args: 8)
     assert records(simulate(body, Machine(4, 224))) == records(want)
     assert want.cycles == 41.0          # port 0: 40 + 1 uop cycles per iteration

@@ -14,11 +14,12 @@ import subprocess
 
 import pytest
 
-from pmpredict import semantics
+from pmpredict.isa import semantics
 from pmpredict.asm.parse import parse
-from pmpredict.forms import example_instance, parse_form
-from pmpredict.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
-from pmpredict.semantics.base import ATOMIC, BARRIER
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.examples import example_instance
+from pmpredict.isa.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
+from pmpredict.isa.base import ATOMIC, BARRIER
 
 A64 = semantics.get("aarch64")
 NZCV = {"N", "Z", "C", "V"}

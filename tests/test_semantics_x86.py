@@ -16,12 +16,13 @@ import subprocess
 
 import pytest
 
-from pmpredict import semantics
+from pmpredict.isa import semantics
 from pmpredict.asm.parse import parse, parse_file
-from pmpredict.forms import example_instance, parse_form
-from pmpredict.infer.measure import default_forms
-from pmpredict.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
-from pmpredict.semantics.base import ATOMIC, BARRIER
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.examples import example_instance
+from pmpredict.measure import default_forms
+from pmpredict.isa.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
+from pmpredict.isa.base import ATOMIC, BARRIER
 
 X86 = semantics.get("x86")
 ALL = {"CF", "PF", "AF", "ZF", "SF", "OF"}

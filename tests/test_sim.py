@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pmpredict import sim
-from pmpredict.data.experiments import Experiment, ExperimentSet
-from pmpredict.model import MachineModel
+from pmpredict.predict import throughput
+from pmpredict.model.experiments import Experiment, ExperimentSet
+from pmpredict.model.machine import MachineModel
 
 
 def model_of(ports, forms, r_max=None):
@@ -23,7 +23,7 @@ def model_of(ports, forms, r_max=None):
 
 def run(model, *experiments):
     exps = ExperimentSet(model.forms, tuple(Experiment.of(e) for e in experiments))
-    cycles, masks = sim.simulate(model, exps)
+    cycles, masks = throughput.simulate(model, exps)
     return cycles, [set(model.port_names(m)) if m >= 0 else {"frontend"} for m in masks]
 
 
@@ -72,7 +72,7 @@ def test_r_max_caps_throughput():
 
 def test_unknown_form_is_nan_not_zero():
     exps = ExperimentSet(("add", "nope"), (Experiment.of(["add", "nope"]), Experiment.of(["add"])))
-    cycles, _ = sim.simulate(PAPER, exps)
+    cycles, _ = throughput.simulate(PAPER, exps)
     assert np.isnan(cycles[0]) and cycles[1] == 0.5
 
 
@@ -90,8 +90,8 @@ def test_port_renaming_invariance():
     renamed = {f: tuple(sorted((permute_mask(m, perm), c) for m, c in u)) for f, u in base.uops.items()}
     other = base.with_uops(renamed)
     exps = random_experiments(rng, base.forms, 200, 5)
-    a, ma = sim.simulate(base, exps)
-    b, mb = sim.simulate(other, exps)
+    a, ma = throughput.simulate(base, exps)
+    b, mb = throughput.simulate(other, exps)
     np.testing.assert_array_equal(a, b)
     assert [permute_mask(int(m), perm) for m in ma] == list(mb)
     assert ports  # names are irrelevant to the engine
@@ -125,8 +125,8 @@ def lp_cycles(model, experiment, r_max=None):
     index = model.form_index()
     forms = np.array([index[f] for f, _ in experiment.counts])
     mults = np.array([n for _, n in experiment.counts], dtype=float)
-    umask, umass, n_insn = sim.uop_masses(masks, counts, forms, mults)
-    cycles, load, _ = sim.lp_schedule(umask, umass, len(model.ports), n_insn, r_max)
+    umask, umass, n_insn = throughput.uop_masses(masks, counts, forms, mults)
+    cycles, load, _ = throughput.lp_schedule(umask, umass, len(model.ports), n_insn, r_max)
     return cycles, load
 
 
@@ -155,7 +155,7 @@ def mapping_and_experiment(draw):
 @given(mapping_and_experiment())
 def test_simulator_equals_lp(case):
     model, experiment = case
-    cycles, bottleneck = sim.simulate(model, ExperimentSet(model.forms, (experiment,)))
+    cycles, bottleneck = throughput.simulate(model, ExperimentSet(model.forms, (experiment,)))
     expected, load = lp_cycles(model, experiment)
     assert cycles[0] == pytest.approx(expected, rel=1e-7, abs=1e-9)
     # the reported bottleneck is saturated in the LP's optimal schedule too
@@ -163,7 +163,7 @@ def test_simulator_equals_lp(case):
         assert load[model.ports.index(p)] == pytest.approx(expected, rel=1e-6)
 
 
-@pytest.mark.parametrize("method", [sim.METHOD_AUTO, sim.METHOD_ENUM, sim.METHOD_SOS, sim.METHOD_FLOW])
+@pytest.mark.parametrize("method", [throughput.METHOD_AUTO, throughput.METHOD_ENUM, throughput.METHOD_SOS, throughput.METHOD_FLOW])
 def test_every_engine_path_equals_lp_on_random_batch(method):
     """10-port three-level mappings, length-5 experiments, each solver forced in turn."""
     rng = np.random.default_rng(2020)
@@ -171,10 +171,10 @@ def test_every_engine_path_equals_lp_on_random_batch(method):
     exps = random_experiments(rng, model.forms, 300, 5)
     masks, counts = model.to_arrays()
     ptr, forms, mults = exps.to_arrays(model.form_index())
-    cycles, bottleneck = sim.simulate_arrays(masks, counts, ptr, forms, mults, method=method)
+    cycles, bottleneck = throughput.simulate_arrays(masks, counts, ptr, forms, mults, method=method)
     expected = [lp_cycles(model, e)[0] for e in exps.experiments]
     np.testing.assert_allclose(cycles, expected, rtol=1e-7)
-    reference = sim.simulate_arrays(masks, counts, ptr, forms, mults, method=sim.METHOD_ENUM)[1]
+    reference = throughput.simulate_arrays(masks, counts, ptr, forms, mults, method=throughput.METHOD_ENUM)[1]
     np.testing.assert_array_equal(bottleneck, reference)   # the same maximal tight set
 
 
@@ -185,7 +185,7 @@ def test_more_uops_than_bitset_width_uses_port_lattice():
     uops = {f"f{i}": ((int(m), int(rng.integers(1, 3))),) for i, m in enumerate(masks)}
     model = MachineModel("wide", "x86", tuple(str(i) for i in range(12)), uops)
     exps = ExperimentSet(model.forms, (Experiment.of(list(uops)),))
-    cycles, _ = sim.simulate(model, exps)
+    cycles, _ = throughput.simulate(model, exps)
     assert cycles[0] == pytest.approx(lp_cycles(model, exps.experiments[0])[0], rel=1e-7)
 
 
@@ -193,7 +193,7 @@ def test_r_max_matches_lp_with_cap():
     rng = np.random.default_rng(3)
     model = random_model(rng, 6, 12).with_uops(random_model(rng, 6, 12).uops, r_max=3.0)
     exps = random_experiments(rng, model.forms, 200, 6)
-    cycles, _ = sim.simulate(model, exps)
+    cycles, _ = throughput.simulate(model, exps)
     expected = [lp_cycles(model, e, r_max=3.0)[0] for e in exps.experiments]
     np.testing.assert_allclose(cycles, expected, rtol=1e-7)
 
@@ -210,9 +210,9 @@ def test_population_entry_point_equals_single():
         masks[p, :, :mk.shape[1]] = mk
         counts[p, :, :ct.shape[1]] = ct
     ptr, forms, mults = exps.to_arrays(models[0].form_index())
-    pop = sim.simulate_population(masks, counts, ptr, forms, mults)
+    pop = throughput.simulate_population(masks, counts, ptr, forms, mults)
     for p, m in enumerate(models):
-        np.testing.assert_array_equal(pop[p], sim.simulate(m, exps)[0])
+        np.testing.assert_array_equal(pop[p], throughput.simulate(m, exps)[0])
 
 
 def test_too_many_distinct_uops_falls_back_to_lp():
@@ -222,11 +222,11 @@ def test_too_many_distinct_uops_falls_back_to_lp():
     uops["heavy"] = (((1 << 0), 3),)
     model = MachineModel("big", "x86", ports, uops)
     exps = ExperimentSet(model.forms, (Experiment.of(list(uops)),))
-    cycles, _ = sim.simulate(model, exps)
+    cycles, _ = throughput.simulate(model, exps)
     assert cycles[0] == pytest.approx(lp_cycles(model, exps.experiments[0])[0], rel=1e-7)
 
 
-@pytest.mark.parametrize("method", [sim.METHOD_AUTO, sim.METHOD_ENUM, sim.METHOD_SOS, sim.METHOD_FLOW])
+@pytest.mark.parametrize("method", [throughput.METHOD_AUTO, throughput.METHOD_ENUM, throughput.METHOD_SOS, throughput.METHOD_FLOW])
 def test_sparse_high_ports_every_path_equals_lp(method):
     """14 ports scattered over bits 3..45: masks beyond the merge table's direct range (hash
     probing), lattice indices compressed to the used ports, lattices larger than the 1/|Q| table."""
@@ -244,7 +244,7 @@ def test_sparse_high_ports_every_path_equals_lp(method):
     exps = random_experiments(rng, model.forms, 150, 6)
     masks, counts = model.to_arrays()
     ptr, forms, mults = exps.to_arrays(model.form_index())
-    cycles, bottleneck = sim.simulate_arrays(masks, counts, ptr, forms, mults, method=method)
+    cycles, bottleneck = throughput.simulate_arrays(masks, counts, ptr, forms, mults, method=method)
     for e, experiment in enumerate(exps.experiments):
         expected, load = lp_cycles(model, experiment)
         assert cycles[e] == pytest.approx(expected, rel=1e-7)
@@ -257,9 +257,9 @@ def test_results_do_not_depend_on_earlier_calls():
     rng = np.random.default_rng(9)
     first, other = random_model(rng, 9, 20, max_uops=4), random_model(rng, 9, 20, max_uops=4)
     exps = random_experiments(rng, first.forms, 200, 5)
-    before = sim.simulate(first, exps)
-    sim.simulate(other, random_experiments(rng, other.forms, 200, 7))
-    after = sim.simulate(first, exps)
+    before = throughput.simulate(first, exps)
+    throughput.simulate(other, random_experiments(rng, other.forms, 200, 7))
+    after = throughput.simulate(first, exps)
     np.testing.assert_array_equal(before[0], after[0])
     np.testing.assert_array_equal(before[1], after[1])
     expected = [lp_cycles(first, e)[0] for e in exps.experiments]

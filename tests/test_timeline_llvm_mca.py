@@ -11,8 +11,8 @@ import pytest
 
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.data.model_files import load_model
-from pmpredict.predict import Predictor
+from pmpredict.formats.model_files import load_model
+from pmpredict.predict.predictor import Predictor
 
 osaca = pytest.importorskip("osaca", reason="OSACA is not installed (its skx.yml is the model)")
 pytestmark = pytest.mark.filterwarnings("ignore")

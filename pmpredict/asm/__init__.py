@@ -7,10 +7,11 @@ kernel choice (kernel), normalised form keys (normalize), matching against a mod
     FormMatcher(model.uops, model.isa).match(key)  # -> Match(form, approx, reason)
 """
 
-from .kernel import Kernel, select_kernel
-from .match import FormMatcher, Match
-from .normalize import FormKey, normalize
-from .parse import Program, parse, parse_file
+from pmpredict.asm.kernel import Kernel, select_kernel
+from pmpredict.asm.match import FormMatcher, Match
+from pmpredict.asm.normalize import normalize
+from pmpredict.isa.keys import FormKey
+from pmpredict.asm.parse import Program, parse, parse_file
 
 __all__ = ["parse", "parse_file", "Program", "select_kernel", "Kernel", "normalize", "FormKey",
            "FormMatcher", "Match"]

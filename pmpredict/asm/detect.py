@@ -4,15 +4,15 @@ Explicit directives decide (`.intel_syntax`, `.att_syntax`, `.arch armv8...`);
 otherwise the first few thousand lines are scored by tell-tale spellings:
 `%rax` (AT&T), `DWORD PTR` / bare x86 register names (Intel), `x0`/`w1`/`v0.4s`/
 `[x0, #8]` (AArch64). `--isa` / `--syntax` override the guess. What a directive
-selects and which spellings tell are facts of each ISA (pmpredict.semantics).
+selects and which spellings tell are facts of each ISA (pmpredict.isa.semantics).
 """
 
 from __future__ import annotations
 
 import re
 
-from .. import semantics
-from ..errors import InputError
+from pmpredict.isa import semantics
+from pmpredict.errors import InputError
 
 _DIRECTIVE = re.compile(r"^\s*\.(intel_syntax|att_syntax|arch|cpu)\b\s*(\S*)", re.MULTILINE)
 

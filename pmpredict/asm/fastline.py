@@ -17,8 +17,8 @@ from functools import lru_cache, partial
 
 from lark import Token
 
-from .parse import (AsmTransformer, Comment, Directive, Instruction, Label, comment_text,
-                    grammar_text, instruction_text)
+from pmpredict.asm.grammar import AsmTransformer, comment_text, grammar_text, instruction_text
+from pmpredict.isa.syntax import Comment, Directive, Instruction, Label
 
 _T = AsmTransformer()
 _BLANK = " \t\f\v"                               # what the grammars ignore

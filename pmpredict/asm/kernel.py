@@ -22,10 +22,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .. import semantics
-from ..errors import InputError
-from .normalize import x86_register
-from .parse import Comment, Directive, Instruction, Label, Program, Symbol
+from pmpredict.isa import semantics
+from pmpredict.errors import InputError
+from pmpredict.isa.x86.keys import x86_register
+from pmpredict.asm.parse import Program
+from pmpredict.isa.syntax import Comment, Directive, Instruction, Label, Symbol
 
 _MCA = re.compile(r"LLVM-MCA-(BEGIN|END)\b\s*(\S*)")
 

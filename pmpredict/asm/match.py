@@ -1,7 +1,7 @@
 """Match normalised instructions (FormKey) against a model's forms.
 
 Both sides meet in the same vocabulary: the model's form strings (PMEvo
-spelling, parsed by pmpredict.forms.parse_form) become operand *patterns*, the
+spelling, parsed by pmpredict.isa.forms.parse_form) become operand *patterns*, the
 user's instruction a FormKey (normalize.py). Candidates share the mnemonic and
 the operand count; each operand pair is either incompatible or costs a penalty.
 The winner is the candidate with (no approximation, lowest penalty, form name)
@@ -18,9 +18,9 @@ smallest, so the choice is deterministic:
     `x` form, `eax` vs `rax`), an AArch64 addressing mode other than [base, #imm],
     AVX-512 masking.
 
-Forms of foreign OSACA files (`osaca:<mnemonic> <op>,...`, pmpredict.data.osaca) are a
+Forms of foreign OSACA files (`osaca:<mnemonic> <op>,...`, pmpredict.formats.osaca) are a
 second source of patterns, matched with OSACA's own rules against the key's OSACA view
-(normalize.osaca_view_*): see osaca_forms.osaca_fits. Among several fitting OSACA forms the most
+(each ISA's keys.osaca_view_*): see osaca_forms.osaca_fits. Among several fitting OSACA forms the most
 specific wins (fewest `*` wildcards / generic classes), then the first mnemonic tried
 (Intel name, then the name as written, then without AT&T suffix), then file order
 (OSACA itself takes the first fitting entry in file order).
@@ -32,11 +32,11 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from .. import semantics
-from ..osaca_forms import (FOREIGN_PREFIX, is_foreign, operand_tokens, osaca_fits, osaca_pattern,
-                           parse_foreign_form_name)
-from ..forms import parse_form
-from .normalize import FormKey, render_key
+from pmpredict.isa import semantics
+from pmpredict.isa.osaca_forms import (FOREIGN_PREFIX, is_foreign, operand_tokens, osaca_fits,
+                                       osaca_pattern, parse_foreign_form_name)
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.keys import FormKey, render_key
 
 class Approximation(str, Enum):
     """Why a match is approximate; the value is the sentence a report prints."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ..errors import InputError
-from ..files import check_output
-from .common import emit
+from pmpredict.errors import InputError
+from pmpredict.formats.files import check_output
+from pmpredict.commands.common import emit, load_model
+from pmpredict.formats.model_files import save_model
 
 
 def register(sub):
@@ -26,9 +27,9 @@ def register(sub):
 
 
 def run(args):
-    from ..align import align, aligned_model
-    from ..data.model_files import check_same_isa, load_model
-    from ..views import align as view
+    from pmpredict.predict.align import align, aligned_model
+    from pmpredict.formats.model_files import check_same_isa
+    from pmpredict.views import align as view
 
     if args.output:
         check_output(args.output, "aligned model")
@@ -40,6 +41,6 @@ def run(args):
         raise InputError(args.reference, f"no instruction form of {model.name!r} is in the "
                                          "reference: nothing to align on")
     if args.output:
-        aligned_model(model, alignment).save(args.output)
+        save_model(aligned_model(model, alignment), args.output)
     emit(view, alignment, args.json, output=args.output)
     return 0

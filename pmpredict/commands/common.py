@@ -6,8 +6,18 @@ import argparse
 import math
 import sys
 
-from ..jsonio import dumps
-from ..validate import name_problem, number_problem, r_max_problem
+from pmpredict.formats.jsonio import dumps
+from pmpredict.model.validate import name_problem, number_problem, r_max_problem
+
+
+def load_model(spec: str):
+    """The model a command line names: a file, a built-in name, or "host" (this machine's
+    model as far as it has been measured)."""
+    # deferred: the model loaders import numpy, and the host model the measurement harness
+    from pmpredict.formats.model_files import load_model as load
+    from pmpredict.host.model import load_cached
+    return load(spec, host=load_cached)
+
 
 def add_model_arguments(p) -> None:
     """--model M --experiments E [--json]: the arguments simulate and evaluate share."""
@@ -19,11 +29,11 @@ def add_model_arguments(p) -> None:
 
 
 def training_saver(out_dir: str, report=None):
-    """on_set for infer.host.measure_training_set: each phase written to OUT_DIR/<name>.json
+    """on_set for host.training.measure_training_set: each phase written to OUT_DIR/<name>.json
     as soon as it is measured (atomically), then report(path, result) if given."""
     import os
 
-    from ..jsonio import write_json
+    from pmpredict.formats.jsonio import write_json
 
     def save(name: str, result) -> None:
         os.makedirs(out_dir, exist_ok=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from ..files import check_output
-from .common import add_model_arguments, emit
+from pmpredict.formats.files import check_output
+from pmpredict.commands.common import add_model_arguments, emit, load_model
 
 
 def register(sub):
@@ -21,10 +21,10 @@ def register(sub):
 
 
 def run(args):
-    from ..data.experiments import load_experiments
-    from ..metrics import evaluate_model
-    from ..data.model_files import check_same_isa, load_model
-    from ..views import evaluate as view
+    from pmpredict.formats.experiments import load_experiments
+    from pmpredict.predict.metrics import evaluate_model
+    from pmpredict.formats.model_files import check_same_isa
+    from pmpredict.views import evaluate as view
 
     if args.plot:
         check_output(args.plot, "plot")
@@ -38,7 +38,7 @@ def run(args):
         print(f"({ev.skipped} experiments skipped; -v lists them)", file=sys.stderr)
     if args.plot:
         sys.stdout.flush()
-        from ..plot import heatmap
+        from pmpredict.views.plot import heatmap
         heatmap(ev.predicted, ev.measured, args.plot,
                 title=f"{model.name} on {exps.source}: MAPE {ev.mape:.1f}%")
     return 0

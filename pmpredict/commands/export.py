@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import InputError
-from ..files import check_output
-from .common import emit, name_value
+from pmpredict.errors import InputError
+from pmpredict.formats.files import check_output
+from pmpredict.commands.common import emit, load_model, name_value
 
 
 def register(sub):
@@ -34,8 +34,7 @@ def register(sub):
 
 
 def run(args):
-    from ..data.model_files import load_model
-    from ..views import export as view
+    from pmpredict.views import export as view
 
     if (args.model_arg is None) == (args.model is None):
         raise InputError("<command line>", "give the model once: as M or as --model M")
@@ -45,10 +44,10 @@ def run(args):
     if args.name:
         model = model.with_uops(model.uops, name=args.name)
     if args.format == "osaca":
-        from ..exporters.osaca import export_osaca
+        from pmpredict.exporters.osaca import export_osaca
         result = export_osaca(model, args.output, source=spec)
     else:
-        from ..exporters.llvm import export_llvm
+        from pmpredict.exporters.llvm import export_llvm
         result = export_llvm(model, args.output, version=args.llvm_version,
                              self_contained=args.self_contained, source=spec)
     if args.json:

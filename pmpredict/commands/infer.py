@@ -11,11 +11,13 @@ import shlex
 import sys
 import time
 
-from ..errors import InputError
-from ..files import check_output
-from .common import emit, float_in, int_in, name_value, r_max_value, training_saver
-from .progress import ProgressDisplay
-from .stopping import STOPPED, deadline_check
+from pmpredict.errors import InputError
+from pmpredict.formats.files import check_output
+from pmpredict.commands.common import (emit, float_in, int_in, name_value, r_max_value,
+                                       training_saver)
+from pmpredict.commands.progress import ProgressDisplay
+from pmpredict.commands.stopping import STOPPED, deadline_check
+from pmpredict.formats.model_files import save_model
 
 
 def register(sub):
@@ -115,15 +117,15 @@ SETTINGS = {"method": "method", "seed": "seed", "restarts": "restarts", "start":
 def _measure_here(args, should_stop, display):
     """--measure: the host training set, measured now (or read back from the cache);
     None if should_stop() ended the measurement first."""
-    from pmpredict.infer.host import measure_training_set
+    from pmpredict.host.training import measure_training_set
     from pmpredict.infer.design import default_design
-    from pmpredict.infer.measure import HostError, default_cache_dir, load_form_list
-    from pmpredict.infer.measure.frontend import measure_frontend, width_floor
-    from pmpredict.infer.measure.measure_set import MeasurementStopped
+    from pmpredict.measure import HostError, default_cache_dir, load_form_list
+    from pmpredict.measure.frontend import measure_frontend, width_floor
+    from pmpredict.measure.experiments import MeasurementStopped
 
     where = {}                              # form -> (file, line) it comes from
     if args.forms_from:
-        from pmpredict.infer.forms_from import forms_from_assembly
+        from pmpredict.measure.forms_from import forms_from_assembly
         picked = forms_from_assembly(args.forms_from, args.syntax, args.kernel_only)
         for left in picked.left_out:
             print(f"pmpredict: left out {left}", file=sys.stderr)
@@ -194,9 +196,9 @@ def resume_command(argv: list[str], checkpoint: str) -> str:
 def run(args):
     """SIGTERM behaves like Ctrl-C throughout (cli.main): measuring stops cleanly (the cache
     keeps what is done), inference writes its checkpoint and best mapping; exit status 130."""
-    from pmpredict.data.experiments import load_many
+    from pmpredict.formats.experiments import load_many
     from pmpredict.infer.checkpoint import load_checkpoint
-    from pmpredict.infer.host import HOST_PORTS
+    from pmpredict.host.training import HOST_PORTS
     from pmpredict.infer.job import load_resume, run_job, settings_for
     from pmpredict.views import infer as view
 
@@ -235,7 +237,7 @@ def run(args):
     if display:
         display.close()
     if outcome.model is not None:
-        outcome.model.save(args.output)
+        save_model(outcome.model, args.output)
     if args.json:
         emit(view, outcome, True, output=args.output, resume=hint)
     elif not args.quiet or not outcome.finished:

@@ -6,11 +6,12 @@ import os
 import sys
 from dataclasses import replace
 
-from ..errors import InputError
-from ..files import check_output, read_text
-from .common import emit, float_in, int_in, print_json, training_saver
-from .progress import ProgressDisplay
-from .stopping import STOPPED, deadline_check
+from pmpredict.errors import InputError
+from pmpredict.formats.files import check_output, read_text
+from pmpredict.commands.common import emit, float_in, int_in, print_json, training_saver
+from pmpredict.commands.progress import ProgressDisplay
+from pmpredict.commands.stopping import STOPPED, deadline_check
+from pmpredict.formats.experiments import save_experiments
 
 
 def register(sub):
@@ -43,7 +44,7 @@ def register(sub):
 
 
 def _run_options(args, default=None):
-    from ..infer.measure.runner import RunOptions
+    from pmpredict.measure.runner import RunOptions
     default = default or RunOptions()
     if args.samples is None:
         return default
@@ -51,14 +52,14 @@ def _run_options(args, default=None):
 
 
 def _cache(args):
-    from ..infer.measure import default_cache_dir
+    from pmpredict.measure import default_cache_dir
     if args.cache and os.path.exists(args.cache) and not os.path.isdir(args.cache):
         raise InputError(args.cache, "--cache must name a directory, not a file")
     return None if args.no_cache else (args.cache or default_cache_dir())
 
 
 def run(args):
-    from ..infer.measure.runner import HostError
+    from pmpredict.measure.runner import HostError
     try:
         return _dispatch(args)
     except HostError as exc:
@@ -88,8 +89,8 @@ def _dispatch(args):
 
 
 def _run_block(args):
-    from ..infer.measure.block import BLOCK_OPTIONS, LARGE_SPREAD, measure_block
-    from ..views import measure as view
+    from pmpredict.measure.block import BLOCK_OPTIONS, LARGE_SPREAD, measure_block
+    from pmpredict.views import measure as view
     text = read_text(args.file)
     result = measure_block(text, args.syntax, args.file, options=_run_options(args, BLOCK_OPTIONS),
                            line_range=args.lines, region=args.region, cache_dir=_cache(args))
@@ -107,11 +108,11 @@ def _stopped(exc, what: str) -> int:
 
 
 def _run_experiments(args):
-    from ..data.experiments import load_experiments
-    from ..infer.measure import MeasureOptions, measure_experiment_set
-    from ..infer.measure.instantiate import HARNESS_ISA
-    from ..infer.measure.measure_set import MeasurementStopped
-    from ..views import measure as view
+    from pmpredict.formats.experiments import load_experiments
+    from pmpredict.measure import MeasureOptions, measure_experiment_set
+    from pmpredict.measure.instantiate import HARNESS_ISA
+    from pmpredict.measure.experiments import MeasurementStopped
+    from pmpredict.views import measure as view
     exps = load_experiments(args.experiments)
     if exps.isa != HARNESS_ISA:
         raise InputError(args.experiments, f"only {HARNESS_ISA} experiments can be measured on "
@@ -124,22 +125,22 @@ def _run_experiments(args):
     except MeasurementStopped as exc:
         if display:
             display.close()
-        exc.partial.save(args.output)
+        save_experiments(exc.partial, args.output)
         measured = sum(1 for e in exc.partial.experiments if e.cycles is not None)
         return _stopped(exc, f"{args.output} holds {measured} of {len(exc.partial)} experiments")
     if display:
         display.close()
-    out.save(args.output)
+    save_experiments(out, args.output)
     emit(view, view.SetMeasurement.of(args.output, out), args.json)
     return 0
 
 
 def _run_training_set(args):
     """Singletons first (their throughputs size the weighted pairs), then pairs and weighted pairs."""
-    from ..infer.host import measure_training_set
-    from ..infer.measure import MeasureOptions, default_forms, load_form_list
-    from ..infer.measure.measure_set import MeasurementStopped
-    from ..views import measure as view
+    from pmpredict.host.training import measure_training_set
+    from pmpredict.measure import MeasureOptions, default_forms, load_form_list
+    from pmpredict.measure.experiments import MeasurementStopped
+    from pmpredict.views import measure as view
     forms = load_form_list(args.forms) if args.forms else default_forms()
     display = ProgressDisplay()
 

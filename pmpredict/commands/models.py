@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError
-from .common import emit
+from pmpredict.errors import InputError
+from pmpredict.commands.common import emit, load_model
 
 
 @dataclass(frozen=True)
 class ModelListing:
     models: tuple                 # (name, MachineModel, kinds.PortKinds) triples
     forms: bool = False           # list the forms of the (one) model
-    host: dict | None = None      # this machine's model at a glance (infer.hostmodel.describe)
+    host: dict | None = None      # this machine's model at a glance (host.model.describe)
 
 
 def register(sub):
@@ -31,10 +31,9 @@ def register(sub):
 
 
 def run(args):
-    from ..data.model_files import load_model
-    from ..kinds import port_kinds
-    from ..models import builtin_names
-    from ..views import models as view
+    from pmpredict.predict.kinds import port_kinds
+    from pmpredict.models import builtin_names
+    from pmpredict.views import models as view
 
     if args.forms and args.model is None:
         raise InputError("<command line>", "--forms lists the forms of one model: give M")
@@ -45,7 +44,7 @@ def run(args):
         entries.append((name, model, port_kinds(model)))
     host = None
     if args.model is None:
-        from ..infer.hostmodel import describe
+        from pmpredict.host.model import describe
         host = describe()
     emit(view, ModelListing(tuple(entries), args.forms, host), args.json)
     return 0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from .. import semantics
-from ..errors import InputError
-from .common import int_in, print_json
+from pmpredict.isa import semantics
+from pmpredict.errors import InputError
+from pmpredict.commands.common import int_in, print_json
 
 
 def register(sub):
@@ -50,9 +50,9 @@ def register(sub):
 
 def _host_model(sources):
     """This machine's model with the forms of every kernel measured into it."""
-    from ..infer.hostmodel import host_model
-    from ..predict_files import host_forms
-    from .progress import ProgressDisplay
+    from pmpredict.host.model import host_model
+    from pmpredict.commands.predict_files import host_forms
+    from pmpredict.commands.progress import ProgressDisplay
 
     forms, left_out = host_forms(sources)
     display = ProgressDisplay()
@@ -66,9 +66,9 @@ def _host_model(sources):
 def run(args):
     # heavy imports (lark, the engines) only when the command runs: `pmpredict --help`
     # and the other commands stay fast
-    from .. import predict_files as job
-    from ..batch import render_all
-    from ..views import DEFAULT_VIEWS, render_text, to_json
+    from pmpredict.commands import predict_files as job
+    from pmpredict.commands.batch import render_all
+    from pmpredict.views import DEFAULT_VIEWS, render_text, to_json
 
     sources = job.read_sources(args.files, syntax=args.syntax, isa=args.isa, lines=args.lines,
                                region=args.region, stdin=sys.stdin.buffer)

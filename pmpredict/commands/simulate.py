@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_model_arguments, emit
+from pmpredict.commands.common import add_model_arguments, emit, load_model
 
 
 def register(sub):
@@ -16,10 +16,10 @@ def register(sub):
 
 
 def run(args):
-    from ..data.experiments import load_experiments
-    from ..data.model_files import check_same_isa, load_model
-    from ..simulation import simulate_set
-    from ..views import simulate as view
+    from pmpredict.formats.experiments import load_experiments
+    from pmpredict.formats.model_files import check_same_isa
+    from pmpredict.predict.experiment_cycles import simulate_set
+    from pmpredict.views import simulate as view
 
     model = load_model(args.model)
     exps = load_experiments(args.experiments)

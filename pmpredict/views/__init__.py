@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from . import bottlenecks, instructions, summary, timeline
+from pmpredict.views import bottlenecks, instructions, summary, timeline
 
 VIEWS = {"summary": summary, "instructions": instructions, "timeline": timeline,
          "bottlenecks": bottlenecks}

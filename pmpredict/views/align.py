@@ -1,5 +1,5 @@
 """View of `pmpredict align`: how an inferred model's ports map onto a reference's
-(pmpredict.align.Alignment)."""
+(pmpredict.predict.align.Alignment)."""
 
 from __future__ import annotations
 

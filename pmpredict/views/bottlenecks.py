@@ -9,7 +9,7 @@ icost(a, b)  cost(a and b) - cost(a) - cost(b): > 0 parallel (fix both to gain),
 
 from __future__ import annotations
 
-from .common import number
+from pmpredict.views.common import number
 
 
 def text(report) -> str:

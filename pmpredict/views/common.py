@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 import re
 
-from .. import semantics
-from ..semantics.base import ATOMIC, BARRIER
+from pmpredict.isa import semantics
+from pmpredict.isa.base import ATOMIC, BARRIER
 
 # a short name of each InstructionSemantics.beyond_model kind
 BEYOND_MODEL_NAMES = {ATOMIC: "atomic", BARRIER: "barrier"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import finite
+from pmpredict.views.common import finite
 
 
 def json(result, output: str = "", resume: str = "") -> dict:

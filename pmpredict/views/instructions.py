@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .common import BEYOND_MODEL_NAMES, cut, number
+from pmpredict.views.common import BEYOND_MODEL_NAMES, cut, number
 
 
 def _flags(row, machine=None) -> str:

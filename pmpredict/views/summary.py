@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..asm.detect import SYNTAX_NAMES
-from .common import BEYOND_MODEL_NAMES, chain_text, number, resource_names
+from pmpredict.asm.detect import SYNTAX_NAMES
+from pmpredict.views.common import BEYOND_MODEL_NAMES, chain_text, number, resource_names
 
 TOLERANCE = 0.02          # a bound within 2% of the prediction is what limits it
 

@@ -4,7 +4,7 @@ cycle its result is there, - waiting to retire, R retired."""
 
 from __future__ import annotations
 
-from .common import cut
+from pmpredict.views.common import cut
 
 ITERATIONS = 3
 MAX_CYCLES = 100

@@ -1,0 +1,158 @@
+"""`pmpredict predict` over files: what the command does between its flags and its output.
+
+Each file (or standard input) is parsed and its kernels chosen (the selected one, or every
+LLVM-MCA region as llvm-mca does); each ISA gets its model (given, built-in default, or this
+machine's: the forms of every kernel collected for host.model); a Predictor per model
+predicts every kernel, in order, over forked workers when asked (batch.render_all); the JSON
+of several files is one object per file, with its regions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pmpredict.isa import semantics
+from pmpredict.errors import InputError
+from pmpredict.commands.common import load_model
+
+STDIN = "-"
+# from this many kernels on, the simulation runs compiled (numba: ~0.6 s to load, then
+# ~20x faster); sooner when the report includes the bottlenecks' costs (a simulation each)
+COMPILED_FROM = 200
+COMPILED_FROM_WITH_COSTS = 50
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file and the kernels to predict in it."""
+    path: str                  # "<stdin>" for standard input
+    syntax: str
+    isa: str
+    kernels: tuple
+
+
+def read_sources(paths, *, syntax=None, isa=None, lines=None, region=None,
+                 stdin=None) -> list[Source]:
+    """Parse every file (STDIN: `stdin`, a binary stream, read once) and choose its kernels."""
+    from pmpredict.asm.parse import parse_file, parse_source
+    from pmpredict.formats.files import decode_utf8
+
+    if list(paths).count(STDIN) > 1:
+        raise InputError("<command line>", "standard input (-) can be read once")
+    out = []
+    for path in paths:
+        if path == STDIN:
+            path = "<stdin>"
+            program = parse_source(decode_utf8(stdin.read(), path), path, syntax=syntax, isa=isa)
+        else:
+            program = parse_file(path, syntax=syntax, isa=isa)
+        out.append(Source(path, program.syntax, program.isa,
+                          tuple(kernels_of(program, lines, region))))
+    return out
+
+
+def kernels_of(program, lines=None, region=None) -> list:
+    """The kernels of a file: the selected one, or every LLVM-MCA region (as llvm-mca)."""
+    from pmpredict.asm.kernel import all_regions, select_kernel
+
+    kernel = select_kernel(program, lines=lines, region=region)
+    if kernel.how == "llvm-mca-region" and region is None and kernel.others \
+            and len(kernel.others) > 1:
+        return all_regions(program)
+    return [kernel]
+
+
+def is_host(spec) -> bool:
+    """`--model host` names this machine's model (unless a file of that name exists)."""
+    from pmpredict.model.machine import HOST_MODEL
+    return spec == HOST_MODEL and not os.path.exists(spec)
+
+
+def model_for(spec, isa: str, path: str):
+    """The model `spec` (None: the ISA's built-in default) for a kernel of `isa` in `path`."""
+    from pmpredict.models import builtin_path
+
+    if spec is None:
+        spec = semantics.get(isa).default_model
+        if builtin_path(spec) is None:
+            raise InputError(path, f"no built-in {isa} model {spec!r} is installed; "
+                                   "give one with --model FILE")
+    model = load_model(spec)
+    if model.isa != isa:
+        raise InputError(path, f"the kernel is {isa} but model {model.name!r} is {model.isa}; "
+                               "choose a matching --model (or --isa)")
+    return model
+
+
+def models_for(sources, spec) -> dict:
+    """ISA -> model, for every ISA among the sources (not for this machine's model)."""
+    models = {}
+    for src in sources:
+        if src.isa not in models:
+            models[src.isa] = model_for(spec, src.isa, src.path)
+    return models
+
+
+def host_forms(sources) -> tuple[list[str], list]:
+    """(the forms every kernel needs, [(line, text, why)] of instructions that cannot be
+    measured) for this machine's model; an ISA the harness cannot measure is refused."""
+    from pmpredict.host.model import kernel_forms
+    from pmpredict.measure.instantiate import HARNESS_ISA
+
+    forms, left_out = [], []
+    for src in sources:
+        if src.isa != HARNESS_ISA:
+            raise InputError(src.path, f"the kernel is {src.isa}; this machine's model "
+                                       f"(--model host) is measured for {HARNESS_ISA} only")
+        for k in src.kernels:
+            more, left = kernel_forms(k.instructions, src.syntax, src.isa)
+            forms += [f for f in more if f not in forms]
+            left_out += left
+    return forms, left_out
+
+
+def with_fallback(spec: str, model):
+    """`model` with the forms it lacks taken from the model `spec` (--fallback)."""
+    from pmpredict.formats.model_files import check_same_isa
+    from pmpredict.predict.fallback import with_fallback as merged
+
+    other = load_model(spec)
+    check_same_isa(model, other.isa, spec, "the fallback is")
+    try:
+        return merged(model, other)
+    except ValueError as exc:
+        raise InputError(spec, str(exc)) from None
+
+
+def predictors(models: dict, *, kernels: int, costs: bool, exact: bool = False,
+               fallback: str | None = None) -> dict:
+    """ISA -> Predictor; compiled simulation from enough kernels to pay for its loading."""
+    from pmpredict.predict.predictor import Predictor
+
+    compiled = kernels >= (COMPILED_FROM_WITH_COSTS if costs else COMPILED_FROM)
+    return {isa: Predictor(model, allow_approx=not exact, compiled=compiled,
+                           fallback=with_fallback(fallback, model) if fallback else None)
+            for isa, model in models.items()}
+
+
+def items(sources) -> list[tuple]:
+    """(source, kernel, first) for every kernel to predict, in order."""
+    return [(src, kernel, not n and not k) for n, src in enumerate(sources)
+            for k, kernel in enumerate(src.kernels)]
+
+
+def per_file_json(sources, records: list, host: dict | None = None):
+    """The --json output: one object per file (the first kernel's, with every region's as
+    `regions` where there are several, and `host` when this machine's model was used); the
+    object itself for one file."""
+    out, at = [], 0
+    for src in sources:
+        obj = records[at]
+        if len(src.kernels) > 1:                 # as llvm-mca: the first, then every region
+            obj = dict(obj, regions=records[at:at + len(src.kernels)])
+        if host is not None:
+            obj = dict(obj, host=host)
+        out.append(obj)
+        at += len(src.kernels)
+    return out[0] if len(out) == 1 else out

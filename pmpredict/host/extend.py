@@ -1,0 +1,133 @@
+"""New forms into an existing port mapping: the existing forms' uops stay as they are.
+
+Engine layer (arrays and form strings in, uops out; no I/O). A model that knows some forms
+learns more without inferring everything again:
+
+1. each new form is measured alone (its reciprocal throughput) and beside every *blocker* of
+   the model, balanced (design.balanced_pair): the blockers are the forms that saturate one
+   port set each (blockers_of, over the model's own uops), so a port set the new form shares
+   with a blocker shows as a slowdown;
+2. the exact slot moves (refine.py) fit the new forms only, every other form fixed at the
+   model's uops, on the problem of the new forms' experiments; the penalties relax as in a
+   full inference (a new port set costs a little at first, so a new form takes the port sets
+   the model already uses unless the timings say otherwise).
+
+A model inferred from pairs knows its forms' port sets; the fit puts a new form among them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import math
+
+import numpy as np
+
+from pmpredict.infer.design import balanced_pair
+from pmpredict.infer.pipeline import InferConfig
+from pmpredict.infer.problem import build_problem
+from pmpredict.infer.refine import ExactRefiner, relative_errors
+
+SLOTS = 4
+FINAL_VOLUME_WEIGHT = 0.005      # as the host model's own inference (docs/MEASUREMENT.md)
+
+
+def model_throughput(uops: dict, r_max: float | None = None) -> dict[str, float]:
+    """Reciprocal throughput of each form alone under its uops (and the issue width)."""
+    from pmpredict.predict.port_bound import optimum
+    out = {}
+    for form, pairs in uops.items():
+        mass: dict[int, int] = {}
+        for mask, count in pairs:
+            mass[mask] = mass.get(mask, 0) + count
+        cycles = float(optimum(mass)[0]) if mass else 0.0
+        out[form] = max(cycles, 1.0 / r_max if r_max else 0.0)
+    return out
+
+
+def blockers_of(uops: dict, throughput: dict, limit: int = 14) -> list[str]:
+    """The model's blockers, from uops[form] = ((port mask, count), ...): for each port set,
+    the form that puts the largest share (over half) of its uops on it, port sets ordered by
+    how many forms use them; among equals the form with the smallest reciprocal throughput
+    per uop (the strongest saturation per instance)."""
+    users: dict[int, int] = {}
+    for f, us in uops.items():
+        for mask in {m for m, _ in us}:
+            users[mask] = users.get(mask, 0) + 1
+    chosen: list[str] = []
+    for mask in sorted(users, key=lambda m: (-users[m], m)):
+        best = None
+        for f, us in sorted(uops.items()):
+            total = sum(c for _, c in us)
+            share = sum(c for m, c in us if m == mask) / total if total else 0.0
+            if share <= 0.5:
+                continue
+            key = (-share, throughput.get(f, math.inf) / max(total, 1), f)
+            if best is None or key < best[0]:
+                best = (key, f)
+        if best is not None and best[1] not in chosen:
+            chosen.append(best[1])
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def extension_experiments(new_forms, blockers, throughput: dict):
+    """Every new form beside every blocker, balanced by throughput."""
+    return [balanced_pair(f, b, throughput) for f in new_forms for b in blockers if f != b]
+
+
+@dataclass
+class Fit:
+    uops: dict                      # new form -> ((mask, count), ...)
+    error: dict                     # new form -> mean relative error over its experiments
+    experiments: int                # measured experiments the fit used
+
+
+def fit_new_forms(fixed: dict, n_ports: int, measured, new_forms, *, r_max: float | None = None,
+                  seed: int = 0, max_sweeps: int = 10) -> Fit:
+    """Uops for `new_forms` from the measured experiments (an ExperimentSet: their singletons
+    and their pairs with forms of `fixed`); fixed[form] = uops of a form that does not move."""
+    new_forms = [f for f in dict.fromkeys(new_forms) if f not in fixed]
+    used = {f for e in measured.experiments if e.cycles for f, _ in e.counts}
+    forms = [f for f in new_forms if f in used] + sorted(f for f in used if f in fixed)
+    problem = build_problem(measured, forms, n_ports, None, r_max)
+    usable = [i for i, f in enumerate(forms) if f not in fixed and
+              not np.isnan(problem.singleton[i])]
+    slots = max([SLOTS] + [len(fixed[f]) for f in forms if f in fixed])
+    masks = np.zeros((len(forms), slots), dtype=np.int64)
+    counts = np.zeros((len(forms), slots), dtype=np.float64)
+    for i, f in enumerate(forms):
+        if f in fixed:
+            for j, (mask, count) in enumerate(fixed[f]):
+                masks[i, j], counts[i, j] = mask, count
+    rng = np.random.default_rng(seed)
+    for i in usable:
+        masks[i, 0], counts[i, 0] = _start(float(problem.singleton[i]), n_ports, rng)
+    if usable:
+        refiner = ExactRefiner(problem)
+        config = InferConfig(final_volume_weight=FINAL_VOLUME_WEIGHT)
+        order_rng = np.random.default_rng([seed, 7])
+        for sweep in range(max_sweeps):
+            order = np.asarray(order_rng.permutation(usable), dtype=np.int64)
+            changed = refiner.sweep(masks, counts, order, *config.weights(sweep))
+            if changed == 0 and sweep >= config.anneal_sweeps:
+                break
+    errors = relative_errors(masks, counts, problem.ptr, problem.exp_forms, problem.mults,
+                             problem.measured, problem.r_max)
+    out, error = {}, {}
+    for i in usable:
+        f = forms[i]
+        out[f] = tuple(sorted((int(masks[i, j]), int(round(counts[i, j])))
+                              for j in range(slots) if counts[i, j] > 0))
+        mine = problem.experiments_of(i)
+        error[f] = float(np.mean(errors[mine])) if len(mine) else 0.0
+    return Fit(out, error, problem.n_exps)
+
+
+def _start(t: float, n_ports: int, rng) -> tuple[int, float]:
+    """One uop explaining the singleton: 1/t ports (t < 1), else count round(t) on one."""
+    k = int(np.clip(round(1.0 / t), 1, n_ports)) if t < 1 else 1
+    count = max(1, int(round(t * k)))
+    ports = rng.choice(n_ports, size=k, replace=False)
+    return int(sum(1 << int(p) for p in ports)), float(count)

@@ -1,0 +1,408 @@
+"""This machine's model, on demand (`pmpredict predict FILE.s --model host`).
+
+Front end (files, a lock, measurements). The model of the CPU this runs on lives in the user's
+cache directory, `<cache_dir>/host-<hash of the CPU identity>.json`, and grows with use:
+
+* **first use: bootstrap.** The core forms (measure/forms_core.txt: one or two per kind of
+  execution unit) are measured with all pairs and weighted pairs, with their latencies and the
+  front end (issue width, macro-fusion, load-op slots, taken branch: measure/frontend.py), and
+  inferred. If a built-in model says it was measured on a CPU of this very identity (its
+  provenance's `cpu_identity`), its forms seed the model instead, and only their latencies and
+  the front end are measured.
+* **every later use: extend.** The forms a kernel needs and the model lacks (`form_of` of each
+  instruction; branches and system instructions cannot be measured on their own and are
+  listed) are measured alone and beside the model's blockers (pmpredict/host/extend.py), fitted with
+  every existing form's uops fixed, and their latencies measured. Forms the CPU cannot run
+  (SIGILL) are remembered and not tried again.
+
+Two processes never write the model at once: an exclusive lock (`fcntl.flock` on
+`host-<hash>.lock`) is held while the model is read, measured and written, and every write is
+atomic (a temporary file renamed over the old one), so a reader sees the old model or the
+new one, never half of one. A process that finds the lock taken says so and waits; it then
+measures only what the other one did not.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import hashlib
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pmpredict.errors import InputError
+from pmpredict.formats.model_files import save_model
+
+PORTS = 10                      # ALU/vector ports plus load, store and divider units (INFER.md)
+SEED = 0
+MODEL_NAME = "host"
+
+
+@dataclass
+class HostUpdate:
+    """What `host_model` did to the model, for the report (a text line and a JSON object)."""
+    path: str
+    cpu: str
+    forms: int = 0                               # forms the model has now
+    created: str | None = None                   # "bootstrap" / "seeded from <built-in>"
+    bootstrap_seconds: float | None = None
+    bootstrap_experiments: int = 0
+    measured: list = field(default_factory=list)  # forms added now
+    experiments: int = 0                         # experiments measured for them
+    seconds: float = 0.0                         # measuring and fitting them
+    failed: dict = field(default_factory=dict)   # form -> why it could not be measured
+    left_out: list = field(default_factory=list)  # (line, text, why) of the kernel
+    waited: float = 0.0                          # seconds spent waiting for another process
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "cpu": self.cpu, "forms": self.forms,
+                "created": self.created, "bootstrap_seconds": _round(self.bootstrap_seconds),
+                "bootstrap_experiments": self.bootstrap_experiments,
+                "measured": list(self.measured), "experiments": self.experiments,
+                "seconds": _round(self.seconds), "failed": dict(self.failed),
+                "left_out": [{"line": line, "text": text, "reason": why}
+                             for line, text, why in self.left_out],
+                "waited_seconds": _round(self.waited)}
+
+    def line(self) -> str:
+        parts = []
+        if self.created == "bootstrap":
+            parts.append(f"built this machine's model from {self.bootstrap_experiments} core "
+                         f"experiments in {self.bootstrap_seconds:.1f} s")
+        elif self.created:
+            parts.append(f"{self.created}, latencies and front end measured in "
+                         f"{self.bootstrap_seconds:.1f} s")
+        if self.measured:
+            parts.append(f"measured {len(self.measured)} new form(s) ({self.experiments} "
+                         f"experiments) in {self.seconds:.1f} s")
+        elif not self.created:
+            parts.append("every measurable form already known")
+        if self.failed:
+            parts.append(f"{len(self.failed)} form(s) unusable here ("
+                         + "; ".join(f"{_short(f)}: {why}" for f, why in self.failed.items()) + ")")
+        if self.left_out:
+            kinds = sorted({why.split(":")[0] for _, _, why in self.left_out})
+            parts.append(f"left out {len(self.left_out)} instruction(s) that cannot be measured "
+                         f"on their own ({', '.join(kinds)})")
+        if self.waited >= 1:
+            parts.append(f"waited {self.waited:.0f} s for another pmpredict measuring it")
+        return f"host model ({self.cpu}, {self.forms} forms): " + "; ".join(parts)
+
+
+def _round(x):
+    return None if x is None else round(x, 2)
+
+
+def _short(form: str) -> str:
+    from pmpredict.asm.match import form_pattern
+    from pmpredict.isa.keys import render_key
+    from pmpredict.isa.forms import parse_form
+    try:
+        return render_key(*form_pattern(parse_form(form)))
+    except ValueError:
+        return form
+
+
+# --- where the model lives -------------------------------------------------------------------
+
+def model_path(cache_dir: str | None = None) -> str:
+    from pmpredict.measure.calibrate import cpu_identity
+    from pmpredict.measure.cache import default_cache_dir
+    tag = hashlib.sha256(cpu_identity().encode()).hexdigest()[:12]
+    return os.path.join(cache_dir or default_cache_dir(), f"host-{tag}.json")
+
+
+def load_cached(cache_dir: str | None = None):
+    """This machine's model if it has been measured, else None; InputError naming the file
+    if it is damaged (the user can delete it: it is measured again)."""
+    path = model_path(cache_dir)
+    return _read(path) if os.path.exists(path) else None
+
+
+DAMAGED = "this machine's model is damaged ({}); delete the file and it is measured again"
+
+
+def _read(path: str):
+    """The model at `path`, checked: an x86 model whose provenance holds the host facts."""
+    from pmpredict.formats.model_files import load_model
+
+    from pmpredict.measure.instantiate import HARNESS_ISA
+    try:
+        model = load_model(path)
+    except InputError as exc:
+        raise InputError(exc.path, DAMAGED.format(exc.message), exc.line, exc.column) from None
+    why = _facts_problem(model.provenance.get("host"))
+    if model.isa != HARNESS_ISA:
+        why = f"an {model.isa} model, not {HARNESS_ISA}"
+    if why:
+        raise InputError(path, DAMAGED.format(why))
+    return model
+
+
+def _facts_problem(facts) -> str | None:
+    """What is wrong with the provenance's host facts, or None (the keys this module reads)."""
+    if not isinstance(facts, dict):
+        return "provenance.host is not an object"
+    left_out = facts.get("left_out", {})
+    if not isinstance(left_out, dict) or not all(isinstance(v, str) for v in left_out.values()):
+        return "provenance.host.left_out is not an object of form: reason"
+    extensions = facts.get("extensions", [])
+    if not isinstance(extensions, list) or not all(
+            isinstance(e, dict) and isinstance(e.get("date"), str) for e in extensions):
+        return "provenance.host.extensions is not a list of objects with a date"
+    bootstrap = facts.get("bootstrap")
+    if not isinstance(bootstrap, dict) or not isinstance(bootstrap.get("how"), str) \
+            or not isinstance(bootstrap.get("seconds"), (int, float)):
+        return "provenance.host.bootstrap is not an object with how and seconds"
+    if not isinstance(facts.get("created"), str):
+        return "provenance.host.created is not a date"
+    return None
+
+
+@contextmanager
+def _locked(path: str, update: HostUpdate, notify=None):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".lock", "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if notify:
+                notify("another pmpredict is measuring this machine's model: waiting for it")
+            started = time.monotonic()
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            update.waited = time.monotonic() - started
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+# --- the forms a kernel needs ------------------------------------------------------------------
+
+def kernel_forms(instructions, syntax: str, isa_name: str = "x86"):
+    """(forms in order of first use, [(line, text, why)] of instructions left out)."""
+    from pmpredict.isa import semantics
+
+    from pmpredict.measure.forms_from import instruction_form
+    isa = semantics.get(isa_name)
+    forms, left_out = [], []
+    for insn in instructions:
+        form, why = instruction_form(isa, insn, syntax)
+        if form is None:
+            left_out.append((insn.line, insn.text.strip() or insn.mnemonic, why))
+        elif form not in forms:
+            forms.append(form)
+    return forms, left_out
+
+
+# --- building and growing the model ------------------------------------------------------------
+
+def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=None,
+               core=None, seed_builtin: bool = True):
+    """(this machine's model with `forms` in it where they can be measured, HostUpdate).
+
+    progress(Progress): measurement progress; notify(text): a note (waiting for the lock).
+    core: the bootstrap forms (default measure/forms_core.txt); seed_builtin: start from a built-in
+    model measured on this very CPU when there is one."""
+    from pmpredict.measure.calibrate import cpu_name
+    from pmpredict.measure.cache import default_cache_dir
+    from pmpredict.measure.runner import HostError
+
+    cache_dir = cache_dir or default_cache_dir()
+    path = model_path(cache_dir)
+    update = HostUpdate(path, cpu_name())
+    try:
+        with _locked(path, update, notify):
+            model = _read(path) if os.path.exists(path) else None
+            if model is None:
+                model = _bootstrap(cache_dir, progress, update, core, seed_builtin)
+                save_model(model, path)
+            left = _host_facts(model).get("left_out", {})
+            new = [f for f in dict.fromkeys(forms) if f not in model.uops and f not in left]
+            if new:
+                model = _extend(model, new, cache_dir, progress, update)
+                save_model(model, path)
+    except HostError as exc:
+        raise InputError("<host>", f"cannot measure this machine's model: {exc}") from None
+    update.forms = len(model.uops)
+    wanted = set(forms)
+    update.failed.update({f: why for f, why in _host_facts(model).get("left_out", {}).items()
+                          if f in wanted})
+    return model, update
+
+
+def _host_facts(model) -> dict:
+    return model.provenance.get("host", {})
+
+
+def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool):
+    from pmpredict.host.training import measure_training_set
+    from pmpredict.measure.calibrate import cpu_identity
+    from pmpredict.measure.frontend import measure_frontend, width_floor
+    from pmpredict.measure.host_forms import packaged_forms
+
+    started = time.monotonic()
+    seeded = _builtin_for(cpu_identity()) if seed_builtin else None
+    if seeded is not None:
+        front = measure_frontend(cache_dir=cache_dir, progress=progress)
+        model, experiments = _seed(seeded, cache_dir, progress), 0
+        how = f"seeded from the built-in {seeded.name}"
+    else:
+        # the core's singletons first: the fastest of them is a width the front end must reach
+        training = measure_training_set(list(core or packaged_forms("core")),
+                                        cache_dir=cache_dir, progress=progress, latencies=True)
+        if training.latencies is None:
+            from pmpredict.measure.runner import HostError
+            raise HostError("none of the core forms runs here: "
+                            + "; ".join(f"{f}: {why}" for f, why in training.left_out.items()))
+        front = measure_frontend(cache_dir=cache_dir, floor=width_floor(training.singletons),
+                                 progress=progress)
+        model, experiments = _infer_core(training, front.facts.r_max)
+        how = "bootstrap"
+    model = front.apply(model)
+    seconds = time.monotonic() - started
+    update.created, update.bootstrap_seconds = how, seconds
+    update.bootstrap_experiments = experiments
+    facts = {"cpu": update.cpu, "cpu_identity": cpu_identity(),
+             "created": datetime.datetime.now().isoformat(timespec="seconds"),
+             "bootstrap": {"how": how, "forms": len(model.uops), "experiments": experiments,
+                           "seconds": round(seconds, 1)},
+             "extensions": [], "left_out": {}}
+    description = (f"this machine's model ({update.cpu}), measured on demand by pmpredict "
+                   f"predict --model host: {how}")
+    return _with_facts(model, facts, description)
+
+
+def _with_facts(model, facts: dict, description: str | None = None):
+    from dataclasses import replace
+    provenance = {**model.provenance, "host": facts}
+    if description:
+        provenance["description"] = description
+    return replace(model, name=MODEL_NAME, provenance=provenance)
+
+
+def _builtin_for(identity: str):
+    """A built-in model whose provenance names this CPU identity, or None."""
+    from pmpredict.formats.model_files import load_model
+    from pmpredict.models import builtin_names
+    for name in builtin_names():
+        model = load_model(name)
+        if model.provenance.get("cpu_identity") == identity:
+            return model
+    return None
+
+
+def _seed(builtin, cache_dir, progress):
+    """The built-in's mapping with latencies measured here."""
+    from pmpredict.measure.latency import measure_latencies
+    table = measure_latencies(list(builtin.uops), cache_dir=cache_dir, progress=progress)
+    return table.apply(builtin)
+
+
+def _infer_core(training, r_max):
+    """(the core forms' model inferred from their measurements, experiments measured)."""
+    from pmpredict.infer.pipeline import Inference, InferConfig
+    from pmpredict.infer.prepare import prepare
+    from pmpredict.infer.result import mapping_to_model
+
+    experiments = training.combined()
+    prepared = prepare(experiments, PORTS, r_max=r_max)
+    config = InferConfig(seed=SEED, final_volume_weight=0.005)
+    masks, counts = Inference(prepared.problem, config).run()
+    model = mapping_to_model(prepared.problem, masks, counts, prepared.form_of, name=MODEL_NAME,
+                             isa=experiments.isa, r_max=r_max,
+                             provenance={"core_forms": len(training.singletons.forms),
+                                         "left_out_of_core": training.left_out})
+    measured = sum(1 for e in experiments.experiments if e.cycles is not None)
+    return training.latencies.apply(model), measured
+
+
+def _extend(model, new, cache_dir, progress, update: HostUpdate):
+    """The model with the forms `new` measured and fitted (or remembered as unusable)."""
+    from pmpredict.model.experiments import ExperimentSet
+
+    from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
+                                             singleton_throughputs)
+    from pmpredict.host.extend import (blockers_of, extension_experiments, fit_new_forms,
+                                       model_throughput)
+    from pmpredict.measure import measure_experiment_set
+    from pmpredict.measure.instantiate import HARNESS_ISA
+    from pmpredict.measure.latency import measure_latencies
+
+    started = time.monotonic()
+
+    def measure(name, exps, forms):
+        return measure_experiment_set(
+            ExperimentSet(tuple(forms), tuple(exps), HARNESS_ISA, f"host model ({name})"),
+            cache_dir=cache_dir, progress=progress, phase=name)
+
+    singles = measure("new forms", singleton_experiments(new), new)
+    measured = singleton_throughputs(singles)
+    usable = [f for f in new if measured.get(f)]
+    failed = singleton_failures(singles, new)
+    throughput = {**model_throughput(model.uops, model.r_max), **measured}
+    blockers = blockers_of(model.uops, throughput)
+    both, fit = singles, None
+    if usable:
+        pairs = measure("beside blockers", extension_experiments(usable, blockers, throughput),
+                        list(dict.fromkeys(usable + blockers)))
+        both = singles.concat(pairs)
+        fit = fit_new_forms(model.uops, len(model.ports), both, usable, r_max=model.r_max)
+        table = measure_latencies(list(fit.uops), cache_dir=cache_dir, progress=progress)
+        model = _add_forms(model, fit.uops, table)
+    added = dict(fit.uops) if fit else {}
+    seconds = time.monotonic() - started
+    experiments = sum(1 for e in both.experiments if e.cycles is not None)
+    facts = dict(_host_facts(model))
+    facts["left_out"] = {**facts.get("left_out", {}), **failed}
+    if added:
+        facts["extensions"] = list(facts.get("extensions", [])) + [{
+            "date": datetime.datetime.now().isoformat(timespec="seconds"), "forms": list(added),
+            "experiments": experiments, "seconds": round(seconds, 1), "blockers": blockers,
+            "fit_error": {f: round(e, 4) for f, e in fit.error.items()}}]
+    update.measured += list(added)
+    update.experiments += experiments
+    update.seconds += seconds
+    update.failed.update(failed)
+    return _with_facts(model, facts)
+
+
+def _add_forms(model, uops: dict, table):
+    """The model with more forms: their uops and their measured latencies."""
+    fields = {name: dict(getattr(model, name)) for name in
+              ("latency", "operand_latency", "latency_source", "move_elimination", "idiom_ports")}
+    for form in uops:
+        for name, value in table.model_fields(form).items():
+            fields[name][form] = value
+    return model.with_uops({**model.uops, **uops}, **fields)
+
+
+# --- what `pmpredict models` says about it ------------------------------------------------------
+
+def describe(cache_dir: str | None = None) -> dict:
+    """This machine's model at a glance: where it is, what it covers, when it was measured."""
+    from pmpredict.measure.calibrate import cpu_name
+    path = model_path(cache_dir)
+    out = {"name": MODEL_NAME, "cpu": cpu_name(), "path": path, "measured": os.path.exists(path)}
+    if not out["measured"]:
+        return out
+    try:
+        model = _read(path)
+    except InputError as exc:
+        out["damaged"] = exc.message
+        return out
+    facts = _host_facts(model)
+    extensions = facts.get("extensions", [])
+    out.update(isa=model.isa, ports=len(model.ports), forms=len(model.uops),
+               with_latency=sum(1 for f in model.uops if f in model.latency),
+               r_max=model.r_max, pipeline=dict(model.pipeline),
+               created=facts.get("created"),
+               last_measured=extensions[-1]["date"] if extensions else facts.get("created"),
+               bootstrap=facts.get("bootstrap"), extensions=len(extensions),
+               unusable=len(facts.get("left_out", {})))
+    front = model.provenance.get("front_end")
+    if isinstance(front, dict) and front.get("doubts"):
+        out["front_end_doubts"] = list(front["doubts"])
+    return out

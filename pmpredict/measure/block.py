@@ -1,0 +1,302 @@
+"""`pmpredict measure FILE.s`: the throughput of a basic block on this host, by timing alone.
+
+The block runs as-is (its own registers, so its own dependencies) in a loop, unrolled
+u and 2u times (u copies make about 50 instructions); the cycles per copy are the
+difference of the two, (T(2u) - T(u)) / u, which cancels the loop's own overhead (the
+counter's dec/jnz and the loop boundary), as BHive does. Two to four harness processes
+time it; the fastest counts once two agree. Registers, stack and memory follow
+`layout.py`: distinct lines of one page per address register, a private stack, normal
+floating-point values, loaded pointers that point somewhere mapped.
+
+The kernel is chosen as `pmpredict predict` chooses it (pmpredict.asm.kernel).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pmpredict.isa import semantics
+from pmpredict.asm.kernel import select_kernel
+from pmpredict.asm.parse import parse
+from pmpredict.isa.syntax import Instruction
+from pmpredict.errors import InputError
+from pmpredict.isa.base import GPR, InstructionSemantics
+from pmpredict.measure.cache import ResultCache, block_key
+from pmpredict.measure.calibrate import cpu_identity, cpu_name
+from pmpredict.measure.codegen import block_kernel
+from pmpredict.measure.instantiate import HARNESS_ISA
+from pmpredict.measure.layout import Layout, plan_layout
+from pmpredict.measure.experiments import kernel_cycles
+from pmpredict.measure.runner import RunOptions, Timing, check_host, passes_agree, run_kernels
+
+BLOCK_LENGTH = 50            # instructions in the shorter unroll variant; the other has twice
+# the loop overhead that (T(2u) - T(u)) / u leaves out, as a check on the two variants: more
+# than this (in cycles, or as a share of T(u)) means they do not differ by u copies alone
+OVERHEAD_CYCLES = 4.0
+OVERHEAD_SHARE = 0.10
+# ... and an overhead this far below zero is timing noise (about 1% on each variant)
+NOISE_CYCLES = 1.0
+NOISE_SHARE = 0.03
+LARGE_SPREAD = 0.05          # the text view shows a spread above this
+# Harness processes per block, on alternating CPUs where there are two: a tiny block measured
+# 0.50 or 0.64 cycles per store, 0.70 or 1.10 with push/pop, depending on the process (a busy
+# sibling thread of the host, presumably). The fastest counts once two passes agree; a block
+# whose passes still disagree after MAX_PASSES is unstable.
+PASSES = 2
+MAX_PASSES = 4
+# Runs of 0.1 ms: a block streaming through memory (`add $32, %rax`) maps a page per 4 KiB it
+# walks, and the harness can map at most 60,000; t(2n) - t(n) still cancels the call.
+BLOCK_OPTIONS = RunOptions(target_ns=1e5)
+
+# the loop counter is taken from the end of this list (registers compilers use least)
+_COUNTER_CHOICES = ["rsi", "rdi", "rcx", "rdx", "r8", "r9", "r10", "r11", "rbx", "r12", "r13",
+                    "r14", "r15"]
+_CONTROL = re.compile(r"^(call|ret|iret\w*|loop\w*|jmp\w*|j[a-z]+)$")
+_VECTOR = re.compile(r"\b([xyz])mm\d+\b")
+# rip-relative operands: `.LC0(%rip)` (AT&T), `[rip + .LC0]` / `.LC0[rip]` (Intel)
+_RIP_SYMBOL = [re.compile(r"([A-Za-z_.$][\w.$@]*)(?=\s*(?:[+-]\s*\d+\s*)?\(%rip\))"),
+               re.compile(r"(?<=\[rip\s\+\s)([A-Za-z_.$][\w.$@]*)", re.I),
+               re.compile(r"(?<=\[rip\+)([A-Za-z_.$][\w.$@]*)", re.I),
+               re.compile(r"([A-Za-z_.$][\w.$@]*)(?=\[rip\])", re.I)]
+
+
+# --- what the block's instructions touch ----------------------------------------------
+# pmpredict.isa.semantics is the one source of what an instruction reads and writes, implicit
+# registers included (cqo writes rdx, rep movs uses rcx, rsi, rdi, push moves rsp...)
+_X86 = semantics.get(HARNESS_ISA)
+_DELIBERATE_TRAPS = {"ud0", "ud1", "ud2", "int3", "int1", "icebp", "into"}
+
+
+def intel_mnemonic(insn: Instruction, syntax: str) -> str:
+    return _X86.instruction(insn, syntax).mnemonic
+
+
+def instruction_semantics(insn: Instruction, syntax: str) -> InstructionSemantics:
+    return _X86.instruction(insn, syntax)
+
+
+def registers_touched(semantics: list[InstructionSemantics]) -> set[str]:
+    """Every general-purpose register family the block reads or writes, explicitly or not."""
+    return {a.name for s in semantics for a in s.reads + s.writes if a.kind == GPR}
+
+
+# --- the block --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PreparedBlock:
+    syntax: str
+    instructions: tuple[Instruction, ...]
+    lines: tuple[str, ...]               # the instruction texts, as written
+    dropped: Instruction | None          # the trailing branch left out (the harness loops)
+    counter: str | None                  # loop counter register (None: a memory counter)
+    vector_width: int
+    kernel: dict | None                  # how the kernel was chosen
+    layout: Layout
+
+
+def detect(text: str, syntax: str | None, path: str) -> str:
+    if syntax in ("att", "intel"):
+        return syntax
+    if syntax not in (None, "auto"):
+        raise InputError(path, f"unknown syntax {syntax!r} (use att or intel)")
+    from pmpredict.asm.detect import detect_syntax
+    guess = detect_syntax(text, None, "x86", path)
+    if guess not in ("att", "intel"):
+        raise InputError(path, "only x86-64 blocks can be measured on this host")
+    return guess
+
+
+def prepare_block(text: str, syntax: str | None = None, path: str = "<input>",
+                  line_range: str | None = None, region: str | None = None) -> PreparedBlock:
+    """Parse, choose the kernel, refuse what cannot run in a loop, plan registers and memory."""
+    syntax = detect(text, syntax, path)
+    kernel = select_kernel(parse(text, syntax, path), line_range, region)
+    insns = list(kernel.instructions)
+    dropped = None
+    if insns and re.match(r"^(j[a-z]+|loop\w*)$", intel_mnemonic(insns[-1], syntax)):
+        dropped = insns.pop()                  # the loop's own back edge: the harness loops
+    if not insns:
+        raise InputError(path, "no instructions to measure", 1, 1)
+    semantics = []
+    for insn in insns:
+        s = instruction_semantics(insn, syntax)
+        if s.trap:
+            what = "a deliberate trap" if s.trap in _DELIBERATE_TRAPS else "a system instruction"
+            raise InputError(path, f"'{insn.mnemonic}' is {what}: it cannot be measured in a loop",
+                             insn.line, insn.column)
+        if _CONTROL.match(s.mnemonic):
+            raise InputError(path, f"'{insn.mnemonic}' inside the block: only a basic block "
+                                   "(straight-line code, optionally ending in a branch) can be "
+                                   "measured", insn.line, insn.column)
+        semantics.append(s)
+    src = text.splitlines()
+    lines = tuple(i.text.strip() or src[i.line - 1].strip() for i in insns)
+    width = 0
+    for line in lines:
+        for v in _VECTOR.finditer(line.lower()):
+            width = max(width, {"x": 128, "y": 256, "z": 512}[v.group(1)])
+    touched = registers_touched(semantics)
+    free = [r for r in reversed(_COUNTER_CHOICES) if r not in touched]
+    counter = free[0] if free else None
+    layout = plan_layout(semantics, counter)
+    return PreparedBlock(syntax, tuple(insns), lines, dropped, counter, width, kernel.to_json(),
+                         layout)
+
+
+def rename_symbols(body: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Rip-relative symbols of the block -> placeholders the harness defines as data.
+
+    Compiler output loads constants as `.LC0(%rip)`; those labels are not part of the
+    block, so each gets a private data object (and a private name, so it cannot clash
+    with the harness's own labels)."""
+    symbols: dict[str, str] = {}
+    for line in body:
+        for pattern in _RIP_SYMBOL:
+            for m in pattern.finditer(line):
+                symbols.setdefault(m.group(1), f"sym{len(symbols)}")
+    return [_substitute(line, {s: "@@" + n for s, n in symbols.items()}) for line in body], symbols
+
+
+def _substitute(line: str, names: dict[str, str]) -> str:
+    for old in sorted(names, key=len, reverse=True):
+        line = re.sub(r"(?<![\w.$@])" + re.escape(old) + r"(?![\w.$@])", names[old], line)
+    return line
+
+
+def unroll_factors(n_instructions: int) -> tuple[int, int]:
+    """u and 2u: u copies of the block make about BLOCK_LENGTH instructions."""
+    u = max(1, round(BLOCK_LENGTH / n_instructions))
+    return u, 2 * u
+
+
+def per_copy(short: tuple[int, Timing], long: tuple[int, Timing]) -> dict:
+    """Cycles per copy of the block from the two unroll variants (u, T(u)) and (2u, T(2u)).
+
+    T(copies) = c * copies + overhead: (T(2u) - T(u)) / u cancels the loop overhead. The
+    overhead cannot be negative; a slightly negative one is noise, and then the line
+    through the origin that fits both variants best gives c. If the variants do not
+    differ by u copies alone (the overhead is far below zero or large: a variant was
+    disturbed, or the longer loop runs differently), the smaller T / copies is reported
+    and the method says "per-copy"."""
+    (u1, t1), (u2, t2) = short, long
+    c1, c2 = kernel_cycles(t1), kernel_cycles(t2)
+    spread = max(t.spread or 0.0 for t in (t1, t2) if t.error is None) \
+        if t1.error is None or t2.error is None else None
+    out = {"spread": spread, "method": "per-copy"}
+    if c1 is None and c2 is None:
+        return {**out, "cycles": None}
+    if c1 is None or c2 is None:
+        u, c = (u1, c1) if c2 is None else (u2, c2)
+        return {**out, "cycles": c / u, "overhead": None}
+    slope = (c2 - c1) / (u2 - u1)
+    overhead = c1 - u1 * slope
+    if 0 <= overhead <= max(OVERHEAD_CYCLES, OVERHEAD_SHARE * c1):
+        return {**out, "cycles": slope, "method": "difference", "overhead": overhead}
+    if -max(NOISE_CYCLES, NOISE_SHARE * c1) <= overhead < 0:
+        through_origin = (u1 * c1 + u2 * c2) / (u1 * u1 + u2 * u2)
+        return {**out, "cycles": through_origin, "method": "difference", "overhead": 0.0}
+    return {**out, "cycles": min(c1 / u1, c2 / u2), "overhead": overhead}
+
+
+def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
+                  options: RunOptions = BLOCK_OPTIONS, line_range: str | None = None,
+                  region: str | None = None, cache_dir: str | None = None) -> dict:
+    """Cycles per iteration of the block on this host: {"cycles": c, "spread": s, ...}.
+
+    A block the CPU cannot run gives {"cycles": None, "error": why}. With `cache_dir`,
+    results are kept under a key of the block's text, the CPU and the harness version.
+    """
+    block = prepare_block(text, syntax, path, line_range, region)
+    check_host()
+    cache = ResultCache(cache_dir, cpu_identity())
+    try:
+        hit = cached_block(cache, block, options)
+        if hit is not None:
+            return _describe(block, {**hit, "cached": True})
+        result, = measure_blocks([block], options, cache)
+    finally:
+        cache.close()
+    return _describe(block, {**result, "cached": False})
+
+
+def cached_block(cache: ResultCache, block: PreparedBlock, options: RunOptions) -> dict | None:
+    """The cached measurement of a block, or None."""
+    hit = cache.get(block_key(block.syntax, block.lines, cpu_identity(), options.cache_params()))
+    return hit["result"] if hit is not None and isinstance(hit.get("result"), dict) else None
+
+
+def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTIONS,
+                   cache: ResultCache | None = None) -> list[dict]:
+    """Time several prepared blocks in one harness build: the result dicts (as cached), in
+    order; those with cycles are put in `cache`."""
+    kernels, spans = [], []
+    for j, block in enumerate(blocks):
+        body, symbols = rename_symbols(list(block.lines))
+        factors = unroll_factors(len(body))
+        spans.append((len(kernels), factors, sorted(symbols)))
+        for copies in factors:
+            name = f"pm_b{j}_{copies}"
+            names = {"@@" + new: f"{name}_{new}" for new in symbols.values()}
+            own = [_substitute(line, names) for line in body]
+            kernels.append(block_kernel(name, own * copies, block.syntax, block.counter,
+                                        block.vector_width, block.layout,
+                                        {old: names["@@" + new] for old, new in symbols.items()}))
+    timings = run_kernels(kernels, options, passes=PASSES, max_passes=MAX_PASSES)
+    results = []
+    for block, (first, factors, symbols) in zip(blocks, spans):
+        result = _result(factors, timings[first:first + len(factors)], symbols)
+        if cache is not None and result["cycles"] is not None:
+            cache.put(block_key(block.syntax, block.lines, cpu_identity(), options.cache_params()),
+                      result["cycles"], None, result=result)
+        results.append(result)
+    return results
+
+
+def _result(factors: tuple[int, int], timings: list[Timing], symbols: list[str]) -> dict:
+    """The measurement of one block from the timings of its two unroll variants."""
+    measured = per_copy(*zip(factors, timings))
+    variants = []
+    for copies, t in zip(factors, timings):
+        c = kernel_cycles(t)
+        variant = {"unroll": copies, "cycles": None if c is None else round(c / copies, 5),
+                   "loop_cycles": None if c is None else round(c, 4),
+                   "spread": None if t.error else round(t.spread, 4), "samples": t.samples,
+                   "confirmed": t.confirmed,
+                   "passes": [round(c / copies, 5) for c in t.passes]}
+        if t.error:
+            variant["error"] = t.error
+        variants.append(variant)
+    cycles = measured["cycles"]
+    result = {"cycles": None if cycles is None else round(cycles, 5),
+              "spread": None if measured["spread"] is None else round(measured["spread"], 4),
+              "method": measured["method"],
+              "overhead": None if measured.get("overhead") is None else
+              round(measured["overhead"], 3),
+              "variants": variants, "symbols": symbols}
+    # stable: both variants reproduced their fastest runs within a process and across two
+    # processes, and differ by the copies alone (a large spread with a confirmed minimum is a
+    # busy machine, shown but not held against it)
+    result["stable"] = bool(cycles is not None and measured["method"] == "difference"
+                            and all(t.confirmed and not t.dirty and passes_agree(t)
+                                    for t in timings))
+    if cycles is None:
+        result["error"] = next((t.error for t in timings if t.error), "no usable timing")
+    return result
+
+
+def _describe(block: PreparedBlock, result: dict) -> dict:
+    """The measurement plus what was measured and how the block was set up."""
+    out = {"cycles": result["cycles"], "spread": result.get("spread"),
+           "stable": result.get("stable"), "instructions": len(block.lines),
+           "syntax": block.syntax, "cpu": cpu_name(),
+           "loop_counter": block.counter or "memory", "kernel": block.kernel,
+           **{k: v for k, v in result.items() if k not in ("cycles", "spread", "stable")}}
+    if not out.get("symbols"):
+        out.pop("symbols", None)
+    out["registers"] = {reg: hex(value) for reg, value in block.layout.registers}
+    if block.layout.pointer_loads:
+        out["pointer_loads"] = [block.instructions[i].line for i in block.layout.pointer_loads]
+    if block.dropped is not None:
+        out["dropped"] = [{"line": block.dropped.line, "text": block.dropped.text.strip()}]
+    return out

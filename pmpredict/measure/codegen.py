@@ -1,0 +1,186 @@
+"""C harness generation: kernels (loops of instructions as inline assembly) + the timing template.
+
+Pure text generation, no I/O beyond reading the packaged template. Each kernel is a
+function `void k(char *scratch, long iterations)` written as a top-level `__asm__`
+block, so the loop has exactly the instructions we asked for and the whole register
+file is ours (callee-saved registers are pushed and popped by the kernel itself).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+from pmpredict.isa import semantics
+from pmpredict.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, HARNESS_ISA,
+                                           SCRATCH_BYTES, Window, stack_delta)
+from pmpredict.measure.layout import NORMAL_FILL, Layout
+
+# Bump when the generated code or the timing method changes: it is part of the cache key.
+HARNESS_VERSION = 4
+
+# Value of every allocatable general-purpose register at kernel entry: small (a bit offset
+# of `bt mem, reg` stays inside the operand's cache line), odd and non-zero (bsf/bsr/tzcnt of
+# zero behave differently).
+GPR_INIT = 37
+_CALLEE_SAVED = ["rbx", "rbp", "r12", "r13", "r14", "r15"]
+_GPR64 = semantics.get(HARNESS_ISA).register_pool("G", 64)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One function of the harness."""
+    name: str
+    asm: str          # the complete top-level asm text (AT&T mode outside, as gcc expects)
+    layout: Layout | None = None     # block kernels: the memory the harness maps for them
+
+
+def _vector_init(width: int) -> list[str]:
+    """Load 1.0f lanes from the scratch buffer into every vector register the pools use."""
+    if width >= 512:
+        return [f"vmovups zmm{i}, [{BASE_REGISTER}]" for i in range(16)]
+    if width >= 256:
+        return [f"vmovups ymm{i}, [{BASE_REGISTER}]" for i in range(16)]
+    if width >= 128:
+        return [f"movups xmm{i}, [{BASE_REGISTER}]" for i in range(16)]
+    return []
+
+
+def _function(name: str, prologue: list[str], body: list[str], loop_end: list[str],
+              epilogue: list[str], vector_width: int, body_syntax: str = "intel") -> str:
+    lines = [".text", ".p2align 6", f".globl {name}", f".type {name}, @function", f"{name}:",
+             ".intel_syntax noprefix"]
+    lines += [f"push {r}" for r in _CALLEE_SAVED]
+    lines += prologue
+    lines += [".p2align 6", "1:"]
+    if body_syntax == "att":
+        lines += [".att_syntax"] + body + [".intel_syntax noprefix"]
+    else:
+        lines += body
+    lines += loop_end + ["jnz 1b"] + epilogue
+    if vector_width >= 256:
+        lines.append("vzeroupper")      # no AVX-SSE transition penalty in the C code after us
+    lines += [f"pop {r}" for r in reversed(_CALLEE_SAVED)]
+    lines += ["ret", ".att_syntax", f".size {name}, .-{name}"]
+    return "\n".join(lines)
+
+
+def experiment_kernel(name: str, window: Window) -> Kernel:
+    """The kernel of one unroll variant of an experiment."""
+    init = [f"mov {r}, {GPR_INIT}" for r in _GPR64 + ["rbp"]
+            if r not in (BASE_REGISTER, COUNTER_REGISTER)]
+    init = _vector_init(window.vector_width) + init
+    # pushes and pops: rsp back where it was, once per iteration (below it the stack is free)
+    restore = [f"lea rsp, [rsp {'-' if window.stack_bytes > 0 else '+'} "
+               f"{abs(window.stack_bytes)}]"] if window.stack_bytes else []
+    # a pop before the push that balances it reads above the loop's rsp, and the push then
+    # writes there: the function's saved registers and return address, unless the loop runs
+    # below a headroom that the pops of one iteration cannot climb out of (8 bytes each)
+    headroom = stack_headroom(window)
+    enter = [f"sub rsp, {headroom}"] if headroom else []
+    leave = [f"add rsp, {headroom}"] if headroom else []
+    return Kernel(name, _function(name, init + enter, window.lines,
+                                  restore + [f"dec {COUNTER_REGISTER}"], leave,
+                                  window.vector_width))
+
+
+def stack_headroom(window: Window) -> int:
+    """Bytes of stack an experiment loop leaves above itself: 0 when no instruction of the
+    window moves rsp, else at least 8 per instruction, in whole pages."""
+    if not any(stack_delta(i.form) for i in window.instructions):
+        return 0
+    return -(-8 * len(window.instructions) // 4096) * 4096
+
+
+def block_kernel(name: str, body: list[str], syntax: str, counter: str | None, vector_width: int,
+                 layout: Layout, symbols: dict[str, str] | None = None) -> Kernel:
+    """A user's basic block in a loop, with the registers and memory of `layout`.
+
+    The block gets its own stack: rsp is saved, set to the block's stack region for the
+    loop, and restored. `counter` None keeps the loop count in memory (the block uses
+    every register). `symbols`: original name -> name in this kernel of every rip-relative
+    symbol the block addresses; each becomes a 4 KiB, 64-byte aligned data object filled
+    as the layout says (1.0f lanes unless the block loads pointers from it).
+    """
+    pre = ["mov qword ptr [rip + pm_saved_rsp], rsp"]
+    if counter is None:
+        pre.append(f"mov qword ptr [rip + pm_counter], {COUNTER_REGISTER}")
+        loop_end = ["dec qword ptr [rip + pm_counter]"]
+    else:
+        if counter != COUNTER_REGISTER:
+            pre.append(f"mov {counter}, {COUNTER_REGISTER}")
+        loop_end = [f"dec {counter}"]
+    pre += _vector_init(vector_width)          # reads the scratch buffer (rdi): before the GPRs
+    values = dict(layout.registers)
+    pre += [f"mov {r}, {values[r]}" for r in values if r not in ("rsp", counter)]
+    if "rsp" in values:
+        pre.append(f"mov rsp, {values['rsp']}")
+    asm = _function(name, pre, body, loop_end, ["mov rsp, qword ptr [rip + pm_saved_rsp]"],
+                    vector_width, syntax)
+    if symbols:
+        fills = dict(layout.symbol_fill)
+        data = [".data", ".p2align 6"]
+        for old, new in symbols.items():
+            data += [f"{new}:", ".rept 512", f".quad {fills.get(old, NORMAL_FILL):#x}", ".endr"]
+        asm = "\n".join(data) + "\n" + asm
+    return Kernel(name, asm, layout)
+
+
+def _c_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '\\n"'
+
+
+def template() -> str:
+    return resources.files(__package__).joinpath("harness.c").read_text()
+
+
+def _regions_c(i: int, layout: Layout) -> list[str]:
+    """C arrays of layout i's regions and their pointer slots."""
+    out = []
+    for r, region in enumerate(layout.regions):
+        words = ", ".join(f"{off}UL, {value:#x}UL" for off, value in region.slots) or "0"
+        out.append(f"static const unsigned long pm_slots_{i}_{r}[] = {{{words}}};")
+    entries = ", ".join(f"{{{g.address:#x}UL, {g.size}UL, {g.fill:#x}UL, {len(g.slots)}, "
+                        f"pm_slots_{i}_{r}, {g.window[0]:#x}UL, {g.window[1]:#x}UL}}"
+                        for r, g in enumerate(layout.regions))
+    out.append(f"static const struct pm_region pm_regions_{i}[] = {{{entries or '{0}'}}};")
+    return out
+
+
+def harness_source(kernels: list[Kernel]) -> str:
+    """The complete C file: kernel table, kernels, then the timing template. Kernels with
+    equal layouts (the unroll variants of one block) share one region table, so the
+    harness keeps their memory mapped while it alternates between them."""
+    out = ["/* generated by pmpredict.measure.codegen - do not edit */",
+           "#define _GNU_SOURCE",
+           "typedef void (*kernel_fn)(char *base, long iters);",
+           "struct pm_region { unsigned long addr, bytes, fill; int nslots; "
+           "const unsigned long *slots; unsigned long win_start, win_bytes; };",
+           "struct pm_kernel { int index; int block; kernel_fn fn; int nregions; "
+           "const struct pm_region *regions; unsigned long fault_fill; };",
+           "unsigned long pm_saved_rsp, pm_counter;   /* block kernels: the harness's rsp, "
+           "a loop count in memory */",
+           f"#define PM_SCRATCH_BYTES {SCRATCH_BYTES}",
+           f"#define PM_NORMAL_FILL {NORMAL_FILL:#x}UL",
+           f"#define PM_NKERNELS {len(kernels)}", ""]
+    layouts: dict[Layout, int] = {}
+    for k in kernels:
+        out.append(f"void {k.name}(char *base, long iters);")
+        out.append("__asm__(")
+        out.extend("    " + _c_string(line) for line in k.asm.split("\n"))
+        out.append(");")
+        if k.layout is not None and k.layout not in layouts:
+            layouts[k.layout] = len(layouts)
+            out.extend(_regions_c(layouts[k.layout], k.layout))
+    out.append("static const struct pm_kernel PM_KERNELS[] = {")
+    for i, k in enumerate(kernels):
+        if k.layout is None:
+            out.append(f"    {{{i}, 0, {k.name}, 0, 0, 0}},")
+        else:
+            out.append(f"    {{{i}, 1, {k.name}, {len(k.layout.regions)}, "
+                       f"pm_regions_{layouts[k.layout]}, {k.layout.fault_fill:#x}UL}},")
+    if not kernels:
+        out.append("    {0, 0, 0, 0, 0, 0},")
+    out.append("};")
+    out.append("")
+    return "\n".join(out) + template()

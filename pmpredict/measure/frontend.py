@@ -1,0 +1,151 @@
+"""Measure the front end of this host: the probes of probes.py, timed, read into pipeline facts.
+
+Block probes are timed as `pmpredict measure` times a basic block (block.py: two unroll
+variants, two harness processes) and share its cache; loop probes run as the loop body itself
+(one copy per iteration, the harness's `dec; jnz` closing it) and are cached under a key of
+their own. A probe whose code holds a jump cannot pass `prepare_block` (which refuses control
+flow inside a block): its layout is planned without the jumps, which touch no register or
+memory.
+
+    front = measure_frontend(cache_dir=default_cache_dir())
+    model = front.apply(model)           # r_max, pipeline facts with their source, provenance
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+import time
+from dataclasses import dataclass, replace
+
+from pmpredict.measure.block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
+from pmpredict.measure.cache import ResultCache, block_key
+from pmpredict.measure.calibrate import cpu_identity, cpu_name
+from pmpredict.measure.codegen import block_kernel
+from pmpredict.measure.experiments import Progress
+from pmpredict.measure.probes import SNAP, FrontEnd, Probe, doubts, probes, read_frontend
+from pmpredict.measure.runner import RunOptions, check_host, run_kernels
+
+SYNTAX = "intel"
+LOOP_SYNTAX = "intel-loop"            # the cache key of a loop probe (its body is not unrolled)
+_JUMP_OR_LABEL = re.compile(r"^(j[a-z]+\s|\d+:)")
+ROUNDS = 3                            # timings of the probes at most, while the reading is in doubt
+
+
+@dataclass
+class MeasuredFrontEnd:
+    facts: FrontEnd
+    cpu: str
+    date: str
+
+    @property
+    def source(self) -> str:
+        return f"measured on {self.cpu} {self.date}"
+
+    def apply(self, model):
+        """The model with the measured issue width and pipeline facts (and what they rest on
+        in its provenance)."""
+        pipeline = {**model.pipeline, **self.facts.pipeline}
+        sources = {**model.pipeline_source, **{k: self.source for k in self.facts.pipeline}}
+        provenance = {**model.provenance, "front_end": {"source": self.source,
+                                                        **self.facts.details}}
+        return replace(model, r_max=self.facts.r_max or model.r_max, pipeline=pipeline,
+                       pipeline_source=sources, provenance=provenance)
+
+
+def _prepared(probe: Probe):
+    """A PreparedBlock of the probe's lines (jumps and labels included)."""
+    plain = [line for line in probe.lines if not _JUMP_OR_LABEL.match(line)] or ["nop"]
+    block = prepare_block("\n".join(plain) + "\n", SYNTAX, f"<probe {probe.name}>")
+    return replace(block, lines=tuple(probe.lines))
+
+
+def width_floor(singletons) -> float | None:
+    """Instructions per cycle the core has been seen to sustain: the fastest measured singleton
+    (ExperimentSet) but nops (Zen 4 fuses two into one slot, twelve per cycle), as the whole
+    width it proves (a width is a whole number; a timing a hair fast proves no more)."""
+    rates = [e.length / e.cycles for e in singletons.experiments
+             if e.cycles and not any(f.split("_")[0].upper() == "NOP" for f in e.forms())]
+    if not rates:
+        return None
+    return float(math.floor(max(rates) * (1 + SNAP))) or None
+
+
+def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIONS,
+                     floor: float | None = None, rounds: int = ROUNDS,
+                     progress=None) -> MeasuredFrontEnd:
+    """Time the probes (through the cache) and read them. While the reading has doubts (a
+    width below `floor`, a loop iteration above a cycle, a probe without a number: what a busy
+    sibling thread does), every probe is timed again, up to `rounds` in all, each keeping its
+    fastest time (also in the cache, so the next reading starts from it).
+    progress(Progress) before and after each harness run (phase "front end", or "front end
+    (again)" for a later round)."""
+    check_host()
+    cache = ResultCache(cache_dir, cpu_identity())
+    started = time.monotonic()
+
+    def report(phase: str, done: int, total: int, cached: int) -> None:
+        if progress:
+            progress(Progress(phase, done, total, cached, time.monotonic() - started))
+    try:
+        cycles = _measure_probes(cache, options, use_cache=True,
+                                 report=lambda *n: report("front end", *n))
+        front, done = read_frontend(cycles, floor), 1
+        while done < rounds and doubts(front, floor):
+            again = _measure_probes(cache, options, use_cache=False,
+                                    report=lambda *n: report("front end (again)", *n))
+            cycles = {name: min((c for c in (cycles.get(name), again.get(name)) if c),
+                                default=None) for name in {**cycles, **again}}
+            front, done = read_frontend(cycles, floor), done + 1
+        front.details["rounds"] = done
+        left = doubts(front, floor)
+        if left:
+            front.details["doubts"] = left
+    finally:
+        cache.close()
+    return MeasuredFrontEnd(front, cpu_name(), datetime.date.today().isoformat())
+
+
+def _measure_probes(cache: ResultCache, options: RunOptions, use_cache: bool,
+                    report=lambda done, total, cached: None) -> dict:
+    """{probe name: cycles or None}: from the cache where it has them (use_cache), else timed;
+    a timing faster than the cache's replaces it."""
+    cycles: dict[str, float | None] = {}
+    blocks, loops = [], []
+    for probe in probes():
+        prepared = _prepared(probe)
+        if probe.loop:
+            key = block_key(LOOP_SYNTAX, probe.lines, cpu_identity(), options.cache_params())
+            hit = cache.get(key)
+            if use_cache and hit is not None:
+                cycles[probe.name] = hit.get("cycles")
+            else:
+                loops.append((probe, prepared, key, hit and hit.get("cycles")))
+            continue
+        key = block_key(prepared.syntax, prepared.lines, cpu_identity(), options.cache_params())
+        hit = cached_block(cache, prepared, options)
+        if use_cache and hit is not None:
+            cycles[probe.name] = hit.get("cycles")
+        else:
+            blocks.append((probe, prepared, key, hit and hit.get("cycles")))
+    total, cached = len(cycles) + len(blocks) + len(loops), len(cycles)
+    report(len(cycles), total, cached)
+    if blocks:
+        for (probe, _, key, old), result in zip(blocks, measure_blocks([b for _, b, _, _ in blocks],
+                                                                       options)):
+            cycles[probe.name] = c = result.get("cycles")
+            if c is not None and (old is None or c < old):
+                cache.put(key, c, None, result=result)
+        report(len(cycles), total, cached)
+    if loops:
+        kernels = [block_kernel(f"pm_loop{i}", list(p.lines), SYNTAX, b.counter,
+                                b.vector_width, b.layout)
+                   for i, (p, b, _, _) in enumerate(loops)]
+        for (probe, _, key, old), timing in zip(loops, run_kernels(kernels, options, passes=2,
+                                                                   max_passes=4)):
+            cycles[probe.name] = c = timing.cycles
+            if c is not None and (old is None or c < old):
+                cache.put(key, c, None)
+        report(len(cycles), total, cached)
+    return cycles

@@ -1,0 +1,219 @@
+"""Measure the latencies of forms on this host: the chains of chains.py, timed as blocks.
+
+Front end of the latency engine: plan the chains (chains.py), look each one up in the result
+cache (the key is the chain's code, exactly as `pmpredict measure` of that code would use),
+time the missing ones in batches of blocks (block.py: two unroll variants, two harness
+processes), read the timings back into per-form latencies, and put them into a model with
+their provenance.
+
+    table = measure_latencies(forms, cache_dir=default_cache_dir(), progress=print)
+    model = table.apply(model)        # latency, latency_from, move_elimination, idiom_ports,
+                                      # pipeline load_latency / store_forward_latency
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from dataclasses import dataclass, field, replace
+
+from pmpredict.errors import InputError
+from pmpredict.measure.block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
+from pmpredict.measure.cache import ResultCache
+from pmpredict.measure.calibrate import cpu_identity, cpu_name
+from pmpredict.measure.chains import (FLAGS, PIPELINE_REFERENCES, REFERENCES, Chain, FormPlan,
+                                      FormTiming, form_timing, plan_form, reference_values)
+from pmpredict.measure.experiments import MeasurementStopped, Progress
+from pmpredict.measure.runner import RunOptions, check_host
+
+BATCH = 12          # chains per harness build (each is two kernels, two processes)
+SYNTAX = "intel"
+
+
+@dataclass
+class LatencyTable:
+    """Latencies measured on one CPU: per form, and the reference (companion) latencies."""
+    cpu: str
+    date: str
+    references: dict[str, float] = field(default_factory=dict)
+    forms: dict[str, FormTiming] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return f"measured on {self.cpu} {self.date}"
+
+    def pipeline(self) -> dict[str, float]:
+        return {k: self.references[k] for k in PIPELINE_REFERENCES if k in self.references}
+
+    def model_fields(self, form: str) -> dict:
+        """The model's per-form timing facts of one form (empty: nothing measured)."""
+        t = self.forms.get(form)
+        if t is None or not t.sources:
+            return {}
+        base, per = split_latencies(form, t.sources, t.through_memory)
+        out = {"latency": base, "latency_source": self.source}
+        if per:
+            out["operand_latency"] = per
+        if t.eliminated is not None:
+            out["move_elimination"] = t.eliminated
+        if t.idiom_ports is not None:
+            out["idiom_ports"] = t.idiom_ports
+        return out
+
+    def apply(self, model):
+        """The model with the measured latencies of its forms and the pipeline facts."""
+        fields = {name: dict(getattr(model, name)) for name in
+                  ("latency", "operand_latency", "latency_source", "move_elimination",
+                   "idiom_ports")}
+        for form in model.uops:
+            for name, value in self.model_fields(form).items():
+                fields[name][form] = value
+        pipeline = {**model.pipeline, **self.pipeline()}
+        sources = {**model.pipeline_source, **{k: self.source for k in self.pipeline()}}
+        provenance = {**model.provenance, "latencies": self.summary()}
+        return replace(model, pipeline=pipeline, pipeline_source=sources, provenance=provenance,
+                       **fields)
+
+    def summary(self) -> dict:
+        """What a model's provenance says about the latencies: references, idioms, notes."""
+        idioms = {f: {"kind": t.idiom, "breaks_dependency": t.idiom_breaks,
+                      "takes_a_port": t.idiom_ports}
+                  for f, t in sorted(self.forms.items()) if t.idiom}
+        notes = {f: t.notes for f, t in sorted(self.forms.items()) if t.notes}
+        return {"source": self.source,
+                "references": {k: {"latency": round(v, 3),
+                                   "how": REFERENCES[k].description}
+                               for k, v in self.references.items()},
+                "idioms": idioms, "notes": notes}
+
+    def to_json(self) -> dict:
+        return {"format": "pmpredict-latencies", "version": 1, "cpu": self.cpu,
+                "date": self.date, "references": self.references,
+                "forms": {f: {"sources": {str(k): v for k, v in t.sources.items()},
+                              **({"eliminated": t.eliminated} if t.eliminated is not None else {}),
+                              **({"idiom": t.idiom, "idiom_breaks": t.idiom_breaks,
+                                  "idiom_ports": t.idiom_ports} if t.idiom else {}),
+                              **({"notes": t.notes} if t.notes else {})}
+                          for f, t in self.forms.items()}}
+
+
+def split_latencies(form: str, sources: dict, own=()) -> tuple[float, dict[int, float]]:
+    """(the form's `latency`, `latency_from` per operand) from the latency of each source.
+
+    `latency` covers every source without an entry of its own, the flags and implicit
+    registers among them: the flags' latency where a consumer has one, else the largest
+    register operand's, else (a load, lea) the memory operand's; a store's is 0. Sources in
+    `own` (memory read-modify-written: `sub [m], 1`) always get an entry: without one the
+    dependency engine would read `latency` as the operation's and add the load's to it."""
+    if "*" in sources:
+        return sources["*"], {}
+    operands = {k: v for k, v in sources.items() if isinstance(k, int)}
+    if FLAGS in sources:
+        base = sources[FLAGS]
+    else:
+        base = max(operands.values())
+        registers = [v for k, v in operands.items() if _is_register(form, k)]
+        if registers:
+            base = max(registers)
+    return base, {k: v for k, v in sorted(operands.items()) if v != base or k in own}
+
+
+def _is_register(form: str, index: int) -> bool:
+    from pmpredict.isa.forms import parse_form
+    from pmpredict.measure.instantiate import HARNESS_ISA
+    return parse_form(form, HARNESS_ISA).operands[index].kind == "reg"
+
+
+def _references_needed(plans: list[FormPlan]) -> list[str]:
+    """Reference names the plans use, the pipeline facts, and what those depend on, in
+    REFERENCES order (a companion before the references that subtract it)."""
+    needed = set(PIPELINE_REFERENCES)
+    for p in plans:
+        for c in p.chains():
+            needed.update(c.companions)
+        if p.idiom:
+            needed.add(p.idiom.companion)
+    changed = True
+    while changed:
+        changed = False
+        for name in list(needed):
+            for dep in REFERENCES[name].chain.companions:
+                if dep not in needed:
+                    needed.add(dep)
+                    changed = True
+    return [n for n in REFERENCES if n in needed]
+
+
+def plan_forms(forms) -> tuple[dict[str, FormPlan], dict[str, str]]:
+    """Plans of the forms that have one; form -> why not for the others."""
+    plans, failed = {}, {}
+    for f in forms:
+        try:
+            plans[f] = plan_form(f)
+        except ValueError as exc:
+            failed[f] = f"no latency chain: {exc}"
+    return plans, failed
+
+
+def measure_latencies(forms, *, cache_dir: str | None, progress=None, should_stop=None,
+                      options: RunOptions = BLOCK_OPTIONS, phase: str = "latencies",
+                      plan: tuple = ()) -> LatencyTable:
+    """Measure the latencies of `forms` (and the reference latencies) on this host.
+
+    progress(Progress) after every batch of chains; should_stop() between batches
+    (MeasurementStopped with `partial` None: the cache keeps what was measured)."""
+    check_host()
+    plans, failed = plan_forms(forms)
+    refs = _references_needed(list(plans.values()))
+    chains: dict[str, Chain] = {}
+    for name in refs:
+        chains.setdefault(REFERENCES[name].chain.text, REFERENCES[name].chain)
+    for p in plans.values():
+        for c in p.chains():
+            chains.setdefault(c.text, c)
+    cycles = _measure_texts(list(chains), cache_dir, options, progress, should_stop, phase, plan)
+    ref_values = reference_values({name: cycles[REFERENCES[name].chain.text] for name in refs})
+    by_chain = {c: cycles[text] for text, c in chains.items()}
+    table = LatencyTable(cpu_name(), datetime.date.today().isoformat(), ref_values)
+    for f, p in plans.items():
+        table.forms[f] = form_timing(p, by_chain, ref_values)
+    for f, why in failed.items():
+        table.forms[f] = FormTiming(notes=[why])
+    return table
+
+
+def _measure_texts(texts: list[str], cache_dir, options, progress, should_stop, phase,
+                   plan) -> dict[str, float | None]:
+    """Cycles per link of each chain text (None: it failed), through the cache."""
+    cache = ResultCache(cache_dir, cpu_identity())
+    out: dict[str, float | None] = {}
+    pending = []
+    try:
+        for text in texts:
+            block = prepare_block(text, SYNTAX, "<latency chain>")
+            hit = cached_block(cache, block, options)
+            if hit is not None:
+                out[text] = hit.get("cycles")
+            else:
+                pending.append((text, block))
+        cached = len(out)
+        started = time.monotonic()
+
+        def report():
+            if progress:
+                progress(Progress(phase, len(out), len(texts), cached,
+                                  time.monotonic() - started, plan))
+        report()
+        for start in range(0, len(pending), BATCH):
+            if should_stop is not None and should_stop():
+                raise MeasurementStopped(None, phase)
+            batch = pending[start:start + BATCH]
+            for (text, _), result in zip(batch, measure_blocks([b for _, b in batch], options,
+                                                               cache)):
+                out[text] = result.get("cycles")
+            report()
+    except InputError as exc:                        # a chain the parser rejects: a bug here
+        raise AssertionError(f"latency chain does not parse: {exc}") from None
+    finally:
+        cache.close()
+    return out

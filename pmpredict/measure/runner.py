@@ -1,0 +1,343 @@
+"""Compile a harness with the system C compiler and run it, surviving whatever the kernels do.
+
+A kernel that dies (SIGILL for an instruction this CPU lacks, SIGSEGV, ...) or hangs is
+normally caught inside the harness, which reports it and goes on. If the whole process dies
+or stops answering anyway, the kernel it was running is marked failed and the remaining
+kernels run in a fresh process. If the C file does not compile (a form the assembler
+rejects), the kernel list is bisected to find the culprits.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from pmpredict.measure.codegen import Kernel, harness_source
+
+CC_FLAGS = ["-O1", "-w"]
+
+
+# `steady` = (t(2n) - t(n)) / n is used when the short and the long run agree this closely;
+# otherwise they ran in different steady states and the long run alone is the better figure.
+AGREEMENT = 0.01
+
+
+class Failure(str, Enum):
+    """Why an experiment has no cycles: the prefix of its error text (the text is what the
+    cache and the experiment files keep)."""
+    UNSUPPORTED = "SIGILL"                    # this CPU lacks the instruction
+    NOT_ASSEMBLED = "does not assemble"
+    NOT_INSTANTIATED = "cannot instantiate"   # no operands can be allocated for it
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    OTHER = ""
+
+    @classmethod
+    def of(cls, error: str | None) -> "Failure | None":
+        if not error:
+            return None
+        return next((f for f in cls if f.value and error.startswith(f.value)), cls.OTHER)
+
+    @property
+    def permanent(self) -> bool:
+        """Measuring again cannot help (a transient failure is measured again next time)."""
+        return self in (Failure.UNSUPPORTED, Failure.NOT_ASSEMBLED, Failure.NOT_INSTANTIATED)
+
+    def error(self, detail) -> str:
+        return f"{self.value}: {detail}"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Cycles per loop iteration of one kernel (or why there is none); see harness.c."""
+    steady: float | None = None      # (t(2n) - t(n)) / n from the fastest runs
+    short: float | None = None       # fastest t(n) / n
+    long: float | None = None        # fastest t(2n) / 2n
+    spread: float | None = None      # (median - fastest) / fastest of the t(2n) runs
+    iterations: int = 0
+    ghz: float | None = None         # the clock the harness calibrated (cycles per ns)
+    error: str | None = None
+    dirty: int = 0                   # runs kept although every attempt was interrupted
+    samples: int = 0                 # samples taken (calibration, n and 2n runs each)
+    confirmed: bool = True           # the fastest runs were reproduced within the budget
+    passes: tuple = ()               # cycles of each harness process (run_kernels passes > 1)
+
+    @property
+    def cycles(self) -> float | None:
+        """The kernel's cycles per iteration (None if it failed)."""
+        if self.error or self.long is None or not self.long > 0:
+            return None
+        if self.steady is not None and self.steady > 0 and \
+                abs(self.short - self.long) <= AGREEMENT * self.long:
+            return self.steady
+        return self.long
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    target_ns: float = 5e5        # duration of the shorter timed run
+    samples: int = 5              # samples per kernel at least (fastest counts)
+    max_samples: int = 24         # ... and at most, until the fastest runs are reproduced
+    cpu: int = -1                 # core to pin to (-1: the one the harness starts on)
+    alarm_s: int = 10             # in-harness per-kernel time limit
+    timeout_s: float = 60.0       # silence after which the process is killed
+
+    def cache_params(self) -> dict:
+        """What changes a measurement's value (part of every cache key)."""
+        return {"target_ns": self.target_ns, "samples": self.samples,
+                "max_samples": self.max_samples}
+
+    def harness_args(self, exe: str, indices=()) -> list[str]:
+        """The command line of a harness binary (see harness.c) for these options."""
+        return [exe, repr(self.target_ns), str(self.samples), str(max(self.samples,
+                self.max_samples)), str(self.cpu), str(self.alarm_s), *map(str, indices)]
+
+
+class HostError(RuntimeError):
+    """This machine cannot run the harness (not x86-64 Linux, no C compiler)."""
+
+
+def check_host() -> None:
+    import platform
+    import sys
+    if platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux"):
+        raise HostError(f"measurement needs an x86-64 Linux host (this is {platform.machine()} "
+                        f"{sys.platform})")
+    compiler()
+
+
+def compiler() -> str:
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cc and shutil.which(cc):
+            return cc
+    raise HostError("no C compiler found (set CC or install gcc)")
+
+
+def compile_harness(kernels: list[Kernel], workdir: str) -> tuple[str | None, str]:
+    """Build the harness binary; (path or None, compiler messages)."""
+    src = os.path.join(workdir, "harness.c")
+    exe = os.path.join(workdir, "harness")
+    with open(src, "w") as fh:
+        fh.write(harness_source(kernels))
+    proc = subprocess.run([compiler(), *CC_FLAGS, "-o", exe, src], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, proc.stderr
+    return exe, ""
+
+
+def first_error(messages: str) -> str:
+    for line in messages.splitlines():
+        if "undefined reference" in line:          # a symbol the block names (e.g. .LC0(%rip))
+            return "undefined symbol: " + line.split("undefined reference to", 1)[-1].strip(" `'")
+    for line in messages.splitlines():
+        if "Error:" in line or "error:" in line:
+            return line.split("Error:", 1)[-1].split("error:", 1)[-1].strip()
+    return messages.strip().splitlines()[-1] if messages.strip() else "compilation failed"
+
+
+_FAILURES = {
+    "SIGILL": "SIGILL: instruction not supported by this CPU (or illegal here)",
+    "timeout": "timeout",
+    "pages": "crash: SIGSEGV: the code walks through more memory than the harness maps "
+             "(60,000 pages); measure a block whose addresses repeat",
+    "layout": "the block's memory regions cannot be mapped at their fixed addresses",
+}
+
+
+def _signal_name(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, on_result) -> list[int]:
+    """Run the harness on `indices`; fill results; return the indices still to run."""
+    proc = subprocess.Popen(opts.harness_args(exe, indices), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            bufsize=1)
+    current = None
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        deadline = time.monotonic() + opts.timeout_s
+        while True:
+            if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                proc.kill()
+                proc.wait()
+                if current is not None:
+                    results[current] = Timing(error=Failure.TIMEOUT.value)
+                    on_result(current)
+                break
+            line = proc.stdout.readline()
+            if not line:
+                proc.wait()
+                if current is not None:
+                    results[current] = Timing(error=Failure.CRASH.error(_signal_name(proc.returncode)))
+                    on_result(current)
+                break
+            deadline = time.monotonic() + opts.timeout_s
+            parts = line.split()
+            if not parts:
+                continue
+            tag = parts[0]
+            if tag == "B":
+                current = int(parts[1])
+            elif tag == "R":
+                i = int(parts[1])
+                steady, short, long_, spread = (float(x) for x in parts[2:6])
+                results[i] = Timing(steady, short, long_, spread, int(parts[6]), ghz=float(parts[7]),
+                                    dirty=int(parts[8]), samples=int(parts[9]),
+                                    confirmed=parts[10] == "1")
+                current = None
+                on_result(i)
+            elif tag == "F":
+                i = int(parts[1])
+                reason = parts[2]
+                results[i] = Timing(error=_FAILURES.get(reason, Failure.CRASH.error(reason)))
+                current = None
+                on_result(i)
+    finally:
+        sel.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    return [i for i in indices if i not in results]
+
+
+def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_result=None,
+                passes: int = 1, max_passes: int | None = None) -> list[Timing]:
+    """Time every kernel; the result list is parallel to `kernels`.
+
+    `on_result(i, timing)` is called as soon as kernel i is done (to save progress).
+    With `passes` > 1 the compiled harness runs that many times, each process pinned to
+    the next CPU this process may use (unless opts.cpu pins them all), and each kernel
+    keeps its fastest pass (`Timing.passes` lists them all): a state that one process
+    or one CPU got stuck in (a busy sibling thread on the host, say) shows as a
+    disagreement instead of as the result. Kernels whose two fastest passes differ by
+    more than PASS_AGREEMENT get more passes, up to `max_passes`.
+    """
+    results: dict[int, Timing] = {}
+    workdir = tempfile.mkdtemp(prefix="pmpredict-measure-")
+    try:
+        _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir,
+                   (passes, max(passes, max_passes or passes)))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return [results[i] for i in range(len(kernels))]
+
+
+# the two fastest passes of a kernel agree this closely: its minimum is reproduced
+PASS_AGREEMENT = 0.05
+
+
+def _fastest(timings: list[Timing]) -> Timing:
+    good = sorted((t for t in timings if t.cycles is not None), key=lambda t: t.cycles)
+    if not good:
+        return timings[0]
+    return replace(good[0], passes=tuple(t.cycles for t in timings if t.cycles is not None))
+
+
+def passes_agree(t: Timing) -> bool:
+    """The two fastest passes of a kernel agree (trivially so with a single pass)."""
+    best = sorted(t.passes)[:2]
+    return len(best) < 2 or best[1] <= (1 + PASS_AGREEMENT) * best[0]
+
+
+def _run_pass(exe, kernels: list[int], opts: RunOptions, done) -> None:
+    """Run the harness on `kernels` (a new process for what a crash left over);
+    done(j, timing) for each."""
+    local: dict[int, Timing] = {}
+    todo = list(kernels)
+    while todo:
+        left = _run_binary(exe, todo, opts, local, lambda j: done(j, local[j]))
+        if len(left) == len(todo):          # died before running anything: give up on these
+            for j in left:
+                local[j] = Timing(error="the harness did not start (calibration failed)")
+                done(j, local[j])
+            left = []
+        todo = left
+
+
+def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1)) -> None:
+    sub = [kernels[i] for i in indices]
+    exe, messages = compile_harness(sub, workdir)
+    if exe is None:
+        if len(indices) == 1:
+            results[indices[0]] = Timing(error=Failure.NOT_ASSEMBLED.error(first_error(messages)))
+            if on_result:
+                on_result(indices[0], results[indices[0]])
+            return
+        half = len(indices) // 2
+        _run_group(indices[:half], kernels, opts, results, on_result, workdir, passes)
+        _run_group(indices[half:], kernels, opts, results, on_result, workdir, passes)
+        return
+
+    def done(j, timing):
+        results[indices[j]] = timing
+        if on_result:
+            on_result(indices[j], timing)
+
+    least, most = passes
+    if most <= 1:
+        _run_pass(exe, range(len(sub)), opts, done)
+        return
+    cpus = sorted(os.sched_getaffinity(0)) if opts.cpu < 0 else [opts.cpu]
+    per_kernel: dict[int, list[Timing]] = {j: [] for j in range(len(sub))}
+    todo = list(range(len(sub)))
+    for p in range(most):
+        _run_pass(exe, todo, replace(opts, cpu=cpus[p % len(cpus)]),
+                  lambda j, t: per_kernel[j].append(t))
+        if p + 1 >= least:
+            todo = [j for j in todo if not passes_agree(_fastest(per_kernel[j]))]
+            if not todo:
+                break
+    for j in range(len(sub)):
+        done(j, _fastest(per_kernel[j]))
+
+
+def check_assembles(lines: list[str], syntax: str = "intel") -> list[str | None]:
+    """Assemble each instruction line once; the assembler's complaint per line (None: fine)."""
+    if not lines:
+        return []
+    workdir = tempfile.mkdtemp(prefix="pmpredict-as-")
+    try:
+        src = os.path.join(workdir, "check.s")
+        header = [".intel_syntax noprefix" if syntax == "intel" else ".att_syntax", ".text"]
+        with open(src, "w") as fh:
+            fh.write("\n".join(header + lines) + "\n")
+        proc = subprocess.run([compiler(), "-c", "-x", "assembler", "-o",
+                               os.path.join(workdir, "check.o"), src],
+                              capture_output=True, text=True)
+        errors: list[str | None] = [None] * len(lines)
+        if proc.returncode == 0:
+            return errors
+        located = False
+        for msg in proc.stderr.splitlines():
+            # "check.s:12: Error: ..." (gas) or "check.s:12:5: error: ..." (clang)
+            head, _, rest = msg.partition(": ")
+            parts = head.rsplit("check.s:", 1)
+            if len(parts) != 2:
+                continue
+            try:
+                line_no = int(parts[1].split(":")[0])
+            except ValueError:
+                continue
+            k = line_no - len(header) - 1
+            if 0 <= k < len(lines) and errors[k] is None:
+                errors[k] = rest.split("Error:", 1)[-1].split("error:", 1)[-1].strip() or rest
+                located = True
+        if not located:
+            errors = [first_error(proc.stderr)] * len(lines)
+        return errors
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)

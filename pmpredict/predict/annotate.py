@@ -1,0 +1,285 @@
+"""A matched kernel + its instructions' semantics + the model's numbers -> what the dependency
+engine and the simulation need, with every assumption written down.
+
+Engine layer (no I/O). For each instruction:
+  * its uops as the core executes them: none for an eliminated move or a zero idiom that
+    takes no port, none for the first half of a macro-fused pair (the pair runs as the jump's
+    uop and takes one dispatch slot);
+  * the latency from each source to its result (deps.Source), from the model per operand
+    where it has them; a memory operand's latency is the load's (address -> value) for a pure
+    load, else the operation's plus the load-to-use latency; store data and store addresses
+    cost 0 (the store-forwarding latency counts from the store's data to the load's value);
+  * what it writes (register families and flags) and its memory accesses (deps.MemRef).
+What the model does not know (a latency, the load latency, the window...) is assumed from
+DEFAULTS and listed, per instruction and per machine fact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pmpredict.predict.deps import MemRef, Node, Source
+from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, InstructionSemantics
+from pmpredict.isa.base import ATOMIC
+
+# what is assumed when the model does not say (each use is reported)
+DEFAULTS = {
+    "latency": 1.0,              # an instruction whose latency the model lacks
+    "load_latency": 5.0,         # L1 load-to-use (4-5 on recent x86 and Arm cores)
+    "store_forward_latency": 5.0,
+    "window": 192,               # reorder-buffer entries
+    "taken_branch": 1.0,         # one taken branch per cycle: a loop iteration takes >= 1 cycle
+    "address_update_latency": 1.0,   # base register -> its write-back update
+}
+# the stack engine's sync uop before an explicit use of the stack pointer (one ALU operation)
+STACK_SYNC_LATENCY = 1.0
+# what atomics read and write besides their operands, in the dependency graph: the core runs
+# them one after another (each waits for the one before, in this iteration or the last), so
+# they form a loop-carried chain of `atomic_cycles` each (measured: a pipeline fact)
+ATOMIC_ORDER = "atomics"
+
+
+@dataclass
+class Annotated:
+    """One kernel instruction as the engines see it."""
+    index: int
+    form: str | None
+    semantics: InstructionSemantics
+    uops: tuple[tuple[int, int], ...]          # (port mask, count) as executed
+    node: Node
+    # the write-back of address registers (ldr x0, [x1], #8; push; movs), a result of its own:
+    # due `address_update_latency` after the base, not after the load
+    update: Node | None = None
+    slot: int = 1                              # front-end slots (0: fused into the previous one)
+    eliminated: bool = False                   # move eliminated at rename
+    idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
+    fused: bool = False                        # the jump of a macro-fused pair
+    # a store committed with the store before it (same 32-byte block): on these iterations
+    # (deps.EVEN, ODD; 0: never) it runs `paired_uops` (its address) instead of its `uops`
+    paired: int = 0
+    paired_uops: tuple[tuple[int, int], ...] = ()
+    assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
+
+    def at(self, index: int) -> "Annotated":
+        """A copy as instruction `index` (shallow: the later steps replace fields, they do not
+        change the objects in them). Cheaper than copy.copy, for a memo's entries."""
+        twin = object.__new__(Annotated)
+        twin.__dict__.update(self.__dict__)
+        twin.index = index
+        return twin
+
+
+@dataclass
+class Machine:
+    """The machine facts the simulation uses, and which of them were assumed."""
+    width: float | None
+    window: int
+    load_latency: float
+    store_forward_latency: float
+    taken_branch: float
+    macro_fusion: bool
+    address_update_latency: float
+    assumed: dict[str, float] = field(default_factory=dict)
+    load_op_slots: int = 1              # front-end slots of a load-op (2: unlaminated)
+    indexed_load_op_slots: int = 1      # ... of a load-op whose address has an index
+    paired_stores: bool = False         # two consecutive stores to one block commit at once
+    # why the model's measured front end may be wrong (what a disturbed measurement left:
+    # measure.probes.doubts), from its provenance
+    doubts: tuple[str, ...] = ()
+    atomic_cycles: float | None = None  # a locked read-modify-write back to back (measured)
+
+    def counts(self, beyond_model: str) -> bool:
+        """Whether the machine's facts count an instruction that costs more than its form
+        (InstructionSemantics.beyond_model): an atomic, when atomic_cycles is measured."""
+        return beyond_model == ATOMIC and bool(self.atomic_cycles)
+
+
+def machine_facts(model, loop: bool) -> Machine:
+    """Issue width (r_max), window, load and forwarding latencies, taken-branch cost; a value
+    the model does not give is taken from DEFAULTS and listed in `assumed`."""
+    pipe, assumed = model.pipeline or {}, {}
+
+    def fact(key):
+        if pipe.get(key) is not None:
+            return pipe[key]
+        assumed[key] = DEFAULTS[key]
+        return DEFAULTS[key]
+
+    taken = fact("taken_branch") if loop else 0.0
+    front = (model.provenance or {}).get("front_end")
+    doubts = front.get("doubts") if isinstance(front, dict) else None
+    fusion = pipe.get("macro_fusion")
+    return Machine(model.r_max, int(fact("window")), float(fact("load_latency")),
+                   float(fact("store_forward_latency")), float(taken),
+                   bool(fusion) if fusion is not None else True,
+                   float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
+                   assumed, int(pipe.get("load_op_slots", 1)),
+                   int(pipe.get("indexed_load_op_slots", 1)), bool(pipe.get("paired_stores")),
+                   tuple(str(d) for d in doubts) if isinstance(doubts, list) else (),
+                   float(pipe["atomic_cycles"]) if pipe.get("atomic_cycles") else None)
+
+
+def _pure_load(sem: InstructionSemantics) -> bool:
+    """A load whose only data is the loaded value (mov r, m), not a load-op (add r, m)."""
+    return sem.loads and not sem.stores and not any(
+        r.role == DATA and r.kind != FLAG for r in sem.reads)
+
+
+def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
+             memo: dict | None = None) -> tuple[list[Annotated], Machine]:
+    """forms[i]: the model form of instruction i (None: not in the model); semantics[i]: its
+    InstructionSemantics; stack_engine: the register whose implicit updates (push, pop) the
+    front end makes at no latency (the ISA's stack_engine_register). memo: a dict the caller
+    keeps across kernels of one model: an instruction's annotation depends on its form and
+    semantics alone (until macro-fusion pairs it), so each is made once."""
+    machine = machine_facts(model, loop)
+    out = []
+    for i, (form, sem) in enumerate(zip(forms, semantics)):
+        if memo is None:
+            out.append(_one(i, form, sem, model, machine, stack_engine))
+            continue
+        entry = memo.get((id(sem), form))
+        if entry is None or entry[0] is not sem:        # the id of a live object is unique
+            entry = memo[(id(sem), form)] = (sem, _one(i, form, sem, model, machine,
+                                                       stack_engine))
+        out.append(entry[1].at(i))
+    if stack_engine:
+        _stack_syncs(out, stack_engine, loop)
+    if machine.macro_fusion:
+        for a, b in zip(out, out[1:]):
+            if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
+                    and (b.uops or b.form is None):
+                if b.uops:
+                    a.uops = ()          # the pair runs as the jump's uop; a jump the model
+                b.slot, b.fused = 0, True    # lacks leaves the pair the first one's uops
+    return out, machine
+
+
+def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine,
+         stack_engine: str = "") -> Annotated:
+    assumed = []
+    uops = tuple(model.uops.get(form, ())) if form else ()
+    base = model.latency.get(form) if form else None
+    if base is None:
+        base = DEFAULTS["latency"]
+        assumed.append(f"latency {base:g} assumed" if form else
+                       f"not in the model: no uops, latency {base:g} assumed")
+    eliminated = False
+    idiom = sem.idiom
+    if sem.move and form and model.move_elimination.get(form):
+        eliminated, uops, base = True, (), 0.0
+    if idiom:
+        takes_port = model.idiom_ports.get(form) if form else None
+        if takes_port is None:
+            takes_port = idiom != "zero"
+            if form:
+                assumed.append(f"{idiom} idiom: {'a' if takes_port else 'no'} port assumed")
+        if not takes_port:
+            uops = ()
+        base = 0.0 if idiom == "zero" else base
+
+    load = machine.load_latency
+    pure_load = _pure_load(sem)
+
+    def operand_latency(operand):
+        if form is None or eliminated:
+            return None
+        return model.operand_latency.get(form, {}).get(operand) if operand is not None else None
+
+    sources = []
+    mem_latency = {}
+    for m in sem.memory:
+        if not m.load:
+            continue
+        lat = operand_latency(m.operand)
+        if lat is None:
+            lat = base if pure_load else base + load
+        mem_latency[m.operand] = lat
+    for r in sem.reads:
+        if r.role == ADDRESS:
+            owners = [m for m in sem.memory if r.name in (m.base, m.index)
+                      and (r.operand is None or m.operand == r.operand)]
+            lats = [mem_latency[m.operand] for m in owners if m.load]
+            lat = max(lats) if lats else 0.0       # a store's address: no register result
+        elif sem.stores and not sem.loads and r.kind != FLAG:
+            lat = 0.0                               # store data: see store_forward_latency
+        else:
+            lat = operand_latency(r.operand)
+            if lat is None:
+                lat = base
+        sources.append(Source(r.name, float(lat), r.operand))
+    refs = tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
+                        m.store, mem_latency.get(m.operand, 0.0)) for m in sem.memory)
+    latency = max([s.latency for s in sources] + [0.0 if (eliminated or idiom == "zero") or
+                                                  (sem.stores and not sem.loads) else base])
+    updated = _address_updates(sem)
+    writes = tuple(dict.fromkeys(w.name for w in sem.writes if w.name not in updated))
+    if machine.counts(sem.beyond_model):                  # known form or not
+        sources.append(Source(ATOMIC_ORDER, machine.atomic_cycles))
+        writes += (ATOMIC_ORDER,)
+    bumps = tuple((r, d) for r, d in sem.offsets if r not in updated)
+    node = Node(tuple(sources), writes, refs, latency, bumps)
+    update = None
+    if updated:
+        implicit = {w.name for w in sem.writes if w.operand is None}
+        sources = tuple(Source(r, 0.0 if r == stack_engine and r in implicit
+                               else machine.address_update_latency) for r in updated)
+        update = Node(sources, tuple(updated), (), max(s.latency for s in sources),
+                      tuple((r, d) for r, d in sem.offsets if r in updated))
+    if not sem.known:
+        assumed.append("reads/writes guessed (instruction not in the semantics tables)")
+    return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
+                     eliminated=eliminated, idiom=idiom, assumed=assumed)
+
+
+def _stack_syncs(out: list[Annotated], register: str, loop: bool) -> None:
+    """The stack engine keeps the offset of implicit updates (push, pop, call) to itself: the
+    first instruction that names the register explicitly afterwards (`sub rsp, 8`, `mov rbp,
+    rsp`, `mov rax, [rsp + 8]`) waits for a sync uop that applies it to the register. The
+    sync is charged to the last implicit update before that use: STACK_SYNC_LATENCY instead
+    of nothing (measured on Zen 4: push; push; sub rsp, 8 runs at 2 cycles a loop, the sync
+    and the sub; push; mov rbp, rsp; and rsp, -32; add rsp, 16 at 3.4)."""
+    def implicit_update(a):
+        return a.update is not None and register in a.update.writes and any(
+            w.name == register and w.operand is None for w in a.semantics.writes)
+
+    def explicit(a):
+        return any(r.name == register and r.operand is not None for r in a.semantics.reads) or \
+            any(register in (m.base, m.index) and m.operand is not None
+                for m in a.semantics.memory) or \
+            any(w.name == register and w.operand is not None for w in a.semantics.writes)
+
+    if not any(implicit_update(a) for a in out):
+        return                                   # no push, pop or call: nothing to sync
+    synced, pending = set(), None
+    for a in out + out if loop else out:       # a loop: what the previous iteration left
+        if explicit(a) and pending is not None:
+            synced.add(pending)
+            pending = None
+        elif explicit(a):
+            pending = None
+        if implicit_update(a):
+            pending = a.index
+    for a in out:
+        if a.index in synced:
+            reads = tuple(replace(s, latency=s.latency + STACK_SYNC_LATENCY)
+                          if s.resource == register else s for s in a.update.reads)
+            a.update = replace(a.update, reads=reads, latency=max(s.latency for s in reads))
+            a.assumed = a.assumed + [f"stack sync: {STACK_SYNC_LATENCY:g} cycle on {register}"]
+
+
+def _slots(sem: InstructionSemantics, machine: Machine) -> int:
+    """Front-end slots: a load-op takes the machine's (2 where it is unlaminated)."""
+    if not sem.loads or sem.stores or _pure_load(sem):
+        return 1
+    indexed = any(m.index for m in sem.memory if m.load)
+    return machine.indexed_load_op_slots if indexed else machine.load_op_slots
+
+
+def _address_updates(sem: InstructionSemantics) -> tuple[str, ...]:
+    """Registers the instruction writes as a side effect of addressing: the base of a
+    write-back access, or the implicit pointer of push / pop / string instructions."""
+    bases = {m.base for m in sem.memory if m.base and (m.writeback or m.operand is None)}
+    return tuple(w.name for w in sem.writes
+                 if w.name in bases and (w.operand is None or any(
+                     m.writeback and m.base == w.name for m in sem.memory)))

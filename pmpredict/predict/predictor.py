@@ -1,0 +1,409 @@
+"""Kernel -> Report: the one report object every view (pmpredict/views/) renders.
+
+The steps, each an engine of its own:
+  1. match every instruction to a model form (asm.match) and ask the ISA's semantics what it
+     reads and writes (pmpredict.isa.semantics);
+  2. annotate: uops as executed (idioms, eliminated moves, macro-fusion), latency per source,
+     what is assumed (annotate.py);
+  3. bounds: throughput (the exact LP optimum over the uops, port_bound.py), loop-carried (the
+     maximum cycle ratio of the dependence graph, deps.py), front end (dispatch slots per
+     cycle), and the critical path of one iteration;
+  4. the out-of-order simulation (simulation.py): the predicted cycles per iteration, never
+     below the bounds;
+  5. criticality (criticality.py): what each bottleneck costs and how they interact.
+Per-port pressure per instruction comes from one optimal LP schedule: every merged uop's
+port assignment is split back onto the instructions that contributed to it, in proportion
+to their share of its mass. Instructions the model has no form for are listed, never
+dropped: they take a dispatch slot, join the dependencies with an assumed latency, but have
+no uops, so the prediction is a lower bound; except a jump fused with the instruction
+before it (the model says the pair fuses): the pair runs as that instruction's uops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pmpredict.isa import semantics as semantics_registry
+from pmpredict.predict.annotate import Annotated, Machine, annotate
+from pmpredict.asm.kernel import Kernel
+from pmpredict.asm.match import APPROX_LOAD, FormMatcher, form_pattern
+from pmpredict.isa.keys import render_key
+from pmpredict.isa.syntax import Instruction
+from pmpredict.predict.port_bound import optimum
+from pmpredict.predict.criticality import Criticality, EventClass, analyse, slack
+from pmpredict.predict.deps import (EVEN, EVERY, ODD, Cycle, Graph, Path, build_graph,
+                                    critical_path, loop_carried_chains, paired_stores)
+from pmpredict.isa.forms import parse_form
+from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
+from pmpredict.predict.simulation import Body, Run
+from pmpredict.predict.simulation import Machine as SimMachine
+from pmpredict.predict.simulation import simulate as simulate_schedule
+from pmpredict.predict.simulation_arrays import SKIP_EVEN, SKIP_ODD
+
+
+@dataclass
+class InstructionRow:
+    line: int
+    text: str
+    key: str                            # the normalised form key, e.g. "add r64, imm(32)"
+    form: str | None                    # the model's form string, None when unmatched
+    form_short: str = ""                # the model form in key notation, e.g. "add r64, imm8"
+    approx: tuple[str, ...] = ()
+    reason: str = ""                    # why unmatched
+    source: str | None = None           # "model" or "fallback" (whose form it is); None: unmatched
+    uops: list[tuple[list[str], int]] = field(default_factory=list)
+    pressure: dict[str, float] = field(default_factory=dict)
+    latency: float = 0.0                # issue -> result, as the engines use it
+    annotated: Annotated | None = None
+    slack: float | None = None          # cycles the result could come later (0: critical)
+    on_critical_path: bool = False
+    on_loop_carried: bool = False       # on the worst loop-carried chain
+
+
+@dataclass
+class Bounds:
+    throughput: float | None            # ports (exact LP optimum over the uops)
+    loop_carried: float                 # the worst dependency cycle (0: none)
+    front_end: float | None             # dispatch slots / width, taken branch (None: width unknown)
+
+    def as_dict(self) -> dict:
+        return {"throughput": self.throughput, "loop_carried": self.loop_carried,
+                "front_end": self.front_end}
+
+
+@dataclass
+class Report:
+    path: str
+    isa: str
+    syntax: str
+    model: str
+    ports: tuple[str, ...]
+    kernel: Kernel
+    rows: list[InstructionRow]
+    cycles: float | None                # the simulated prediction; None: nothing in the model
+    bottleneck: list[str]               # the port set of the throughput bound (or ["frontend"])
+    port_load: dict[str, float]
+    r_max: float | None = None
+    bounds: Bounds | None = None
+    critical_path: Path | None = None
+    chains: list[Cycle] = field(default_factory=list)
+    run: Run | None = None
+    machine: Machine | None = None
+    graph: Graph | None = None
+    node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
+    bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
+    fallback: object = None             # the fallback.Fallback forms came from, if any
+    # the costs take a simulation per bottleneck and pair: computed on first use
+    _analyse: Callable[[], Criticality] | None = field(default=None, repr=False)
+    _criticality: Criticality | None = field(default=None, repr=False)
+
+    @property
+    def computed_criticality(self) -> Criticality | None:
+        """The criticality if it has been computed already, else None (no simulations run)."""
+        return self._criticality
+
+    @property
+    def criticality(self) -> Criticality | None:
+        """What each bottleneck costs and how they interact (criticality.analyse)."""
+        if self._criticality is None and self._analyse is not None:
+            self._criticality, self._analyse = self._analyse(), None
+        return self._criticality
+
+    @property
+    def matched(self) -> int:
+        return sum(1 for r in self.rows if r.form is not None)
+
+    @property
+    def unmatched(self) -> list[InstructionRow]:
+        """Rows the model has no form for and nothing else accounts for."""
+        covered = self._covered_jumps()
+        return [r for r in self.rows if r.form is None and id(r) not in covered]
+
+    @property
+    def fused_unknown(self) -> list[InstructionRow]:
+        """Jumps the model has no form for, macro-fused with the instruction before: the model
+        measured that the pair fuses (pipeline macro_fusion), and the pair runs as one uop, so
+        the first instruction's uops stand for it (the jump's own port choice is not known)."""
+        covered = self._covered_jumps()
+        return [r for r in self.rows if id(r) in covered]
+
+    def _covered_jumps(self) -> set:
+        return {id(b) for a, b in zip(self.rows, self.rows[1:])
+                if b.form is None and a.form is not None and b.annotated is not None
+                and b.annotated.fused}
+
+    @property
+    def uncounted_memory(self) -> list[InstructionRow]:
+        """Rows matched to a register form whose memory access the model cannot count."""
+        return [r for r in self.rows if APPROX_LOAD in r.approx]
+
+    @property
+    def beyond_model(self) -> list[InstructionRow]:
+        """Rows in the model whose cost its numbers do not hold (semantics' beyond_model: an
+        atomic read-modify-write, a barrier): the model counts the plain form. An atomic is
+        counted when the model has the measured atomic_cycles (annotate.ATOMIC_ORDER)."""
+        return [r for r in self.rows if r.form is not None and r.annotated is not None
+                and r.annotated.semantics.beyond_model
+                and not (self.machine and self.machine.counts(r.annotated.semantics.beyond_model))]
+
+    @property
+    def complete(self) -> bool:
+        return not self.unmatched and not self.uncounted_memory and not self.beyond_model
+
+    @property
+    def assumed_latencies(self) -> list[InstructionRow]:
+        return [r for r in self.rows if r.annotated and r.annotated.assumed]
+
+
+class Predictor:
+    """A model prepared for many predictions (arrays, form index, matcher built once)."""
+
+    def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
+                 fallback=None, compiled: bool = False):
+        """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
+        lacks are matched in the fallback's. compiled: run the simulation compiled by numba
+        (simulation_jit: ~0.6 s to load once, then many times faster; for many kernels)."""
+        if fallback is not None:
+            model = fallback.model
+        self.model = model
+        self.fallback = fallback
+        self.semantics = semantics_registry.get(model.isa)
+        self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
+                        if fallback is None else fallback.matcher(allow_approx))
+        self.criticality = criticality
+        self.engine = None
+        if compiled:
+            from pmpredict.predict import simulation_jit
+            self.engine = simulation_jit
+        self._short: dict[str, str] = {}
+        self._port_kinds = None
+        # what depends on an instruction alone, by (its text, syntax): a kernel's instructions
+        # recur across kernels (and within one)
+        self._per_instruction: dict[tuple[str, str], tuple] = {}
+        self._optimum: dict[tuple, tuple] = {}                 # uop masses -> bound.optimum
+        self._annotations: dict = {}                          # annotate's memo
+        self._kinds: dict = {}                                # instruction kinds, by semantics
+
+    def _address_uops(self) -> tuple[tuple[int, int], ...]:
+        """The uops of the model's plainest load (the ISA's plain_load_form) when it has one
+        uop: the address generation every memory access takes; else none."""
+        uops = self.model.uops.get(self.semantics.plain_load_form, ())
+        return tuple(uops) if len(uops) == 1 and uops[0][1] == 1 else ()
+
+    def short(self, form: str) -> str:
+        s = self._short.get(form)
+        if s is None:
+            mnemonic, pats = form_pattern(parse_form(form, self.model.isa))
+            s = self._short[form] = render_key(mnemonic, pats)
+        return s
+
+    def _instruction(self, insn: Instruction, syntax: str) -> tuple:
+        """(match, whose form, the form in key notation, semantics) of an instruction: what
+        depends on the instruction's text alone, computed once per text."""
+        key = (insn.text, syntax)
+        hit = self._per_instruction.get(key)
+        if hit is None:
+            form_key, sem = self.semantics.described(insn, syntax)
+            m = self.matcher.match(form_key)
+            source = None if m.form is None else \
+                "fallback" if self.fallback and m.form in self.fallback.forms else "model"
+            hit = self._per_instruction[key] = (
+                m, str(m.key), source, self.short(m.form) if m.form else "", sem)
+        return hit
+
+    def predict_many(self, kernels, syntax: str, path: str = "<input>"):
+        """Reports of many kernels (e.g. asm.kernel.all_regions of a file), in order, each
+        made when asked for: what depends on an instruction alone is done once for all of
+        them. For hundreds of kernels, make the Predictor with compiled=True."""
+        for kernel in kernels:
+            yield self.predict(kernel, syntax, path)
+
+    def predict(self, kernel: Kernel, syntax: str, path: str = "<input>") -> Report:
+        model = self.model
+        rows, sems = [], []
+        for insn in kernel.instructions:
+            m, key, source, short, sem = self._instruction(insn, syntax)
+            rows.append(InstructionRow(insn.line, insn.text, key, m.form, short, m.approx,
+                                       m.reason, source))
+            sems.append(sem)
+        report = Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, None, [],
+                        {p: 0.0 for p in model.ports}, model.r_max, fallback=self.fallback)
+        if not rows:
+            report.cycles = 0.0
+            return report
+        loop = sems[-1].branch == "conditional"
+        annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop,
+                                      stack_engine=self.semantics.stack_engine_register,
+                                      memo=self._annotations)
+        report.machine = machine
+        # the dependency graph's nodes: every instruction, and after it its address update
+        # (write-back) where it has one; node_rows maps a node back to its instruction
+        nodes, node_rows, mains = [], [], []
+        for a in annotated:
+            for node, main in ((a.node, True), (a.update, False)):
+                if node is not None:
+                    nodes.append(node)
+                    node_rows.append(a.index)
+                    mains.append(main)
+        if machine.paired_stores:
+            _pair_stores(annotated, nodes, node_rows, self._address_uops())
+        for row, a in zip(rows, annotated):
+            row.annotated = a
+            row.latency = a.node.latency
+            row.uops = [(model.port_names(mask), count) for mask, count in a.uops]
+        if not any(r.form for r in rows):
+            return report                                  # nothing known: no prediction
+
+        throughput, neck, balance = self._ports(report, annotated)
+        node_uops, node_slots = [], []
+        for k, main in enumerate(mains):
+            a = annotated[node_rows[k]]
+            node_uops.append(_uop_cycles(a) if main else ())
+            node_slots.append(a.slot if main else 0)
+        graph = build_graph(nodes, machine.load_latency, machine.store_forward_latency)
+        chains = [_on_rows(c, node_rows) for c in loop_carried_chains(graph)]
+        path_ = critical_path(graph, [node.latency for node in nodes])
+        path_ = Path(path_.length, tuple(dict.fromkeys(node_rows[i] for i in path_.nodes)))
+        slots = sum(a.slot for a in annotated)
+        front = None
+        if model.r_max:
+            front = max(slots / model.r_max, machine.taken_branch)
+        elif machine.taken_branch:
+            front = machine.taken_branch
+        bounds = Bounds(throughput, chains[0].ratio if chains else 0.0, front)
+
+        body = Body(tuple(node.latency for node in nodes), tuple(node_uops),
+                    tuple(tuple((e.src, e.distance, e.latency) for e in incoming)
+                          for incoming in graph.in_edges()),
+                    tuple(node_slots), len(model.ports), balance)
+        sim_machine = SimMachine(model.r_max, machine.window, machine.taken_branch)
+        run = simulate_schedule(body, sim_machine, engine=self.engine)
+        # the run is exact in the limit; a finite run can sit a hair under a bound
+        cycles = max(run.cycles, bounds.throughput or 0.0, bounds.loop_carried,
+                     bounds.front_end or 0.0)
+
+        report.cycles = cycles
+        # the historical "bottleneck": the ports of the throughput bound, or the front end
+        # when the issue width (R_max) allows fewer instructions than the ports
+        front_limited = model.r_max and slots / model.r_max > throughput * (1 + 1e-9)
+        report.bottleneck = ["frontend"] if front_limited else model.port_names(neck)
+        if not front_limited and neck:
+            report.bottleneck_kinds = self._kinds_within(sems, annotated, neck)
+        report.bounds, report.critical_path, report.chains = bounds, path_, chains
+        report.run, report.graph, report.node_rows = run, graph, node_rows
+        for i in path_.nodes:
+            rows[i].on_critical_path = True
+        if chains:
+            for i in chains[0].nodes:
+                rows[i].on_loop_carried = True
+        for k, s in enumerate(slack(body, sim_machine, run, self.engine)):
+            row = rows[node_rows[k]]
+            row.slack = s if row.slack is None else min(row.slack, s)
+        if self.criticality:
+            classes = event_classes(chains, neck, model, sim_machine)
+            report._analyse = lambda: analyse(body, sim_machine, run, classes, engine=self.engine)
+        return report
+
+    def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
+        """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.predict.kinds)."""
+        if self._port_kinds is None:
+            self._port_kinds = port_kinds(self.model)
+        rows = [(self._instruction_kinds(s), a.uops) for s, a in zip(sems, annotated)]
+        return kinds_within(self._port_kinds, rows, neck)
+
+    def _instruction_kinds(self, sem) -> tuple[str, ...]:
+        entry = self._kinds.get(id(sem))
+        if entry is None or entry[0] is not sem:           # the id of a live object is unique
+            entry = self._kinds[id(sem)] = (sem, instruction_kinds(self.model.isa, sem))
+        return entry[1]
+
+    def _ports(self, report: Report, annotated: list[Annotated]):
+        """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal
+        schedule; and each port's share of that schedule (the simulation's tie-breaker)."""
+        model = self.model
+        n_ports = len(model.ports)
+        mass: dict[int, float] = {}
+        for a in annotated:
+            for mask, count in _uop_mass(a):
+                mass[mask] = mass.get(mask, 0) + count
+        if not mass:
+            return 0.0, 0, tuple([1.0] * n_ports)
+        masses = tuple(mass.items())         # in order: the order picks among optimal schedules
+        found = self._optimum.get(masses)
+        if found is None:
+            found = self._optimum[masses] = optimum(mass)
+        cycles, neck, schedule = found
+        load = [0.0] * n_ports
+        for row, a in zip(report.rows, annotated):
+            pressure = [0.0] * n_ports
+            for mask, count in _uop_mass(a):
+                share = count / mass[mask]
+                for p, x in schedule[mask].items():
+                    pressure[p] += x * share
+            row.pressure = {model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9}
+        for row in schedule.values():
+            for p, x in row.items():
+                load[p] += x
+        report.port_load = {model.ports[p]: load[p] for p in range(n_ports)}
+        total = sum(load)
+        return cycles, neck, tuple(x / total for x in load)
+
+
+def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address) -> None:
+    """Plain stores committed with the store before them (deps.paired_stores) run only their
+    address generation (`address`: the plain load's uops) on the iterations they pair: every
+    iteration (their uops replaced), or every other one (Annotated.paired). A store that also
+    loads (add [m], r) keeps its uops."""
+    for k, when in paired_stores(nodes).items():
+        a = annotated[node_rows[k]]
+        if a.semantics.loads or not a.uops:
+            continue
+        if when == EVERY:
+            a.uops = address
+        else:
+            a.paired, a.paired_uops = when, address
+
+
+def _uop_mass(a: Annotated) -> list[tuple[int, float]]:
+    """(port mask, uops per iteration) of an instruction: a store paired every other iteration
+    runs half its own uops and half its address's."""
+    if not a.paired:
+        return list(a.uops)
+    return [(mask, count / 2) for mask, count in a.uops + a.paired_uops]
+
+
+def _uop_cycles(a: Annotated) -> tuple[int, ...]:
+    """The simulation's port masks of an instruction, one per uop cycle; a store paired every
+    other iteration skips its own uops on those iterations and its address's on the others."""
+    if not a.paired:
+        return tuple(mask for mask, count in a.uops for _ in range(count))
+    on = (SKIP_EVEN if a.paired & EVEN else 0) | (SKIP_ODD if a.paired & ODD else 0)
+    off = (SKIP_EVEN | SKIP_ODD) & ~on
+    return tuple(mask | on for mask, count in a.uops for _ in range(count)) + \
+        tuple(mask | off for mask, count in a.paired_uops for _ in range(count))
+
+
+def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:
+    """A dependency cycle of graph nodes, told in instructions (an instruction and its
+    address update are one instruction)."""
+    rows = tuple(dict.fromkeys(node_rows[i] for i in cycle.nodes))
+    return Cycle(cycle.ratio, cycle.latency, cycle.iterations, rows, cycle.edges, cycle.resources)
+
+
+def event_classes(chains, neck: int, model, machine) -> list[EventClass]:
+    """What criticality idealizes: the loop-carried chains, the bottleneck port set, the
+    front end, the window."""
+    classes = []
+    for c in chains[:3]:
+        names = ", ".join(c.resources)
+        classes.append(EventClass("chain", f"chain through {names}",
+                                  frozenset((e.dst, e.src, e.distance) for e in c.edges)))
+    if neck:
+        classes.append(EventClass("ports", "ports " + ", ".join(model.port_names(neck)),
+                                  ports=neck))
+    if machine.width or machine.taken_branch:
+        classes.append(EventClass("front end", "front end"))
+    if machine.window:
+        classes.append(EventClass("window", "window"))
+    return classes
