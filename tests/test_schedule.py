@@ -9,7 +9,7 @@ import pytest
 
 from pmpredict.predict.criticality import EventClass, analyse
 from pmpredict.predict.deps import Edge, Graph, loop_carried_cycles
-from pmpredict.predict.simulation import Body, Machine, simulate, steady_cycles
+from pmpredict.predict.simulation import Body, CoreLimits, simulate, steady_cycles
 from pmpredict.predict.throughput import lp_schedule
 
 
@@ -68,7 +68,7 @@ def random_body(rnd, deps: bool):
 def test_no_dependencies_and_no_limits_give_the_throughput_bound(seed):
     body = random_body(random.Random(seed), deps=False)
     t, _ = throughput_bound(body)
-    assert simulate(body, Machine()).cycles == pytest.approx(t, rel=1e-9)
+    assert simulate(body, CoreLimits()).cycles == pytest.approx(t, rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -77,7 +77,7 @@ def test_never_below_any_bound(seed):
     body = random_body(rnd, deps=True)
     width = rnd.choice([None, 2, 4, 6])
     window = rnd.choice([None, 16, 64, 224])
-    cycles = simulate(body, Machine(width, window)).cycles
+    cycles = simulate(body, CoreLimits(width, window)).cycles
     t, _ = throughput_bound(body)
     front = sum(body.slots) / width if width else 0.0
     assert cycles >= max(t, carried_bound(body), front) - 1e-9
@@ -87,15 +87,15 @@ def test_one_chain_with_free_ports_runs_at_its_latency():
     # addsd xmm0, xmm1 (latency 4) and three independent instructions, on plenty of ports
     body = make_body([[0b0011], [0b1100], [0b1100], [0b0011]],
                      [[(0, 1, 4.0)], [], [], []], 4, latency=[4.0, 1, 1, 1])
-    assert simulate(body, Machine(4, 224)).cycles == 4.0
+    assert simulate(body, CoreLimits(4, 224)).cycles == 4.0
 
 
 def test_dispatch_width_limits_independent_work():
     body = make_body([[1 << i] for i in range(8)], [[]] * 8, 8)
-    assert simulate(body, Machine(width=4)).cycles == 2.0
+    assert simulate(body, CoreLimits(width=4)).cycles == 2.0
     # a fused cmp+jcc pair takes one slot: 7 slots at width 4
     fused = make_body([[1 << i] for i in range(8)], [[]] * 8, 8, slots=[1] * 6 + [0, 1])
-    assert simulate(fused, Machine(width=4)).cycles == 1.75
+    assert simulate(fused, CoreLimits(width=4)).cycles == 1.75
 
 
 def test_a_full_window_limits_long_latency_work():
@@ -103,14 +103,14 @@ def test_a_full_window_limits_long_latency_work():
     # dispatch, issue a cycle later, result 100 cycles on, retire a cycle later, the entry
     # refilled the cycle after: 103 cycles per ten instructions
     body = make_body([[1]], [[]], 1, latency=[100.0])
-    assert simulate(body, Machine(window=10)).cycles == pytest.approx(10.3)
+    assert simulate(body, CoreLimits(window=10)).cycles == pytest.approx(10.3)
 
 
 def test_load_op_starts_its_load_before_the_register_operand():
     # add rax, [rdi]: latency 1 from rax, 6 from the address (rdi never changes): the chain
     # through rax costs 1 per iteration, not 6
     body = make_body([[0b01, 0b10]], [[(0, 1, 1.0)]], 2, latency=[6.0])
-    assert simulate(body, Machine(4, 224)).cycles == 1.0
+    assert simulate(body, CoreLimits(4, 224)).cycles == 1.0
 
 
 def test_steady_cycles_finds_the_period():
@@ -124,10 +124,10 @@ def test_criticality_of_a_chain_bound_loop():
     # addsd chain (4) plus an independent add, both on two ports: 4 cycles; without the
     # chain the two uops need 1 cycle on the two ports
     body = make_body([[0b11], [0b11]], [[(0, 1, 4.0)], []], 2, latency=[4.0, 1.0])
-    run = simulate(body, Machine(4, 224))
+    run = simulate(body, CoreLimits(4, 224))
     chain = EventClass("chain", "chain", frozenset({(0, 0, 1)}))
     ports = EventClass("ports", "ports 0, 1", ports=0b11)
-    crit = analyse(body, Machine(4, 224), run, [chain, ports, EventClass("front end", "front end")])
+    crit = analyse(body, CoreLimits(4, 224), run, [chain, ports, EventClass("front end", "front end")])
     assert run.cycles == 4.0
     assert crit.cost["chain"] == 3.0 and crit.cost["ports 0, 1"] == 0.0
     assert crit.cost["front end"] == 0.0
@@ -142,7 +142,7 @@ def test_serial_and_parallel_interaction():
     # path 1: a (4) -> b (4) -> a, path 2: c (6) -> c; ports unlimited (one port each, plenty)
     body = make_body([[1], [2], [4]], [[(1, 1, 4.0)], [(0, 0, 4.0)], [(2, 1, 6.0)]], 3,
                      latency=[4.0, 4.0, 6.0])
-    m = Machine(None, None)
+    m = CoreLimits(None, None)
     run = simulate(body, m)
     assert run.cycles == 8.0
     a = EventClass("chain", "a", frozenset({(0, 1, 1)}))
@@ -165,7 +165,7 @@ def test_compiled_and_plain_runs_are_identical(seed):
     from pmpredict.predict.criticality import slack
     rnd = random.Random(5000 + seed)
     body = random_body(rnd, deps=True)
-    machine = Machine(rnd.choice([None, 2, 4, 6]), rnd.choice([None, 16, 64, 224]),
+    machine = CoreLimits(rnd.choice([None, 2, 4, 6]), rnd.choice([None, 16, 64, 224]),
                       rnd.choice([0.0, 1.0, 2.0]))
     ideal = rnd.choice([0, 1, 3])
     plain = simulate(body, machine, ideal_ports=ideal)
@@ -189,7 +189,7 @@ def test_port_records_too_short_for_the_run_are_grown(monkeypatch):
     # starts again with more, and the result is the same
     from pmpredict.predict import simulation
     body = make_body([[1] * 40, [1, 2]], [[(0, 1, 40.0)], [(0, 0, 3.0)]], 2, latency=[40.0, 2.0])
-    want = simulate(body, Machine(4, 224))
+    want = simulate(body, CoreLimits(4, 224))
     monkeypatch.setattr(simulation, "_capacity", lambda *args: 8)
-    assert records(simulate(body, Machine(4, 224))) == records(want)
+    assert records(simulate(body, CoreLimits(4, 224))) == records(want)
     assert want.cycles == 41.0          # port 0: 40 + 1 uop cycles per iteration

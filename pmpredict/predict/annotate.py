@@ -70,7 +70,7 @@ class Annotated:
 
 
 @dataclass
-class Machine:
+class PipelineFacts:
     """The machine facts the simulation uses, and which of them were assumed."""
     width: float | None
     window: int
@@ -94,7 +94,7 @@ class Machine:
         return beyond_model == ATOMIC and bool(self.atomic_cycles)
 
 
-def machine_facts(model, loop: bool) -> Machine:
+def machine_facts(model, loop: bool) -> PipelineFacts:
     """Issue width (r_max), window, load and forwarding latencies, taken-branch cost; a value
     the model does not give is taken from DEFAULTS and listed in `assumed`."""
     pipe, assumed = model.pipeline or {}, {}
@@ -109,7 +109,7 @@ def machine_facts(model, loop: bool) -> Machine:
     front = (model.provenance or {}).get("front_end")
     doubts = front.get("doubts") if isinstance(front, dict) else None
     fusion = pipe.get("macro_fusion")
-    return Machine(model.r_max, int(fact("window")), float(fact("load_latency")),
+    return PipelineFacts(model.r_max, int(fact("window")), float(fact("load_latency")),
                    float(fact("store_forward_latency")), float(taken),
                    bool(fusion) if fusion is not None else True,
                    float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
@@ -126,7 +126,7 @@ def _pure_load(sem: InstructionSemantics) -> bool:
 
 
 def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
-             memo: dict | None = None) -> tuple[list[Annotated], Machine]:
+             memo: dict | None = None) -> tuple[list[Annotated], PipelineFacts]:
     """forms[i]: the model form of instruction i (None: not in the model); semantics[i]: its
     InstructionSemantics; stack_engine: the register whose implicit updates (push, pop) the
     front end makes at no latency (the ISA's stack_engine_register). memo: a dict the caller
@@ -155,7 +155,7 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
     return out, machine
 
 
-def _one(i: int, form, sem: InstructionSemantics, model, machine: Machine,
+def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
          stack_engine: str = "") -> Annotated:
     assumed = []
     uops = tuple(model.uops.get(form, ())) if form else ()
@@ -268,7 +268,7 @@ def _stack_syncs(out: list[Annotated], register: str, loop: bool) -> None:
             a.assumed = a.assumed + [f"stack sync: {STACK_SYNC_LATENCY:g} cycle on {register}"]
 
 
-def _slots(sem: InstructionSemantics, machine: Machine) -> int:
+def _slots(sem: InstructionSemantics, machine: PipelineFacts) -> int:
     """Front-end slots: a load-op takes the machine's (2 where it is unlaminated)."""
     if not sem.loads or sem.stores or _pure_load(sem):
         return 1

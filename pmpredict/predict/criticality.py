@@ -26,17 +26,9 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from pmpredict.predict import simulation_arrays
+from pmpredict.predict.bottlenecks import BY_EVENT_KIND, EventClass, Idealization
 from pmpredict.predict.simulation import (DATA, FRONT_END, PORT, RETIRE_DELAY, RETIREMENT, WINDOW,
-                                          Body, Machine, Run, simulate)
-
-
-@dataclass(frozen=True)
-class EventClass:
-    """Something that can be made ideal: a chain, a port group, the front end, the window."""
-    kind: str                         # "chain", "ports", "front end", "window"
-    name: str                         # shown to people: "chain through v0", "ports 0, 1"
-    edges: frozenset = frozenset()    # chain: {(dst, src, distance)} edges whose latency becomes 0
-    ports: int = 0                    # ports: the mask made unlimited
+                                          Body, CoreLimits, Run, simulate)
 
 
 @dataclass
@@ -49,20 +41,13 @@ class Criticality:
     classes: list[EventClass] = field(default_factory=list)
 
 
-def idealize(body: Body, machine: Machine, classes) -> tuple[Body, Machine, int]:
-    """The body and machine with every class in `classes` made ideal."""
-    zero = set()
-    ports = 0
-    width, window, taken = machine.width, machine.window, machine.taken_branch
+def idealize(body: Body, machine: CoreLimits, classes) -> tuple[Body, CoreLimits, int]:
+    """The body and machine with every class in `classes` made ideal (each by its kind:
+    bottlenecks.BY_EVENT_KIND)."""
+    ideal = Idealization(machine.width, machine.window, machine.taken_branch)
     for c in classes:
-        if c.kind == "chain":
-            zero |= c.edges
-        elif c.kind == "ports":
-            ports |= c.ports
-        elif c.kind == "front end":
-            width, taken = None, 0.0
-        elif c.kind == "window":
-            window = None
+        BY_EVENT_KIND[c.kind].idealize(c, ideal)
+    zero = ideal.zero_edges
     if zero:
         edges, latency = [], []
         for i, ins in enumerate(body.edges):
@@ -74,15 +59,15 @@ def idealize(body: Body, machine: Machine, classes) -> tuple[Body, Machine, int]
             else:
                 latency.append(body.latency[i])
         body = Body(tuple(latency), body.uops, tuple(edges), body.slots, body.n_ports, body.balance)
-    return body, Machine(width, window, taken), ports
+    return body, CoreLimits(ideal.width, ideal.window, ideal.taken_branch), ideal.ideal_ports
 
 
-def _cycles(body: Body, machine: Machine, classes, iterations: int, engine=None) -> float:
+def _cycles(body: Body, machine: CoreLimits, classes, iterations: int, engine=None) -> float:
     b, m, ports = idealize(body, machine, classes)
     return simulate(b, m, iterations, ideal_ports=ports, keep=False, engine=engine).cycles
 
 
-def slack(body: Body, machine: Machine, run: Run, engine=None) -> list[float]:
+def slack(body: Body, machine: CoreLimits, run: Run, engine=None) -> list[float]:
     """Per instruction of the body: median slack of its result over the measured iterations
     (simulation_arrays.slack_pass). The run must have kept its records."""
     engine = engine or simulation_arrays
@@ -92,9 +77,8 @@ def slack(body: Body, machine: Machine, run: Run, engine=None) -> list[float]:
     window = machine.window if machine.window and machine.window > 0 else 0
     late_result, late_retire, late_dispatch = engine.floats(3, total, math.inf)
     out, = engine.floats(1, n)
-    latency, _, _, edge_off, src, dist, w, _, _ = body.flat(engine)
-    engine.slack_pass(latency, edge_off, src, dist, w, run.iterations, window, run.result,
-                      run.retire, run.measured_from, late_result, late_retire, late_dispatch, out)
+    engine.slack_pass(body.flat(engine), run.iterations, window, run.result, run.retire,
+                      run.measured_from, (late_result, late_retire, late_dispatch), out)
     return engine.to_list(out)
 
 
@@ -140,7 +124,7 @@ def path_share(run: Run) -> dict[str, float]:
     return {k: v / total for k, v in share.items() if v > 0} if total > 0 else {}
 
 
-def analyse(body: Body, machine: Machine, run: Run, classes: list[EventClass],
+def analyse(body: Body, machine: CoreLimits, run: Run, classes: list[EventClass],
             pairs: int = 3, engine=None) -> Criticality:
     """Costs of each class, interaction costs of the `pairs` costliest classes pairwise, slack
     per instruction and the critical path's composition. engine: as schedule.simulate's."""

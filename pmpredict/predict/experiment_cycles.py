@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pmpredict.predict.bottlenecks import FRONTEND_BOTTLENECK
+
 
 @dataclass(frozen=True)
 class Prediction:
@@ -26,9 +28,10 @@ class SimulationResult:
 
 
 def bottleneck_names(model, mask: int) -> tuple[str, ...]:
+    # deferred: throughput imports numba
     from pmpredict.predict.throughput import FRONTEND
     if mask == FRONTEND:
-        return ("frontend",)          # the R_max cap, not a port set, limits throughput
+        return (FRONTEND_BOTTLENECK,)  # the R_max cap, not a port set, limits throughput
     return tuple(model.port_names(int(mask)))
 
 

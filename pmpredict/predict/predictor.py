@@ -1,16 +1,19 @@
 """Kernel -> Report: the one report object every view (pmpredict/views/) renders.
 
-The steps, each an engine of its own:
-  1. match every instruction to a model form (asm.match) and ask the ISA's semantics what it
-     reads and writes (pmpredict.isa.semantics);
-  2. annotate: uops as executed (idioms, eliminated moves, macro-fusion), latency per source,
-     what is assumed (annotate.py);
-  3. bounds: throughput (the exact LP optimum over the uops, port_bound.py), loop-carried (the
-     maximum cycle ratio of the dependence graph, deps.py), front end (dispatch slots per
-     cycle), and the critical path of one iteration;
-  4. the out-of-order simulation (simulation.py): the predicted cycles per iteration, never
-     below the bounds;
-  5. criticality (criticality.py): what each bottleneck costs and how they interact.
+The stages, each a method returning a frozen result, each built on an engine of its own;
+the Report is made from them at the end:
+  1. match (Matched): every instruction's model form (asm.match) and what it reads and writes
+     (pmpredict.isa.semantics);
+  2. annotate (Annotation): uops as executed (idioms, eliminated moves, macro-fusion, paired
+     stores), latency per source, what is assumed (annotate.py);
+  3. bounds (BoundsFound): every kind of bottlenecks.BOUND_KINDS: throughput (the exact LP
+     optimum over the uops, port_bound.py), loop-carried (the maximum cycle ratio of the
+     dependence graph, deps.py), front end (dispatch slots per cycle); and the critical path
+     of one iteration;
+  4. simulate (Simulated): the out-of-order simulation (simulation.py), the predicted cycles
+     per iteration, never below the bounds, and each instruction's slack;
+  5. costs: criticality (criticality.py), what each bottleneck costs and how they interact,
+     computed when a view first asks (it takes a simulation per bottleneck and pair).
 Per-port pressure per instruction comes from one optimal LP schedule: every merged uop's
 port assignment is split back onto the instructions that contributed to it, in proportion
 to their share of its mass. Instructions the model has no form for are listed, never
@@ -21,23 +24,24 @@ before it (the model says the pair fuses): the pair runs as that instruction's u
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from pmpredict.isa import semantics as semantics_registry
-from pmpredict.predict.annotate import Annotated, Machine, annotate
+from pmpredict.predict.annotate import Annotated, PipelineFacts, annotate
 from pmpredict.asm.kernel import Kernel
 from pmpredict.asm.match import APPROX_LOAD, FormMatcher, form_pattern
 from pmpredict.isa.keys import render_key
 from pmpredict.isa.syntax import Instruction
 from pmpredict.predict.port_bound import optimum
-from pmpredict.predict.criticality import Criticality, EventClass, analyse, slack
+from pmpredict.predict.bottlenecks import FRONTEND_BOTTLENECK, Bounds, Evidence, event_classes
+from pmpredict.predict.criticality import Criticality, analyse, slack
 from pmpredict.predict.deps import (EVEN, EVERY, ODD, Cycle, Graph, Path, build_graph,
                                     critical_path, loop_carried_chains, paired_stores)
 from pmpredict.isa.forms import parse_form
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
 from pmpredict.predict.simulation import Body, Run
-from pmpredict.predict.simulation import Machine as SimMachine
+from pmpredict.predict.simulation import CoreLimits
 from pmpredict.predict.simulation import simulate as simulate_schedule
 from pmpredict.predict.simulation_arrays import SKIP_EVEN, SKIP_ODD
 
@@ -61,15 +65,46 @@ class InstructionRow:
     on_loop_carried: bool = False       # on the worst loop-carried chain
 
 
-@dataclass
-class Bounds:
-    throughput: float | None            # ports (exact LP optimum over the uops)
-    loop_carried: float                 # the worst dependency cycle (0: none)
-    front_end: float | None             # dispatch slots / width, taken branch (None: width unknown)
+@dataclass(frozen=True)
+class Matched:
+    """Stage 1: each instruction's match (form, or why none) and semantics."""
+    rows: tuple[InstructionRow, ...]
+    semantics: tuple
 
-    def as_dict(self) -> dict:
-        return {"throughput": self.throughput, "loop_carried": self.loop_carried,
-                "front_end": self.front_end}
+
+@dataclass(frozen=True)
+class Annotation:
+    """Stage 2: the instructions as the engines see them, stores paired; the dependence graph's
+    nodes (an instruction, then its address update where it has one) and their instructions."""
+    annotated: tuple[Annotated, ...]
+    facts: PipelineFacts
+    nodes: tuple
+    node_rows: tuple[int, ...]
+    mains: tuple[bool, ...]             # the node is its instruction's (not an address update)
+
+
+@dataclass(frozen=True)
+class BoundsFound:
+    """Stage 3: every bound, what they rest on, one optimal port schedule told per instruction,
+    the dependence graph with its loop-carried chains and one iteration's critical path."""
+    bounds: Bounds
+    evidence: Evidence
+    balance: tuple[float, ...]          # each port's share of the optimal schedule
+    pressure: tuple[dict, ...]          # per instruction: port -> cycles per iteration
+    port_load: dict
+    graph: Graph
+    chains: tuple[Cycle, ...]           # worst first, told in instructions
+    critical_path: Path
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """Stage 4: the simulated run, its cycles per iteration, and each instruction's slack."""
+    body: Body
+    core: CoreLimits
+    run: Run
+    cycles: float
+    slack: tuple[float | None, ...]
 
 
 @dataclass
@@ -89,7 +124,7 @@ class Report:
     critical_path: Path | None = None
     chains: list[Cycle] = field(default_factory=list)
     run: Run | None = None
-    machine: Machine | None = None
+    pipeline: PipelineFacts | None = None   # the machine facts the engines used
     graph: Graph | None = None
     node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
     bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
@@ -145,7 +180,7 @@ class Report:
         counted when the model has the measured atomic_cycles (annotate.ATOMIC_ORDER)."""
         return [r for r in self.rows if r.form is not None and r.annotated is not None
                 and r.annotated.semantics.beyond_model
-                and not (self.machine and self.machine.counts(r.annotated.semantics.beyond_model))]
+                and not (self.pipeline and self.pipeline.counts(r.annotated.semantics.beyond_model))]
 
     @property
     def complete(self) -> bool:
@@ -220,25 +255,36 @@ class Predictor:
             yield self.predict(kernel, syntax, path)
 
     def predict(self, kernel: Kernel, syntax: str, path: str = "<input>") -> Report:
-        model = self.model
+        """The stages in order, each returning its result; the Report is made from them."""
+        matched = self._match(kernel, syntax)
+        if not matched.rows:
+            return self._report(path, syntax, kernel, matched, cycles=0.0)
+        annotation = self._annotate(matched)
+        if not any(r.form for r in matched.rows):
+            return self._report(path, syntax, kernel, matched, annotation)    # nothing known
+        found = self._bounds(matched, annotation)
+        simulated = self._simulate(annotation, found)
+        return self._report(path, syntax, kernel, matched, annotation, found, simulated)
+
+    def _match(self, kernel: Kernel, syntax: str) -> Matched:
+        """Stage 1: each instruction's form (or why none) and semantics."""
         rows, sems = [], []
         for insn in kernel.instructions:
             m, key, source, short, sem = self._instruction(insn, syntax)
             rows.append(InstructionRow(insn.line, insn.text, key, m.form, short, m.approx,
                                        m.reason, source))
             sems.append(sem)
-        report = Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, None, [],
-                        {p: 0.0 for p in model.ports}, model.r_max, fallback=self.fallback)
-        if not rows:
-            report.cycles = 0.0
-            return report
-        loop = sems[-1].branch == "conditional"
-        annotated, machine = annotate([r.form for r in rows], sems, model, loop=loop,
-                                      stack_engine=self.semantics.stack_engine_register,
-                                      memo=self._annotations)
-        report.machine = machine
-        # the dependency graph's nodes: every instruction, and after it its address update
-        # (write-back) where it has one; node_rows maps a node back to its instruction
+        return Matched(tuple(rows), tuple(sems))
+
+    def _annotate(self, matched: Matched) -> Annotation:
+        """Stage 2: the instructions as the engines see them (annotate.py), stores paired, and
+        the dependence graph's nodes: every instruction, and after it its address update
+        (write-back) where it has one; node_rows maps a node back to its instruction."""
+        loop = matched.semantics[-1].branch == "conditional"
+        annotated, facts = annotate([r.form for r in matched.rows], matched.semantics,
+                                    self.model, loop=loop,
+                                    stack_engine=self.semantics.stack_engine_register,
+                                    memo=self._annotations)
         nodes, node_rows, mains = [], [], []
         for a in annotated:
             for node, main in ((a.node, True), (a.update, False)):
@@ -246,64 +292,88 @@ class Predictor:
                     nodes.append(node)
                     node_rows.append(a.index)
                     mains.append(main)
-        if machine.paired_stores:
-            _pair_stores(annotated, nodes, node_rows, self._address_uops())
-        for row, a in zip(rows, annotated):
-            row.annotated = a
-            row.latency = a.node.latency
-            row.uops = [(model.port_names(mask), count) for mask, count in a.uops]
-        if not any(r.form for r in rows):
-            return report                                  # nothing known: no prediction
+        if facts.paired_stores:
+            annotated = _pair_stores(annotated, nodes, node_rows, self._address_uops())
+        return Annotation(tuple(annotated), facts, tuple(nodes), tuple(node_rows), tuple(mains))
 
-        throughput, neck, balance = self._ports(report, annotated)
+    def _bounds(self, matched: Matched, annotation: Annotation) -> BoundsFound:
+        """Stage 3: the port schedule, the dependence graph's chains and critical path, and
+        every bound kind's value (bottlenecks.BOUND_KINDS)."""
+        model, facts = self.model, annotation.facts
+        throughput, neck, balance, pressure, port_load = self._ports(annotation.annotated)
+        graph = build_graph(list(annotation.nodes), facts.load_latency,
+                            facts.store_forward_latency)
+        chains = tuple(_on_rows(c, annotation.node_rows) for c in loop_carried_chains(graph))
+        path_ = critical_path(graph, [node.latency for node in annotation.nodes])
+        path_ = Path(path_.length, tuple(dict.fromkeys(annotation.node_rows[i]
+                                                       for i in path_.nodes)))
+        evidence = Evidence(throughput, neck, tuple(model.port_names(neck)), chains,
+                            sum(a.slot for a in annotation.annotated), model.r_max,
+                            facts.taken_branch, facts.window)
+        return BoundsFound(Bounds.of(evidence), evidence, balance, tuple(pressure), port_load,
+                           graph, chains, path_)
+
+    def _simulate(self, annotation: Annotation, found: BoundsFound) -> Simulated:
+        """Stage 4: the out-of-order simulation of the loop, and each instruction's slack."""
         node_uops, node_slots = [], []
-        for k, main in enumerate(mains):
-            a = annotated[node_rows[k]]
+        for k, main in enumerate(annotation.mains):
+            a = annotation.annotated[annotation.node_rows[k]]
             node_uops.append(_uop_cycles(a) if main else ())
             node_slots.append(a.slot if main else 0)
-        graph = build_graph(nodes, machine.load_latency, machine.store_forward_latency)
-        chains = [_on_rows(c, node_rows) for c in loop_carried_chains(graph)]
-        path_ = critical_path(graph, [node.latency for node in nodes])
-        path_ = Path(path_.length, tuple(dict.fromkeys(node_rows[i] for i in path_.nodes)))
-        slots = sum(a.slot for a in annotated)
-        front = None
-        if model.r_max:
-            front = max(slots / model.r_max, machine.taken_branch)
-        elif machine.taken_branch:
-            front = machine.taken_branch
-        bounds = Bounds(throughput, chains[0].ratio if chains else 0.0, front)
-
-        body = Body(tuple(node.latency for node in nodes), tuple(node_uops),
+        body = Body(tuple(node.latency for node in annotation.nodes), tuple(node_uops),
                     tuple(tuple((e.src, e.distance, e.latency) for e in incoming)
-                          for incoming in graph.in_edges()),
-                    tuple(node_slots), len(model.ports), balance)
-        sim_machine = SimMachine(model.r_max, machine.window, machine.taken_branch)
-        run = simulate_schedule(body, sim_machine, engine=self.engine)
+                          for incoming in found.graph.in_edges()),
+                    tuple(node_slots), len(self.model.ports), found.balance)
+        facts = annotation.facts
+        core = CoreLimits(self.model.r_max, facts.window, facts.taken_branch)
+        run = simulate_schedule(body, core, engine=self.engine)
         # the run is exact in the limit; a finite run can sit a hair under a bound
-        cycles = max(run.cycles, bounds.throughput or 0.0, bounds.loop_carried,
-                     bounds.front_end or 0.0)
+        cycles = max([run.cycles] + [v or 0.0 for v in found.bounds.values.values()])
+        slacks: list[float | None] = [None] * len(annotation.annotated)
+        for k, s in enumerate(slack(body, core, run, self.engine)):
+            i = annotation.node_rows[k]
+            slacks[i] = s if slacks[i] is None else min(slacks[i], s)
+        return Simulated(body, core, run, cycles, tuple(slacks))
 
-        report.cycles = cycles
+    def _report(self, path: str, syntax: str, kernel: Kernel, matched: Matched,
+                annotation: Annotation | None = None, found: BoundsFound | None = None,
+                simulated: Simulated | None = None, cycles: float | None = None) -> Report:
+        """The Report of the stages that ran (fewer when the kernel is empty or unknown)."""
+        model = self.model
+        rows = list(matched.rows)
+        if annotation is not None:
+            rows = [replace(r, annotated=a, latency=a.node.latency,
+                            uops=[(model.port_names(mask), count) for mask, count in a.uops])
+                    for r, a in zip(rows, annotation.annotated)]
+        facts = annotation.facts if annotation else None
+        if found is None or simulated is None:
+            return Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, cycles,
+                          [], {p: 0.0 for p in model.ports}, model.r_max, pipeline=facts,
+                          fallback=self.fallback)
+        evidence, chains = found.evidence, found.chains
+        on_chain = set(chains[0].nodes) if chains else set()
+        on_path = set(found.critical_path.nodes)
+        rows = [replace(r, pressure=p, slack=s, on_critical_path=i in on_path,
+                        on_loop_carried=i in on_chain)
+                for i, (r, p, s) in enumerate(zip(rows, found.pressure, simulated.slack))]
         # the historical "bottleneck": the ports of the throughput bound, or the front end
         # when the issue width (R_max) allows fewer instructions than the ports
-        front_limited = model.r_max and slots / model.r_max > throughput * (1 + 1e-9)
-        report.bottleneck = ["frontend"] if front_limited else model.port_names(neck)
-        if not front_limited and neck:
-            report.bottleneck_kinds = self._kinds_within(sems, annotated, neck)
-        report.bounds, report.critical_path, report.chains = bounds, path_, chains
-        report.run, report.graph, report.node_rows = run, graph, node_rows
-        for i in path_.nodes:
-            rows[i].on_critical_path = True
-        if chains:
-            for i in chains[0].nodes:
-                rows[i].on_loop_carried = True
-        for k, s in enumerate(slack(body, sim_machine, run, self.engine)):
-            row = rows[node_rows[k]]
-            row.slack = s if row.slack is None else min(row.slack, s)
+        front_limited = model.r_max and evidence.slots / model.r_max > \
+            evidence.throughput * (1 + 1e-9)
+        kinds = self._kinds_within(matched.semantics, annotation.annotated, evidence.neck) \
+            if not front_limited and evidence.neck else []
+        analyse_later = None
         if self.criticality:
-            classes = event_classes(chains, neck, model, sim_machine)
-            report._analyse = lambda: analyse(body, sim_machine, run, classes, engine=self.engine)
-        return report
+            classes = event_classes(evidence)
+            body, core, run, engine = simulated.body, simulated.core, simulated.run, self.engine
+            analyse_later = lambda: analyse(body, core, run, classes, engine=engine)  # noqa: E731
+        return Report(path, model.isa, syntax, model.name, model.ports, kernel, rows,
+                      simulated.cycles,
+                      [FRONTEND_BOTTLENECK] if front_limited else list(evidence.port_names),
+                      found.port_load, model.r_max, bounds=found.bounds,
+                      critical_path=found.critical_path, chains=list(chains), run=simulated.run,
+                      pipeline=facts, graph=found.graph, node_rows=list(annotation.node_rows),
+                      bottleneck_kinds=kinds, fallback=self.fallback, _analyse=analyse_later)
 
     def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
         """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.predict.kinds)."""
@@ -318,9 +388,10 @@ class Predictor:
             entry = self._kinds[id(sem)] = (sem, instruction_kinds(self.model.isa, sem))
         return entry[1]
 
-    def _ports(self, report: Report, annotated: list[Annotated]):
-        """Throughput bound, its bottleneck and the per-instruction port pressure of one optimal
-        schedule; and each port's share of that schedule (the simulation's tie-breaker)."""
+    def _ports(self, annotated) -> tuple:
+        """The throughput bound, its bottleneck port mask, each port's share of one optimal
+        schedule (the simulation's tie-breaker), each instruction's port pressure in that
+        schedule, and each port's load."""
         model = self.model
         n_ports = len(model.ports)
         mass: dict[int, float] = {}
@@ -328,41 +399,43 @@ class Predictor:
             for mask, count in _uop_mass(a):
                 mass[mask] = mass.get(mask, 0) + count
         if not mass:
-            return 0.0, 0, tuple([1.0] * n_ports)
+            return (0.0, 0, tuple([1.0] * n_ports), [{} for _ in annotated],
+                    {p: 0.0 for p in model.ports})
         masses = tuple(mass.items())         # in order: the order picks among optimal schedules
         found = self._optimum.get(masses)
         if found is None:
             found = self._optimum[masses] = optimum(mass)
         cycles, neck, schedule = found
-        load = [0.0] * n_ports
-        for row, a in zip(report.rows, annotated):
+        pressures = []
+        for a in annotated:
             pressure = [0.0] * n_ports
             for mask, count in _uop_mass(a):
                 share = count / mass[mask]
                 for p, x in schedule[mask].items():
                     pressure[p] += x * share
-            row.pressure = {model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9}
+            pressures.append({model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9})
+        load = [0.0] * n_ports
         for row in schedule.values():
             for p, x in row.items():
                 load[p] += x
-        report.port_load = {model.ports[p]: load[p] for p in range(n_ports)}
         total = sum(load)
-        return cycles, neck, tuple(x / total for x in load)
+        return (cycles, neck, tuple(x / total for x in load), pressures,
+                {model.ports[p]: load[p] for p in range(n_ports)})
 
 
-def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address) -> None:
+def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address) -> list:
     """Plain stores committed with the store before them (deps.paired_stores) run only their
     address generation (`address`: the plain load's uops) on the iterations they pair: every
     iteration (their uops replaced), or every other one (Annotated.paired). A store that also
     loads (add [m], r) keeps its uops."""
+    out = list(annotated)
     for k, when in paired_stores(nodes).items():
-        a = annotated[node_rows[k]]
+        a = out[node_rows[k]]
         if a.semantics.loads or not a.uops:
             continue
-        if when == EVERY:
-            a.uops = address
-        else:
-            a.paired, a.paired_uops = when, address
+        out[node_rows[k]] = replace(a, uops=address) if when == EVERY else \
+            replace(a, paired=when, paired_uops=address)
+    return out
 
 
 def _uop_mass(a: Annotated) -> list[tuple[int, float]]:
@@ -389,21 +462,3 @@ def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:
     address update are one instruction)."""
     rows = tuple(dict.fromkeys(node_rows[i] for i in cycle.nodes))
     return Cycle(cycle.ratio, cycle.latency, cycle.iterations, rows, cycle.edges, cycle.resources)
-
-
-def event_classes(chains, neck: int, model, machine) -> list[EventClass]:
-    """What criticality idealizes: the loop-carried chains, the bottleneck port set, the
-    front end, the window."""
-    classes = []
-    for c in chains[:3]:
-        names = ", ".join(c.resources)
-        classes.append(EventClass("chain", f"chain through {names}",
-                                  frozenset((e.dst, e.src, e.distance) for e in c.edges)))
-    if neck:
-        classes.append(EventClass("ports", "ports " + ", ".join(model.port_names(neck)),
-                                  ports=neck))
-    if machine.width or machine.taken_branch:
-        classes.append(EventClass("front end", "front end"))
-    if machine.window:
-        classes.append(EventClass("window", "window"))
-    return classes

@@ -52,7 +52,7 @@ class Body:
     def n(self) -> int:
         return len(self.latency)
 
-    def flat(self, engine) -> tuple:
+    def flat(self, engine) -> simulation_arrays.BodyArrays:
         """The body as simulation_arrays' flat arrays, in `engine`'s containers (kept)."""
         cache = self.__dict__.setdefault("_flat", {})
         arrays = cache.get(engine)
@@ -67,7 +67,7 @@ class Body:
                     w.append(x)
                 edge_off.append(len(src))
             share = self.balance if self.balance else [1.0] * self.n_ports
-            arrays = cache[engine] = (
+            arrays = cache[engine] = simulation_arrays.BodyArrays(
                 engine.float_array(self.latency), engine.int_array(uop_off),
                 engine.int_array(uop_mask), engine.int_array(edge_off), engine.int_array(src),
                 engine.int_array(dist), engine.float_array(w), engine.int_array(self.slots),
@@ -76,7 +76,7 @@ class Body:
 
 
 @dataclass(frozen=True)
-class Machine:
+class CoreLimits:
     width: float | None = None        # instructions dispatched / retired per cycle (None: unlimited)
     window: int | None = None         # reorder-buffer entries (None: unlimited)
     taken_branch: float = 0.0         # at least this many cycles between iterations' first dispatch
@@ -114,7 +114,7 @@ def _first_check(n: int, window: int | None) -> int:
     return max(48, math.ceil(2 * (window or 256) / max(n, 1)))
 
 
-def _capacity(body: Body, iterations: int, machine: Machine) -> int:
+def _capacity(body: Body, iterations: int, machine: CoreLimits) -> int:
     """Cycles the ports' records cover at first: a quarter of what the run would take if
     every instance waited for everything before it, which is ample for real loops (runs take
     a few percent of it); a run that needs more starts again with four times as many."""
@@ -123,7 +123,7 @@ def _capacity(body: Body, iterations: int, machine: Machine) -> int:
     return int(64 + iterations * (per + machine.taken_branch) / 4)
 
 
-def simulate(body: Body, machine: Machine, iterations: int | None = None,
+def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
              ideal_ports: int = 0, keep: bool = True, engine=None) -> Run:
     """Simulate `iterations` iterations, or (None) until the steady state is periodic (at
     most iterations_for(n, window)); ideal_ports: a port mask whose uops (those confined to it)
@@ -144,25 +144,23 @@ def simulate(body: Body, machine: Machine, iterations: int | None = None,
     total = n * iterations
     capacity = _capacity(body, iterations, machine)
     while True:
-        dispatch, issue, ready, result, retire = engine.floats(5, total)
-        why_dispatch, why_ready = engine.ints(2, total)
+        records = simulation_arrays.Records(*engine.floats(5, total), *engine.ints(2, total))
+        limits = simulation_arrays.Limits(width, window, float(machine.taken_branch), ideal_ports)
         done = engine.run_schedule(
-            *arrays, width, window, float(machine.taken_branch), ideal_ports, iterations, fixed,
-            _first_check(n, machine.window), *engine.ints(1, body.n_ports * capacity), capacity,
-            *engine.ints(1, body.n_ports), dispatch, issue, ready, result, retire, why_dispatch,
-            why_ready)
+            arrays, limits, iterations, fixed, _first_check(n, machine.window),
+            *engine.ints(1, body.n_ports * capacity), capacity, *engine.ints(1, body.n_ports),
+            records)
         if done != OUT_OF_CAPACITY:
             break
         capacity *= 4
     iterations = done
     half = iterations // 2
     run.iterations, run.window, run.measured_from = iterations, window, half
-    run.cycles = float(engine.steady_step(retire, n, n - 1, half, iterations))
+    run.cycles = float(engine.steady_step(records.retire, n, n - 1, half, iterations))
     if keep:
         total = n * iterations
         run.dispatch, run.issue, run.ready, run.result, run.retire, run.why_dispatch, \
-            run.why_ready = (a[:total] for a in (dispatch, issue, ready, result, retire,
-                                                 why_dispatch, why_ready))
+            run.why_ready = (a[:total] for a in records)
     return run
 
 

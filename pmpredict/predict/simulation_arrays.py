@@ -18,6 +18,7 @@ cycles: a "next free cycle" union-find per port, port p's cycle c at free[p * ca
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 # pipeline stages between events, in cycles (as llvm-mca's timeline shows them): an instruction
 # issues at the earliest the cycle after its dispatch, and retires the cycle after its result
@@ -38,6 +39,18 @@ CHECK_EVERY = 24          # iterations between two looks for a periodic steady s
 SKIP_EVEN = 1 << 60
 SKIP_ODD = 1 << 61
 PORT_BITS = SKIP_EVEN - 1
+
+
+# the arguments, grouped (namedtuples: numba compiles functions that take them)
+# one iteration of the loop, as the Layout above says
+BodyArrays = namedtuple("BodyArrays", "latency uop_off uop_mask edge_off edge_src edge_dist "
+                                      "edge_w slots share")
+# the core: width (math.inf when unlimited), window (0 when unlimited), a taken branch's cost,
+# and a port mask whose uops (those confined to it) run without port limit
+Limits = namedtuple("Limits", "width window taken_branch ideal_ports")
+# per instance t: when it dispatched, issued, was ready, had its result, retired, and why it
+# dispatched (BY_FRONT_END / BY_WINDOW) and became ready (the instance it waited for, or -1)
+Records = namedtuple("Records", "dispatch issue ready_at result retire why_dispatch why_ready")
 
 
 def periodic_step(ends, stride, offset, first, last):
@@ -88,15 +101,15 @@ def first_free(free, base, cycle):
     return top
 
 
-def run_schedule(latency, uop_off, uop_mask, edge_off, edge_src, edge_dist, edge_w, slots,
-                 share, width, window, taken_branch, ideal_ports, iterations, fixed,
-                 first_check, free, capacity, load,
-                 dispatch, issue, ready_at, result, retire, why_dispatch, why_ready):
+def run_schedule(body, limits, iterations, fixed, first_check, free, capacity, load, records):
     """Simulate `iterations` iterations (fixed), or until the iterations' ends are periodic
     (looked at from iteration first_check on, every CHECK_EVERY): returns the iterations
-    simulated, or OUT_OF_CAPACITY. width: math.inf when unlimited; window: 0 when unlimited;
-    ideal_ports: a port mask whose uops (those confined to it) run without port limit.
-    `free` (n_ports * capacity) and `load` (n_ports) must be zero."""
+    simulated, or OUT_OF_CAPACITY. body: BodyArrays; limits: Limits; records: Records of
+    n * iterations each, filled here. `free` (n_ports * capacity) and `load` (n_ports) must
+    be zero."""
+    latency, uop_off, uop_mask, edge_off, edge_src, edge_dist, edge_w, slots, share = body
+    width, window, taken_branch, ideal_ports = limits
+    dispatch, issue, ready_at, result, retire, why_dispatch, why_ready = records
     n = len(latency)
     cur = 0.0                          # front end: current cycle and slots used in it
     used = 0.0
@@ -211,13 +224,15 @@ def run_schedule(latency, uop_off, uop_mask, edge_off, edge_src, edge_dist, edge
     return iterations
 
 
-def slack_pass(latency, edge_off, edge_src, edge_dist, edge_w, iterations, window, result,
-               retire, measured_from, late_result, late_retire, late_dispatch, slack):
+def slack_pass(body, iterations, window, result, retire, measured_from, late, slack):
     """Slack of each instruction: the median over the measured iterations of how much later
     its result could come, every other time fixed, without delaying the end of the run. A
     backward pass over the run's constraints (data edges, dispatch order, the window,
-    retirement order) finds the latest time of every instance. late_*: scratch arrays of
-    n * iterations filled with math.inf by the caller; the answer goes to slack (n)."""
+    retirement order) finds the latest time of every instance. body: BodyArrays; late: three
+    scratch arrays (result, retire, dispatch) of n * iterations filled with math.inf by the
+    caller; the answer goes to slack (n)."""
+    latency, _, _, edge_off, edge_src, edge_dist, edge_w, _, _ = body
+    late_result, late_retire, late_dispatch = late
     n = len(latency)
     total = n * iterations
     late_retire[total - 1] = retire[total - 1]

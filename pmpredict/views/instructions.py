@@ -8,7 +8,7 @@ from pmpredict.views.common import BEYOND_MODEL_NAMES, cut, number
 
 def _flags(row, machine=None) -> str:
     """What the table says of an instruction beyond its form; machine: the run's
-    annotate.Machine (with a measured atomic_cycles, atomics are counted)."""
+    annotate.PipelineFacts (with a measured atomic_cycles, atomics are counted)."""
     a = row.annotated
     if a is None:
         return ""
@@ -50,7 +50,7 @@ def text(report) -> str:
         else:
             tag = r.form_short + (" ~" if r.approx else "") + \
                 (" +" if r.source == "fallback" else "")
-        extra = _flags(r, report.machine)
+        extra = _flags(r, report.pipeline)
         if extra:
             tag += f" ({extra})"
         if r.annotated and r.annotated.assumed and r.form is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pmpredict.asm.detect import SYNTAX_NAMES
+from pmpredict.predict.bottlenecks import BOUND_KINDS, FRONTEND_BOTTLENECK, Bounds
 from pmpredict.views.common import BEYOND_MODEL_NAMES, chain_text, number, resource_names
 
 TOLERANCE = 0.02          # a bound within 2% of the prediction is what limits it
@@ -39,7 +40,7 @@ def coverage_note(report) -> str:
 def assumptions(report) -> list[str]:
     """What the prediction assumed because the model does not say."""
     out = []
-    m = report.machine
+    m = report.pipeline
     if m and m.assumed:
         facts = {"window": "window {:g} instructions", "load_latency": "load latency {:g}",
                  "store_forward_latency": "store forwarding {:g}",
@@ -67,29 +68,42 @@ def assumptions(report) -> list[str]:
     return out
 
 
+def _ports_told(report) -> str:
+    if report.bottleneck == [FRONTEND_BOTTLENECK]:
+        return "the ports"
+    kinds = report.bottleneck_kinds
+    return "ports " + ", ".join(report.bottleneck) + (f" ({', '.join(kinds)})" if kinds else "")
+
+
+def _chain_told(report) -> str:
+    if not report.chains:                  # no chain: a bound of 0, never the verdict's
+        return "the loop-carried chain"
+    c = report.chains[0]
+    return f"the loop-carried chain through {resource_names(report, c)} ({chain_text(report, c)})"
+
+
+def _front_end_told(report) -> str:
+    slots = sum(r.annotated.slot for r in report.rows if r.annotated)
+    what = f"{slots} instructions at {report.r_max:g} per cycle" if report.r_max else \
+        "one taken branch per iteration"
+    return f"the front end ({what})"
+
+
+# a bound kind told in full in the verdict; a kind without an entry is told by its limit_name
+_TOLD = {"throughput": _ports_told, "loop_carried": _chain_told, "front_end": _front_end_told}
+
+
 def _bound_parts(report) -> list[tuple[float, str, str]]:
     """(value, name of the limit, the limit told in full) of each known bound."""
     b, parts = report.bounds, []
     if b is None:
         return parts
-    if b.throughput is not None:
-        if report.bottleneck == ["frontend"]:
-            where = "the ports"
-        else:
-            kinds = report.bottleneck_kinds
-            where = "ports " + ", ".join(report.bottleneck) + (f" ({', '.join(kinds)})"
-                                                               if kinds else "")
-        parts.append((b.throughput, "the ports", where))
-    if report.chains:
-        c = report.chains[0]
-        parts.append((b.loop_carried, "the loop-carried chain",
-                      f"the loop-carried chain through {resource_names(report, c)} "
-                      f"({chain_text(report, c)})"))
-    if b.front_end is not None:
-        slots = sum(r.annotated.slot for r in report.rows if r.annotated)
-        what = f"{slots} instructions at {report.r_max:g} per cycle" if report.r_max else \
-            "one taken branch per iteration"
-        parts.append((b.front_end, "the front end", f"the front end ({what})"))
+    for kind in BOUND_KINDS:
+        value = getattr(b, kind.key)
+        if value is None:
+            continue
+        told = _TOLD.get(kind.key, lambda r: kind.limit_name)(report)
+        parts.append((value, kind.limit_name, told))
     return parts
 
 
@@ -134,16 +148,15 @@ def text(report) -> str:
         out.append(f"Prediction: {report.cycles:.2f} cycles per iteration{lb}")
         b = report.bounds
         if b is not None:
-            fe = f"{b.front_end:.2f}" if b.front_end is not None else "unknown (no issue width)"
             cp = report.critical_path.length if report.critical_path else 0.0
-            out.append(f"Bounds:     ports {b.throughput:.2f}, loop-carried {b.loop_carried:.2f}, "
-                       f"front end {fe}; one iteration's critical path {cp:.2f} cycles")
+            told = ", ".join(kind.bound_text(getattr(b, kind.key)) for kind in BOUND_KINDS)
+            out.append(f"Bounds:     {told}; one iteration's critical path {cp:.2f} cycles")
             out.append(f"Verdict:    {verdict(report)}")
             # the historical lines, kept for scripts that grep them
             neck = ", ".join(report.bottleneck) if report.bottleneck else "-"
             if report.bottleneck_kinds:
                 neck += f" ({', '.join(report.bottleneck_kinds)})"
-            ports_line = ("front end (R_max)" if report.bottleneck == ["frontend"]
+            ports_line = ("front end (R_max)" if report.bottleneck == [FRONTEND_BOTTLENECK]
                           else "ports " + neck)
             if b.loop_carried > max(b.throughput, b.front_end or 0.0) \
                     and b.loop_carried >= report.cycles * (1 - TOLERANCE):
@@ -186,9 +199,7 @@ def json(report) -> dict:
         "cycles": number(report.cycles),
         "bottleneck": list(report.bottleneck),
         "bottleneck_kinds": list(report.bottleneck_kinds),
-        "bounds": ({k: number(v) for k, v in report.bounds.as_dict().items()}
-                   if report.bounds else {"throughput": None, "loop_carried": None,
-                                          "front_end": None}),
+        "bounds": {k: number(v) for k, v in (report.bounds or Bounds.unknown()).as_dict().items()},
         "verdict": verdict(report),
         "coverage": {"matched": report.matched, "total": len(report.rows),
                      "complete": report.complete, "note": coverage_note(report)},

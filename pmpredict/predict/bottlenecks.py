@@ -1,0 +1,177 @@
+"""The kinds of bottleneck a loop can have, one class each: its bound, how criticality makes it
+ideal, and how it is named. Everything that lists bounds or bottlenecks iterates BOTTLENECKS
+(the predictor's bounds, criticality's event classes and idealisation, the views), so a new
+kind is one class here.
+
+Engine layer: plain data, no I/O.
+
+  kind          bound (cycles per iteration)               made ideal (criticality)
+  ports         the exact LP optimum over the uops         the bottleneck ports without limit
+  loop-carried  the worst dependency cycle (max ratio)     the chain's latencies set to 0
+  front end     dispatch slots / width, a taken branch     unlimited width, no branch cost
+  window        (none: only the simulation sees it)        an unlimited reorder buffer
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# the historical `bottleneck` of predict's and simulate's JSON when the issue width, not a port
+# set, limits the loop
+FRONTEND_BOTTLENECK = "frontend"
+
+
+@dataclass(frozen=True)
+class EventClass:
+    """Something criticality can make ideal: a chain, a port group, the front end, the window."""
+    kind: str                         # the Bottleneck's event_kind: "chain", "ports", ...
+    name: str                         # shown to people: "chain through v0", "ports 0, 1"
+    edges: frozenset = frozenset()    # chain: {(dst, src, distance)} edges whose latency becomes 0
+    ports: int = 0                    # ports: the mask made unlimited
+
+
+@dataclass
+class Idealization:
+    """What making event classes ideal changes: the edges whose latency becomes 0, the ports
+    without limit, the front end's width and branch cost, the window."""
+    width: float | None
+    window: int | None
+    taken_branch: float
+    zero_edges: set = field(default_factory=set)
+    ideal_ports: int = 0
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the stages found that the bottleneck kinds read: the bounds' inputs, and the
+    events criticality may idealise."""
+    throughput: float | None          # the LP optimum over the uops
+    neck: int                         # its bottleneck port mask
+    port_names: tuple[str, ...]       # the names of `neck`'s ports
+    chains: tuple = ()                # loop-carried cycles, worst first (deps.Cycle)
+    slots: int = 0                    # front-end slots of one iteration
+    width: float | None = None        # the issue width (R_max)
+    taken_branch: float = 0.0
+    window: int | None = None
+
+
+class Bottleneck:
+    """One kind of bottleneck. Subclasses set the names and override what applies."""
+    key: str | None = None            # the bound's key in Bounds and the JSON; None: no bound
+    event_kind: str = ""              # EventClass.kind of its events
+    event_rank: int = 0               # criticality lists events by rank (chains first)
+    bound_name: str = ""              # in the "Bounds:" line: "ports 1.00"
+    limit_name: str = ""              # in the verdict: "the ports would allow 1.00"
+
+    def bound(self, evidence: Evidence) -> float | None:
+        return None
+
+    def events(self, evidence: Evidence) -> list[EventClass]:
+        return []
+
+    def idealize(self, event: EventClass, ideal: Idealization) -> None:
+        raise NotImplementedError
+
+    def bound_text(self, value: float | None) -> str:
+        return f"{self.bound_name} {value:.2f}"
+
+
+class Ports(Bottleneck):
+    key, event_kind, event_rank = "throughput", "ports", 1
+    bound_name, limit_name = "ports", "the ports"
+
+    def bound(self, evidence):
+        return evidence.throughput
+
+    def events(self, evidence):
+        if not evidence.neck:
+            return []
+        return [EventClass("ports", "ports " + ", ".join(evidence.port_names),
+                           ports=evidence.neck)]
+
+    def idealize(self, event, ideal):
+        ideal.ideal_ports |= event.ports
+
+
+class LoopCarried(Bottleneck):
+    key, event_kind, event_rank = "loop_carried", "chain", 0
+    bound_name, limit_name = "loop-carried", "the loop-carried chain"
+    MAX_EVENTS = 3                    # criticality idealises the three worst chains
+
+    def bound(self, evidence):
+        return evidence.chains[0].ratio if evidence.chains else 0.0
+
+    def events(self, evidence):
+        return [EventClass("chain", f"chain through {', '.join(c.resources)}",
+                           frozenset((e.dst, e.src, e.distance) for e in c.edges))
+                for c in evidence.chains[:self.MAX_EVENTS]]
+
+    def idealize(self, event, ideal):
+        ideal.zero_edges |= event.edges
+
+
+class FrontEnd(Bottleneck):
+    key, event_kind, event_rank = "front_end", "front end", 2
+    bound_name, limit_name = "front end", "the front end"
+
+    def bound(self, evidence):
+        if evidence.width:
+            return max(evidence.slots / evidence.width, evidence.taken_branch)
+        return evidence.taken_branch or None
+
+    def events(self, evidence):
+        if evidence.width or evidence.taken_branch:
+            return [EventClass("front end", "front end")]
+        return []
+
+    def idealize(self, event, ideal):
+        ideal.width, ideal.taken_branch = None, 0.0
+
+    def bound_text(self, value):
+        return f"front end {value:.2f}" if value is not None else \
+            "front end unknown (no issue width)"
+
+
+class Window(Bottleneck):
+    event_kind, event_rank = "window", 3
+
+    def events(self, evidence):
+        return [EventClass("window", "window")] if evidence.window else []
+
+    def idealize(self, event, ideal):
+        ideal.window = None
+
+
+BOTTLENECKS: tuple[Bottleneck, ...] = (Ports(), LoopCarried(), FrontEnd(), Window())
+BY_EVENT_KIND = {b.event_kind: b for b in BOTTLENECKS}
+BOUND_KINDS = tuple(b for b in BOTTLENECKS if b.key is not None)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Each bound kind's value in cycles per iteration (None: unknown), in BOUND_KINDS order;
+    read as attributes by key: bounds.throughput, bounds.loop_carried, bounds.front_end."""
+    values: dict
+
+    def __getattr__(self, key: str):
+        try:
+            return self.__dict__["values"][key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def as_dict(self) -> dict:
+        return dict(self.values)
+
+    @classmethod
+    def unknown(cls) -> "Bounds":
+        return cls({b.key: None for b in BOUND_KINDS})
+
+    @classmethod
+    def of(cls, evidence: Evidence) -> "Bounds":
+        return cls({b.key: b.bound(evidence) for b in BOUND_KINDS})
+
+
+def event_classes(evidence: Evidence) -> list[EventClass]:
+    """What criticality idealises, by kind: the loop-carried chains, the bottleneck port set,
+    the front end, the window."""
+    return [e for b in sorted(BOTTLENECKS, key=lambda b: b.event_rank) for e in b.events(evidence)]
