@@ -79,14 +79,20 @@ def latency_of(model, form: str) -> Latency:
 
 @dataclass(frozen=True)
 class ExportResult:
-    """What an export wrote (views/export.py renders it)."""
+    """What an export wrote (views/export.py renders it). A format with more to say subclasses
+    it (llvm.LlvmExportResult), so that the view never asks which format it is."""
     path: str
-    format: str                        # "osaca" or "llvm"
+    format: str                        # the exporter's --format name
     forms: int                         # forms written (osaca) / bound to an opcode (llvm)
     skipped: tuple[str, ...]           # forms not exported (listed in a comment in the file)
-    opcodes: int | None = None         # llvm: opcodes bound
-    writes: int | None = None          # llvm: SchedWriteRes defined
-    shared: tuple = ()                 # llvm: (opcode, the form whose write it got, other forms)
+
+    def written(self) -> str:
+        """What the text line says was written, after `wrote PATH: `."""
+        return f"{self.forms} instruction forms"
+
+    def json_details(self) -> dict:
+        """The format's own JSON keys, after output, format, forms and skipped."""
+        return {}
 
 
 def plainness(form: str, isa: str) -> tuple[int, int]:

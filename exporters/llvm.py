@@ -322,10 +322,27 @@ def render_llvm(model, version: int = 19, self_contained: bool = False, source: 
     return render_template("llvm_harness.td.j2", ctx), plan
 
 
+@dataclass(frozen=True)
+class LlvmExportResult(ExportResult):
+    opcodes: int = 0                   # opcodes bound
+    writes: int = 0                    # SchedWriteRes defined
+    shared: tuple = ()                 # (opcode, the form whose write it got, other forms)
+
+    def written(self) -> str:
+        return (f"{self.opcodes} opcodes bound, "
+                f"{len(self.shared)} opcodes shared by several forms")
+
+    def json_details(self) -> dict:
+        return {"opcodes": self.opcodes, "writes": self.writes,
+                "shared_opcodes": [{"opcode": op, "form": form, "others": list(others)}
+                                   for op, form, others in self.shared]}
+
+
 def export_llvm(model, path, version: int = 19, self_contained: bool = False,
-                source: str = "", name: str | None = None) -> ExportResult:
+                source: str = "", name: str | None = None) -> LlvmExportResult:
     text, plan = render_llvm(model, version, self_contained, source, name=name)
     write_atomic(path, text, "TableGen file")
-    return ExportResult(str(path), "llvm", sum(len(w.forms) for w in plan.writes),
-                        tuple(f for f, _ in plan.unresolved), len(plan.opcodes), len(plan.writes),
-                        tuple((op, form, tuple(others)) for op, form, others in plan.merged))
+    return LlvmExportResult(str(path), "llvm", sum(len(w.forms) for w in plan.writes),
+                            tuple(f for f, _ in plan.unresolved), len(plan.opcodes),
+                            len(plan.writes),
+                            tuple((op, form, tuple(others)) for op, form, others in plan.merged))

@@ -279,3 +279,69 @@ def test_odd_model_names_stay_inside_comments_and_identifiers(tmp_path):
     assert 'ProcessorModel<"pmpredict-we-ird-name-2"' in text
     assert all(line.startswith(("//", "def", "let", "}", "  ", "include", "class")) or not line
                for line in text.splitlines())
+
+
+# --- the registry behind `pmpredict export --format` ---------------------------------------
+
+def _export_help(capsys) -> str:
+    from pmpredict.cli import main
+    with pytest.raises(SystemExit) as done:
+        main(["export", "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_every_registered_exporter_is_in_the_export_help(capsys):
+    import argparse
+
+    from pmpredict.exporters import registry
+    text = _export_help(capsys)
+    assert "--format {" + ",".join(registry.names()) + "}" in text
+    words = " ".join(text.split())          # argparse wraps the description
+    for exporter in registry.EXPORTERS:
+        own = argparse.ArgumentParser(add_help=False)
+        exporter.add_arguments(own)
+        for action in own._actions:
+            for flag in action.option_strings:
+                assert flag in text, (exporter.name, flag)
+            assert " ".join((action.help or "").split()) in words, (exporter.name, action.help)
+        assert exporter.description in words, exporter.name
+
+
+def test_a_registered_exporter_drives_the_command(tmp_path, monkeypatch, capsys):
+    from pmpredict.cli import main
+    from pmpredict.exporters import registry
+    from pmpredict.exporters.common import ExportResult
+    from pmpredict.exporters.exporter import Exporter
+    calls = []
+
+    def add_arguments(parser):
+        parser.add_argument("--fake-level", type=int, choices=[1, 2], default=1,
+                            help="fake: how fake the file is")
+
+    def export(model, path, args, source):
+        calls.append((model.name, path, args.fake_level, source))
+        with open(path, "w") as f:
+            f.write("fake\n")
+        return ExportResult(path, "fake", len(model.forms), ())
+
+    fake = Exporter("fake", "a fake file", add_arguments, export)
+    monkeypatch.setattr(registry, "EXPORTERS", registry.EXPORTERS + (fake,))
+    text = _export_help(capsys)
+    assert "--format {osaca,llvm,fake}" in text and "--fake-level {1,2}" in text
+    assert "(LLVM TableGen) or a fake file." in " ".join(text.split())
+
+    out = str(tmp_path / "m.fake")
+    assert main(["export", "skl", "-f", "fake", "-o", out, "--fake-level", "2", "--name", "n",
+                 "--json"]) == 0
+    assert calls == [("n", out, 2, "skl")]
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == ["output", "format", "forms", "skipped"]     # no format's extras
+    assert (printed["output"], printed["format"], printed["skipped"]) == (out, "fake", [])
+
+    # the exporter's own validation is argparse's: one line, exit status 2, nothing run
+    assert main(["export", "skl", "-f", "fake", "-o", out, "--fake-level", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pmpredict: error: <command line>: argument --fake-level: invalid "
+                          "choice: 3")
+    assert err.count("\n") == 1 and len(calls) == 1

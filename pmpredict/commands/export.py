@@ -1,31 +1,35 @@
-"""`pmpredict export`: write a model as an OSACA machine file or an LLVM scheduling model."""
+"""`pmpredict export`: write a model in one of the formats of exporters/registry.py."""
 
 from __future__ import annotations
 
 import sys
 
 from pmpredict.errors import InputError
+from pmpredict.exporters import registry
 from pmpredict.formats.files import check_output
 from pmpredict.commands.common import emit, load_model, name_value
 
 
+def _either(phrases: list[str]) -> str:
+    """"a", "a or b", "a, b or c"."""
+    return phrases[0] if len(phrases) == 1 else f"{', '.join(phrases[:-1])} or {phrases[-1]}"
+
+
 def register(sub):
     p = sub.add_parser("export", help="write a model as an OSACA YAML file or LLVM TableGen",
-                       description="Write a model as an OSACA machine file (YAML) or an llvm-mca "
-                                   "scheduling model (LLVM TableGen). Forms a format cannot "
-                                   "express are listed in a comment, never guessed; a model the "
-                                   "format cannot carry at all is refused before anything is "
-                                   "written.")
+                       description=f"Write a model as "
+                                   f"{_either([e.description for e in registry.EXPORTERS])}. "
+                                   "Forms a format cannot express are listed in a comment, never "
+                                   "guessed; a model the format cannot carry at all is refused "
+                                   "before anything is written.")
     p.add_argument("model_arg", nargs="?", metavar="M",
                    help="model file (native JSON, PMEvo Mapping3, OSACA YAML) or built-in name")
     p.add_argument("--model", "-m", metavar="M", help="the model, as a flag (instead of M)")
-    p.add_argument("--format", "-f", required=True, choices=["osaca", "llvm"], help="target format")
+    p.add_argument("--format", "-f", required=True, choices=registry.names(),
+                   help="target format")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="file to write")
-    p.add_argument("--llvm-version", type=int, choices=[14, 19], default=19,
-                   help="LLVM release the TableGen targets (ResourceCycles for 14, "
-                        "ReleaseAtCycles for 19; default 19)")
-    p.add_argument("--self-contained", action="store_true",
-                   help="llvm: wrap the model in a harness that `llvm-tblgen -gen-subtarget` checks")
+    for exporter in registry.EXPORTERS:
+        exporter.add_arguments(p)
     p.add_argument("--name", type=name_value,
                    help="model name in the output (default: the model's name)")
     p.add_argument("--json", action="store_true",
@@ -43,13 +47,7 @@ def run(args):
     model = load_model(spec)
     if args.name:
         model = model.with_uops(model.uops, name=args.name)
-    if args.format == "osaca":
-        from pmpredict.exporters.osaca import export_osaca
-        result = export_osaca(model, args.output, source=spec)
-    else:
-        from pmpredict.exporters.llvm import export_llvm
-        result = export_llvm(model, args.output, version=args.llvm_version,
-                             self_contained=args.self_contained, source=spec)
+    result = registry.get(args.format).export(model, args.output, args, spec)
     if args.json:
         emit(view, result, True)
     else:
