@@ -81,10 +81,10 @@ def measure_round(repeat: int) -> dict:
     out = {}
     for name, spec, _ in KERNELS:
         runs = [measure_block(block_text(spec), "att", cache_dir=None) for _ in range(repeat)]
-        cycles = [r["cycles"] for r in runs if r["cycles"] is not None]
+        cycles = [r.cycles for r in runs if r.cycles is not None]
         out[name] = {"cycles": statistics.median(cycles) if cycles else None,
-                     "runs": cycles, "spread": max((r["spread"] or 0) for r in runs),
-                     "stable": sum(bool(r["stable"]) for r in runs)}
+                     "runs": cycles, "spread": max((r.spread or 0) for r in runs),
+                     "stable": sum(bool(r.stable) for r in runs)}
     return out
 
 
@@ -109,12 +109,12 @@ def bhive_round(n: int, seed: int) -> dict:
             runs.append(result)
         if len(runs) < 2:
             continue
-        if any(r["cycles"] is None for r in runs):
-            failures[next(r["error"] for r in runs if r["cycles"] is None)] += 1
+        if any(r.cycles is None for r in runs):
+            failures[next(r.error for r in runs if r.cycles is None)] += 1
             continue
-        a, b = (r["cycles"] for r in runs)
+        a, b = (r.cycles for r in runs)
         pairs.append(abs(a - b) / min(a, b))
-        stable += sum(bool(r["stable"]) for r in runs)
+        stable += sum(bool(r.stable) for r in runs)
     pairs.sort()
     return {"blocks": n, "measured": len(pairs), "failures": dict(failures),
             "refused": dict(refused), "median_difference": statistics.median(pairs),

@@ -36,8 +36,8 @@ def fastest(text: str, syntax: str = "att", tries: int = 3, expected: float | No
     best = float("inf")
     for _ in range(tries):
         result = measure_block(text, syntax)
-        assert result["cycles"] is not None, result
-        best = min(best, result["cycles"])
+        assert result.cycles is not None, result
+        best = min(best, result.cycles)
         if expected is not None and best == pytest.approx(expected, rel=0.03):
             break
     return best
@@ -71,7 +71,7 @@ def test_triad_takes_no_assists():
     """The issue's example: 186.7 cycles per iteration with subnormal data; a microcode
     assist costs about 100 cycles per floating-point operation, a healthy triad a few."""
     result = measure_block(open("examples/triad_avx.s").read(), "att")
-    assert result["cycles"] is not None and result["cycles"] < 10
+    assert result.cycles is not None and result.cycles < 10
 
 
 def test_stack_operands_never_touch_the_harness_stack():
@@ -113,7 +113,7 @@ def test_block_with_cqto_and_every_high_register_runs():
     text = ("add %r8, %r9\nadd %r10, %r11\nadd %r12, %r13\nadd %r14, %r15\nmov %rbx, %rax\n"
             "cqto\nidivq %rbx\n")
     result = measure_block(text, "att")
-    assert result["cycles"] is not None and result["loop_counter"] not in ("rdx", "rax", "rbx")
+    assert result.cycles is not None and result.loop_counter not in ("rdx", "rax", "rbx")
 
 
 def test_the_loop_overhead_cancels():
@@ -224,4 +224,4 @@ def test_text_output_flags_unstable_results(tmp_path, monkeypatch, capsys):
 def test_bhive_blocks_that_used_to_crash(text):
     """Blocks of real programs (BHive) whose addresses come from loads and arithmetic."""
     result = measure_block(text, "att")
-    assert result["cycles"] is not None, result.get("error")
+    assert result.cycles is not None, result.error

@@ -80,9 +80,9 @@ def test_imul_reciprocal_throughput_is_one():
 
 
 def test_dependent_imul_chain_is_three_cycles():
-    assert fastest(lambda: measure_block("imul %rbx, %rax\n", "att")["cycles"], 3.0) == \
+    assert fastest(lambda: measure_block("imul %rbx, %rax\n", "att").cycles, 3.0) == \
         pytest.approx(3.0, rel=0.05)
-    assert fastest(lambda: measure_block("imul rax, rbx\nimul rax, rbx\n", "intel")["cycles"],
+    assert fastest(lambda: measure_block("imul rax, rbx\nimul rax, rbx\n", "intel").cycles,
                    6.0) == pytest.approx(6.0, rel=0.05)
 
 
@@ -279,13 +279,13 @@ def test_block_rip_relative_symbols_get_data():
     holding normal numbers: the vmulps chain through it runs as fast as the same chain with
     a register operand (vmulps latency differs by core - 4 on Skylake, 3 on Zen - the ratio
     does not)."""
-    chain = lambda text, syntax="att": lambda: measure_block(text, syntax)["cycles"]
+    chain = lambda text, syntax="att": lambda: measure_block(text, syntax).cycles
     register = fastest(chain("vmulps %ymm3, %ymm0, %ymm0\n"))
     result = measure_block("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps .LC1+32(%rip), %ymm1, %ymm2\n",
                            "att")
-    assert result["symbols"] == [".LC0", ".LC1"]
+    assert result.symbols == (".LC0", ".LC1")
     assert 2.5 < register < 6                                          # an FP multiply latency
-    memory = min(result["cycles"], fastest(chain("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps "
+    memory = min(result.cycles, fastest(chain("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps "
                                                  ".LC1+32(%rip), %ymm1, %ymm2\n"), register))
     assert memory == pytest.approx(register, rel=0.05)
     intel = fastest(chain("vmulps ymm0, ymm0, ymmword ptr [rip + .LC0]\n", "intel"), register)
@@ -297,9 +297,9 @@ def test_block_kernel_is_chosen_as_predict_does():
     text = ("  mov $5, %ecx\n  call setup\n# LLVM-MCA-BEGIN chain\n  imul %rbx, %rax\n"
             "# LLVM-MCA-END chain\n  ret\n")
     result = measure_block(text, "att")
-    assert result["kernel"]["how"] == "llvm-mca-region"
-    assert result["instructions"] == 1
-    assert result["cycles"] == pytest.approx(3.0, rel=INCIDENTAL)
+    assert result.kernel["how"] == "llvm-mca-region"
+    assert result.instruction_count == 1
+    assert result.cycles == pytest.approx(3.0, rel=INCIDENTAL)
 
 
 def test_several_passes_keep_the_fastest():

@@ -201,3 +201,37 @@ def test_per_copy_cycles_cancel_the_loop_overhead():
     assert odd["method"] == "per-copy" and odd["cycles"] == 1.0
     failed = per_copy((12, Timing(error="SIGILL: x")), (24, Timing(24.0, 24.0, 24.0, 0.0)))
     assert failed["cycles"] == 1.0 and failed["method"] == "per-copy"
+
+
+def test_a_block_measurement_keeps_the_json_of_the_dict_it_replaced():
+    """BlockTiming is what the cache keeps (and reads back unchanged); BlockMeasurement's
+    JSON is `pmpredict measure --json`, keys in their documented order, the optional ones
+    (symbols, error, pointer_loads, dropped) only when there is something to say."""
+    import json
+    from pmpredict.measure import BlockTiming
+    from pmpredict.measure.block import _describe, _timing
+    from pmpredict.measure.runner import Timing
+    block = prepare_block(".L1:\nvmulps .LC0(%rip), %ymm0, %ymm0\nmov (%rax), %rax\njne .L1\n",
+                          "att")
+    fine = Timing(25.5, 25.5, 25.5, 0.01, samples=7, passes=(25.5, 25.6))
+    timing = _timing((25, 50), [fine, Timing(50.5, 50.5, 50.5, 0.02, samples=9)], [".LC0"])
+    assert list(timing.to_json()) == ["cycles", "spread", "method", "overhead", "variants",
+                                      "symbols", "stable"]
+    assert BlockTiming.from_json(json.loads(json.dumps(timing.to_json()))) == timing
+    measured = _describe(block, timing, cached=True)
+    data = measured.to_json()
+    assert list(data) == ["cycles", "spread", "stable", "instructions", "syntax", "cpu",
+                          "loop_counter", "kernel", "method", "overhead", "variants", "symbols",
+                          "cached", "registers", "pointer_loads", "dropped"]
+    assert (data["cycles"], data["method"], data["overhead"]) == (1.0, "difference", 0.5)
+    assert data["variants"][0] == {"unroll": 25, "cycles": 1.02, "loop_cycles": 25.5,
+                                   "spread": 0.01, "samples": 7, "confirmed": True,
+                                   "passes": [1.02, 1.024]}
+    assert data["dropped"] == [{"line": 4, "text": "jne .L1"}] and data["pointer_loads"] == [3]
+    assert data["instructions"] == measured.instruction_count == 2
+    assert data["registers"]["rax"] == hex(dict(measured.initial_registers)["rax"])
+    failed = _describe(prepare_block("add %rax, %rbx\n", "att"),
+                       _timing((50, 100), [Timing(error="crash: SIGSEGV")] * 2, []), cached=False)
+    assert failed.cycles is None and failed.error == "crash: SIGSEGV"
+    assert list(failed.to_json())[-4:] == ["variants", "error", "cached", "registers"]
+    assert failed.variants[0].to_json()["error"] == "crash: SIGSEGV"

@@ -362,6 +362,42 @@ def test_branches_and_fusion():
     assert sem("orq %rbx, %rax").fusion is None and sem("movq %rbx, %rax").fusion is None
 
 
+def test_branch_spellings_for_the_harness():
+    """By spelling alone (the harness refuses a misspelt jump too): jumps can close a loop,
+    calls and returns only leave it; every jump the tables know is spelt as one."""
+    for m in ("jne", "jmp", "jrcxz", "loop", "loopne", "jxyz"):
+        assert X86.is_jump(m) and X86.transfers_control(m), m
+    for m in ("call", "ret", "iretq", "jmp_1"):
+        assert not X86.is_jump(m) and X86.transfers_control(m), m
+    for m in ("add", "cmovne", "setne", "nop"):
+        assert not X86.transfers_control(m), m
+    from pmpredict.isa.x86.semantics import _TABLE
+    jumps = [m for m, spec in _TABLE.items() if spec.branch in ("conditional", "jump")]
+    assert len(jumps) > 30 and all(X86.is_jump(m) for m in jumps)
+
+
+def test_deliberate_traps_are_trap_kinds():
+    assert {sem(t).trap for t in ("ud2", "ud1 %rax, %rbx", "int3")} == set(X86.deliberate_traps)
+    assert sem("int $0x80").trap not in X86.deliberate_traps
+
+
+def test_one_register_table():
+    """Form keys (widths) and semantics (families) read the same table; the vector widths are
+    the x/y/z of the name."""
+    from pmpredict.isa.x86.keys import GPR_NAMES, x86_register
+    from pmpredict.isa.x86.semantics import family
+    assert len(GPR_NAMES) == 68
+    for name, (fam, width) in GPR_NAMES.items():
+        assert x86_register(name)[:3] == ("reg", "G", width) and family(name) == fam
+    assert {fam for fam, _ in GPR_NAMES.values()} == set(X86.gpr_families)
+    assert X86.gpr_families[:8] == ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp")
+    assert [x86_register(f"{v}mm3")[2] for v in "xyz"] == [128, 256, 512]
+    assert [X86.register_pool("V", w)[0] for w in (128, 256, 512)] == ["xmm0", "ymm0", "zmm0"]
+    assert X86.widest_vector_register("vaddps %ymm1, %xmm2, %xmm3\nvmovq %xmm0, %rax") == 256
+    assert X86.widest_vector_register("vaddps zmm1, zmm2, ZMMWORD PTR [rax]") == 512
+    assert X86.widest_vector_register("movq %mm0, %mm1\nkmovw %k1, %k2\nadd rax, rbx") == 0
+
+
 @pytest.mark.parametrize("text, trap", [
     ("ud2", "ud2"), ("int3", "int3"), ("int $0x80", "int"), ("hlt", "hlt"), ("syscall", "syscall"),
     ("sysenter", "sysenter"), ("rdmsr", "privileged"), ("wrmsr", "privileged"), ("cli", "privileged"),

@@ -98,7 +98,7 @@ def _run_block(args):
         print_json(view.json(result))
     else:
         sys.stdout.write(view.text(result, path=args.file, large_spread=LARGE_SPREAD))
-    return 0 if result["cycles"] is not None else 1
+    return 0 if result.cycles is not None else 1
 
 
 def _stopped(exc, what: str) -> int:

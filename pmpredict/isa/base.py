@@ -225,6 +225,10 @@ class IsaSemantics:
                           the front end makes itself, at no latency ("" if the ISA has none)
         plain_load_form   the form of the plainest load (a 64-bit register from base +
                           displacement): its uop's ports generate every memory access's address
+        deliberate_traps  the trap kinds (InstructionSemantics.trap) code raises on purpose
+                          (x86 ud2, int3), as opposed to system instructions
+        gpr_families      every general-purpose register family (the RegAccess names of kind
+                          GPR), in the order listings show them
         osaca             OsacaVocabulary
     """
 
@@ -245,6 +249,8 @@ class IsaSemantics:
     memory_operands_by_mode = False
     stack_engine_register = ""
     plain_load_form = ""
+    deliberate_traps: tuple[str, ...] = ()
+    gpr_families: tuple[str, ...] = ()
     osaca: OsacaVocabulary
 
     @property
@@ -280,6 +286,21 @@ class IsaSemantics:
         return self.branch_of(insn.mnemonic) == "conditional"
 
     def branch_of(self, mnemonic: str) -> str | None:
+        raise NotImplementedError
+
+    # By spelling alone, for the measurement harness, which must also refuse a control transfer
+    # the tables do not know (a misspelt jump would otherwise be timed as an instruction).
+    def is_jump(self, mnemonic: str) -> bool:
+        """A jump, conditional or not (a mnemonic as InstructionSemantics spells it): what can
+        be a loop's back edge. Calls and returns are no jumps."""
+        raise NotImplementedError
+
+    def transfers_control(self, mnemonic: str) -> bool:
+        """A jump, call or return (a mnemonic as InstructionSemantics spells it)."""
+        raise NotImplementedError
+
+    def widest_vector_register(self, text: str) -> int:
+        """Width in bits of the widest vector register that assembly `text` names; 0 if none."""
         raise NotImplementedError
 
     def is_marker_instruction(self, insn, value: int) -> bool:

@@ -22,6 +22,9 @@ from pmpredict.asm.parse import parse
 from pmpredict.isa.syntax import Instruction
 from pmpredict.errors import InputError
 from pmpredict.isa.base import GPR, InstructionSemantics
+from pmpredict.measure.block_measurement import (BlockMeasurement, BlockTiming,
+                                                 DroppedInstruction, MalformedTiming,
+                                                 UnrollVariant)
 from pmpredict.measure.cache import ResultCache, block_key
 from pmpredict.measure.calibrate import cpu_identity, cpu_name
 from pmpredict.measure.codegen import block_kernel
@@ -52,8 +55,6 @@ BLOCK_OPTIONS = RunOptions(target_ns=1e5)
 # the loop counter is taken from the end of this list (registers compilers use least)
 _COUNTER_CHOICES = ["rsi", "rdi", "rcx", "rdx", "r8", "r9", "r10", "r11", "rbx", "r12", "r13",
                     "r14", "r15"]
-_CONTROL = re.compile(r"^(call|ret|iret\w*|loop\w*|jmp\w*|j[a-z]+)$")
-_VECTOR = re.compile(r"\b([xyz])mm\d+\b")
 # rip-relative operands: `.LC0(%rip)` (AT&T), `[rip + .LC0]` / `.LC0[rip]` (Intel)
 _RIP_SYMBOL = [re.compile(r"([A-Za-z_.$][\w.$@]*)(?=\s*(?:[+-]\s*\d+\s*)?\(%rip\))"),
                re.compile(r"(?<=\[rip\s\+\s)([A-Za-z_.$][\w.$@]*)", re.I),
@@ -63,17 +64,17 @@ _RIP_SYMBOL = [re.compile(r"([A-Za-z_.$][\w.$@]*)(?=\s*(?:[+-]\s*\d+\s*)?\(%rip\
 
 # --- what the block's instructions touch ----------------------------------------------
 # pmpredict.isa.semantics is the one source of what an instruction reads and writes, implicit
-# registers included (cqo writes rdx, rep movs uses rcx, rsi, rdi, push moves rsp...)
-_X86 = semantics.get(HARNESS_ISA)
-_DELIBERATE_TRAPS = {"ud0", "ud1", "ud2", "int3", "int1", "icebp", "into"}
+# registers included (cqo writes rdx, rep movs uses rcx, rsi, rdi, push moves rsp...), and of
+# which spellings are branches and vector registers
+_ISA = semantics.get(HARNESS_ISA)
 
 
 def intel_mnemonic(insn: Instruction, syntax: str) -> str:
-    return _X86.instruction(insn, syntax).mnemonic
+    return _ISA.instruction(insn, syntax).mnemonic
 
 
 def instruction_semantics(insn: Instruction, syntax: str) -> InstructionSemantics:
-    return _X86.instruction(insn, syntax)
+    return _ISA.instruction(insn, syntax)
 
 
 def registers_touched(semantics: list[InstructionSemantics]) -> set[str]:
@@ -96,13 +97,13 @@ class PreparedBlock:
 
 
 def detect(text: str, syntax: str | None, path: str) -> str:
-    if syntax in ("att", "intel"):
+    if syntax in _ISA.syntaxes:
         return syntax
     if syntax not in (None, "auto"):
-        raise InputError(path, f"unknown syntax {syntax!r} (use att or intel)")
+        raise InputError(path, f"unknown syntax {syntax!r} (use {' or '.join(_ISA.syntaxes)})")
     from pmpredict.asm.detect import detect_syntax
-    guess = detect_syntax(text, None, "x86", path)
-    if guess not in ("att", "intel"):
+    guess = detect_syntax(text, None, HARNESS_ISA, path)
+    if guess not in _ISA.syntaxes:
         raise InputError(path, "only x86-64 blocks can be measured on this host")
     return guess
 
@@ -114,7 +115,7 @@ def prepare_block(text: str, syntax: str | None = None, path: str = "<input>",
     kernel = select_kernel(parse(text, syntax, path), line_range, region)
     insns = list(kernel.instructions)
     dropped = None
-    if insns and re.match(r"^(j[a-z]+|loop\w*)$", intel_mnemonic(insns[-1], syntax)):
+    if insns and _ISA.is_jump(intel_mnemonic(insns[-1], syntax)):
         dropped = insns.pop()                  # the loop's own back edge: the harness loops
     if not insns:
         raise InputError(path, "no instructions to measure", 1, 1)
@@ -122,20 +123,18 @@ def prepare_block(text: str, syntax: str | None = None, path: str = "<input>",
     for insn in insns:
         s = instruction_semantics(insn, syntax)
         if s.trap:
-            what = "a deliberate trap" if s.trap in _DELIBERATE_TRAPS else "a system instruction"
+            what = "a deliberate trap" if s.trap in _ISA.deliberate_traps else \
+                "a system instruction"
             raise InputError(path, f"'{insn.mnemonic}' is {what}: it cannot be measured in a loop",
                              insn.line, insn.column)
-        if _CONTROL.match(s.mnemonic):
+        if _ISA.transfers_control(s.mnemonic):
             raise InputError(path, f"'{insn.mnemonic}' inside the block: only a basic block "
                                    "(straight-line code, optionally ending in a branch) can be "
                                    "measured", insn.line, insn.column)
         semantics.append(s)
     src = text.splitlines()
     lines = tuple(i.text.strip() or src[i.line - 1].strip() for i in insns)
-    width = 0
-    for line in lines:
-        for v in _VECTOR.finditer(line.lower()):
-            width = max(width, {"x": 128, "y": 256, "z": 512}[v.group(1)])
+    width = _ISA.widest_vector_register("\n".join(lines))
     touched = registers_touched(semantics)
     free = [r for r in reversed(_COUNTER_CHOICES) if r not in touched]
     counter = free[0] if free else None
@@ -201,10 +200,10 @@ def per_copy(short: tuple[int, Timing], long: tuple[int, Timing]) -> dict:
 
 def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
                   options: RunOptions = BLOCK_OPTIONS, line_range: str | None = None,
-                  region: str | None = None, cache_dir: str | None = None) -> dict:
-    """Cycles per iteration of the block on this host: {"cycles": c, "spread": s, ...}.
+                  region: str | None = None, cache_dir: str | None = None) -> BlockMeasurement:
+    """Cycles per iteration of the block on this host, with what was measured and how.
 
-    A block the CPU cannot run gives {"cycles": None, "error": why}. With `cache_dir`,
+    A block the CPU cannot run has no cycles and an error saying why. With `cache_dir`,
     results are kept under a key of the block's text, the CPU and the harness version.
     """
     block = prepare_block(text, syntax, path, line_range, region)
@@ -213,23 +212,29 @@ def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
     try:
         hit = cached_block(cache, block, options)
         if hit is not None:
-            return _describe(block, {**hit, "cached": True})
-        result, = measure_blocks([block], options, cache)
+            return _describe(block, hit, cached=True)
+        timing, = measure_blocks([block], options, cache)
     finally:
         cache.close()
-    return _describe(block, {**result, "cached": False})
+    return _describe(block, timing, cached=False)
 
 
-def cached_block(cache: ResultCache, block: PreparedBlock, options: RunOptions) -> dict | None:
-    """The cached measurement of a block, or None."""
+def cached_block(cache: ResultCache, block: PreparedBlock,
+                 options: RunOptions) -> BlockTiming | None:
+    """The cached timing of a block, or None (also for an entry this version cannot read)."""
     hit = cache.get(block_key(block.syntax, block.lines, cpu_identity(), options.cache_params()))
-    return hit["result"] if hit is not None and isinstance(hit.get("result"), dict) else None
+    if hit is None or not isinstance(hit.get("result"), dict):
+        return None
+    try:
+        return BlockTiming.from_json(hit["result"])
+    except MalformedTiming:
+        return None
 
 
 def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTIONS,
-                   cache: ResultCache | None = None) -> list[dict]:
-    """Time several prepared blocks in one harness build: the result dicts (as cached), in
-    order; those with cycles are put in `cache`."""
+                   cache: ResultCache | None = None) -> list[BlockTiming]:
+    """Time several prepared blocks in one harness build: their timings, in order; those with
+    cycles are put in `cache`."""
     kernels, spans = [], []
     for j, block in enumerate(blocks):
         body, symbols = rename_symbols(list(block.lines))
@@ -245,58 +250,52 @@ def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTI
     timings = run_kernels(kernels, options, passes=PASSES, max_passes=MAX_PASSES)
     results = []
     for block, (first, factors, symbols) in zip(blocks, spans):
-        result = _result(factors, timings[first:first + len(factors)], symbols)
-        if cache is not None and result["cycles"] is not None:
+        timing = _timing(factors, timings[first:first + len(factors)], symbols)
+        if cache is not None and timing.cycles is not None:
             cache.put(block_key(block.syntax, block.lines, cpu_identity(), options.cache_params()),
-                      result["cycles"], None, result=result)
-        results.append(result)
+                      timing.cycles, None, result=timing.to_json())
+        results.append(timing)
     return results
 
 
-def _result(factors: tuple[int, int], timings: list[Timing], symbols: list[str]) -> dict:
-    """The measurement of one block from the timings of its two unroll variants."""
+def _variant(copies: int, t: Timing) -> UnrollVariant:
+    """One unroll variant's figures, per copy of the block and per loop iteration."""
+    c = kernel_cycles(t)
+    return UnrollVariant(unroll=copies, cycles_per_copy=None if c is None else round(c / copies, 5),
+                         loop_cycles=None if c is None else round(c, 4),
+                         spread=None if t.error else round(t.spread, 4), samples=t.samples,
+                         confirmed=t.confirmed,
+                         pass_cycles=tuple(round(p / copies, 5) for p in t.passes),
+                         error=t.error or None)
+
+
+def _timing(factors: tuple[int, int], timings: list[Timing], symbols: list[str]) -> BlockTiming:
+    """The timing of one block from the timings of its two unroll variants."""
     measured = per_copy(*zip(factors, timings))
-    variants = []
-    for copies, t in zip(factors, timings):
-        c = kernel_cycles(t)
-        variant = {"unroll": copies, "cycles": None if c is None else round(c / copies, 5),
-                   "loop_cycles": None if c is None else round(c, 4),
-                   "spread": None if t.error else round(t.spread, 4), "samples": t.samples,
-                   "confirmed": t.confirmed,
-                   "passes": [round(c / copies, 5) for c in t.passes]}
-        if t.error:
-            variant["error"] = t.error
-        variants.append(variant)
     cycles = measured["cycles"]
-    result = {"cycles": None if cycles is None else round(cycles, 5),
-              "spread": None if measured["spread"] is None else round(measured["spread"], 4),
-              "method": measured["method"],
-              "overhead": None if measured.get("overhead") is None else
-              round(measured["overhead"], 3),
-              "variants": variants, "symbols": symbols}
     # stable: both variants reproduced their fastest runs within a process and across two
     # processes, and differ by the copies alone (a large spread with a confirmed minimum is a
     # busy machine, shown but not held against it)
-    result["stable"] = bool(cycles is not None and measured["method"] == "difference"
-                            and all(t.confirmed and not t.dirty and passes_agree(t)
-                                    for t in timings))
-    if cycles is None:
-        result["error"] = next((t.error for t in timings if t.error), "no usable timing")
-    return result
+    stable = bool(cycles is not None and measured["method"] == "difference"
+                  and all(t.confirmed and not t.dirty and passes_agree(t) for t in timings))
+    return BlockTiming(
+        cycles=None if cycles is None else round(cycles, 5),
+        spread=None if measured["spread"] is None else round(measured["spread"], 4),
+        method=measured["method"],
+        overhead=None if measured.get("overhead") is None else round(measured["overhead"], 3),
+        variants=tuple(_variant(copies, t) for copies, t in zip(factors, timings)),
+        symbols=tuple(symbols), stable=stable,
+        error=None if cycles is not None else
+        next((t.error for t in timings if t.error), "no usable timing"))
 
 
-def _describe(block: PreparedBlock, result: dict) -> dict:
-    """The measurement plus what was measured and how the block was set up."""
-    out = {"cycles": result["cycles"], "spread": result.get("spread"),
-           "stable": result.get("stable"), "instructions": len(block.lines),
-           "syntax": block.syntax, "cpu": cpu_name(),
-           "loop_counter": block.counter or "memory", "kernel": block.kernel,
-           **{k: v for k, v in result.items() if k not in ("cycles", "spread", "stable")}}
-    if not out.get("symbols"):
-        out.pop("symbols", None)
-    out["registers"] = {reg: hex(value) for reg, value in block.layout.registers}
-    if block.layout.pointer_loads:
-        out["pointer_loads"] = [block.instructions[i].line for i in block.layout.pointer_loads]
-    if block.dropped is not None:
-        out["dropped"] = [{"line": block.dropped.line, "text": block.dropped.text.strip()}]
-    return out
+def _describe(block: PreparedBlock, timing: BlockTiming, cached: bool) -> BlockMeasurement:
+    """The timing plus what was measured and how the block was set up."""
+    dropped = () if block.dropped is None else \
+        (DroppedInstruction(block.dropped.line, block.dropped.text.strip()),)
+    return BlockMeasurement(
+        timing=timing, instruction_count=len(block.lines), syntax=block.syntax, cpu=cpu_name(),
+        loop_counter=block.counter or "memory", kernel=block.kernel, cached=cached,
+        initial_registers=tuple(block.layout.registers),
+        pointer_load_lines=tuple(block.instructions[i].line for i in block.layout.pointer_loads),
+        dropped=dropped)

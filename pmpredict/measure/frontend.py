@@ -19,17 +19,20 @@ import re
 import time
 from dataclasses import dataclass, replace
 
+from pmpredict.isa import semantics
 from pmpredict.measure.block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
 from pmpredict.measure.cache import ResultCache, block_key
 from pmpredict.measure.calibrate import cpu_identity, cpu_name
 from pmpredict.measure.codegen import block_kernel
 from pmpredict.measure.experiments import Progress
+from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.probes import SNAP, FrontEnd, Probe, doubts, probes, read_frontend
 from pmpredict.measure.runner import RunOptions, check_host, run_kernels
 
 SYNTAX = "intel"
 LOOP_SYNTAX = "intel-loop"            # the cache key of a loop probe (its body is not unrolled)
-_JUMP_OR_LABEL = re.compile(r"^(j[a-z]+\s|\d+:)")
+_ISA = semantics.get(HARNESS_ISA)             # which spellings are jumps
+_LABEL = re.compile(r"^\d+:")                 # a numeric local label: a probe's jump target
 ROUNDS = 3                            # timings of the probes at most, while the reading is in doubt
 
 
@@ -56,9 +59,14 @@ class MeasuredFrontEnd:
 
 def _prepared(probe: Probe):
     """A PreparedBlock of the probe's lines (jumps and labels included)."""
-    plain = [line for line in probe.lines if not _JUMP_OR_LABEL.match(line)] or ["nop"]
+    plain = [line for line in probe.lines if not _jump_or_label(line)] or ["nop"]
     block = prepare_block("\n".join(plain) + "\n", SYNTAX, f"<probe {probe.name}>")
     return replace(block, lines=tuple(probe.lines))
+
+
+def _jump_or_label(line: str) -> bool:
+    words = line.split()
+    return bool(_LABEL.match(line)) or bool(words) and _ISA.is_jump(words[0])
 
 
 def width_floor(singletons) -> float | None:
@@ -126,17 +134,17 @@ def _measure_probes(cache: ResultCache, options: RunOptions, use_cache: bool,
         key = block_key(prepared.syntax, prepared.lines, cpu_identity(), options.cache_params())
         hit = cached_block(cache, prepared, options)
         if use_cache and hit is not None:
-            cycles[probe.name] = hit.get("cycles")
+            cycles[probe.name] = hit.cycles
         else:
-            blocks.append((probe, prepared, key, hit and hit.get("cycles")))
+            blocks.append((probe, prepared, key, None if hit is None else hit.cycles))
     total, cached = len(cycles) + len(blocks) + len(loops), len(cycles)
     report(len(cycles), total, cached)
     if blocks:
-        for (probe, _, key, old), result in zip(blocks, measure_blocks([b for _, b, _, _ in blocks],
+        for (probe, _, key, old), timing in zip(blocks, measure_blocks([b for _, b, _, _ in blocks],
                                                                        options)):
-            cycles[probe.name] = c = result.get("cycles")
+            cycles[probe.name] = c = timing.cycles
             if c is not None and (old is None or c < old):
-                cache.put(key, c, None, result=result)
+                cache.put(key, c, None, result=timing.to_json())
         report(len(cycles), total, cached)
     if loops:
         kernels = [block_kernel(f"pm_loop{i}", list(p.lines), SYNTAX, b.counter,

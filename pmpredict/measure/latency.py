@@ -193,7 +193,7 @@ def _measure_texts(texts: list[str], cache_dir, options, progress, should_stop, 
             block = prepare_block(text, SYNTAX, "<latency chain>")
             hit = cached_block(cache, block, options)
             if hit is not None:
-                out[text] = hit.get("cycles")
+                out[text] = hit.cycles
             else:
                 pending.append((text, block))
         cached = len(out)
@@ -208,9 +208,9 @@ def _measure_texts(texts: list[str], cache_dir, options, progress, should_stop, 
             if should_stop is not None and should_stop():
                 raise MeasurementStopped(None, phase)
             batch = pending[start:start + BATCH]
-            for (text, _), result in zip(batch, measure_blocks([b for _, b in batch], options,
+            for (text, _), timing in zip(batch, measure_blocks([b for _, b in batch], options,
                                                                cache)):
-                out[text] = result.get("cycles")
+                out[text] = timing.cycles
             report()
     except InputError as exc:                        # a chain the parser rejects: a bug here
         raise AssertionError(f"latency chain does not parse: {exc}") from None

@@ -46,7 +46,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pmpredict.isa import semantics as isa_semantics
 from pmpredict.isa.base import GPR, DATA, ADDRESS, InstructionSemantics
+from pmpredict.measure.instantiate import HARNESS_ISA
 
 # 1.0f in both 32-bit halves: a normal float, and as a double about 0.0078
 NORMAL_FILL = 0x3F8000003F800000
@@ -62,8 +64,7 @@ LINE = 64
 PAGE = 4096
 ITERATIONS = 8                           # loop iterations followed before widening
 
-GPR_FAMILIES = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11",
-                "r12", "r13", "r14", "r15")
+GPR_FAMILIES = isa_semantics.get(HARNESS_ISA).gpr_families     # rax .. r15: the JSON's order
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Views of `pmpredict measure`: a timed basic block (measure.block's result), or the summary
-of a measured experiment set (SetMeasurement)."""
+"""Views of `pmpredict measure`: a timed basic block (pmpredict.measure.BlockMeasurement), or the
+summary of a measured experiment set (SetMeasurement)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def json(result) -> dict:
     if isinstance(result, SetMeasurement):
         return {"output": result.output, "measured": result.measured, "failed": result.failed,
                 "errors": list(result.errors)}
-    return dict(result)                      # print_json turns a non-finite number into null
+    return result.to_json()                  # print_json turns a non-finite number into null
 
 
 def text(result, *, path: str = "", large_spread: float = 0.0) -> str:
@@ -33,22 +33,22 @@ def text(result, *, path: str = "", large_spread: float = 0.0) -> str:
         lines = [f"{result.output}: {result.measured} experiments measured, "
                  f"{result.failed} failed"]
         return "\n".join(lines + [f"  failed: {reason}" for reason in result.errors]) + "\n"
-    if result["cycles"] is None:
-        return f"{path}: not measured: {result['error']}\n"
-    unrolls = "/".join(str(v["unroll"]) for v in result["variants"])
+    if result.cycles is None:
+        return f"{path}: not measured: {result.error}\n"
+    unrolls = "/".join(str(v.unroll) for v in result.variants)
     notes = []
-    if result["spread"] is not None and result["spread"] > large_spread:
-        notes.append(f"spread {result['spread'] * 100:.0f}%")
-    if not result["stable"]:
+    if result.spread is not None and result.spread > large_spread:
+        notes.append(f"spread {result.spread * 100:.0f}%")
+    if not result.stable:
         notes.append("unstable: the fastest runs did not repeat, or the two unroll variants "
                      "disagree; the machine is busy or the block has several steady states")
-    if result.get("cached"):
+    if result.cached:
         notes.append("cached: --no-cache measures again")
-    kernel = result["kernel"]
-    lines = [f"{result['cycles']:.3f} cycles per iteration  ({result['instructions']} "
-             f"instructions, {result['syntax']} syntax, unrolled {unrolls}x, {result['cpu']})"
+    kernel = result.kernel
+    lines = [f"{result.cycles:.3f} cycles per iteration  ({result.instruction_count} "
+             f"instructions, {result.syntax} syntax, unrolled {unrolls}x, {result.cpu})"
              + (f"  [{'; '.join(notes)}]" if notes else ""),
              f"  kernel: {kernel['description']}, lines {kernel['lines'][0]}-{kernel['lines'][1]}"]
-    lines += [f"  (line {d['line']}: '{d['text']}' left out: the harness provides the loop)"
-              for d in result.get("dropped", [])]
+    lines += [f"  (line {d.line}: '{d.text}' left out: the harness provides the loop)"
+              for d in result.dropped]
     return "\n".join(lines) + "\n"

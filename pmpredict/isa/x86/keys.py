@@ -13,31 +13,47 @@ from pmpredict.isa.syntax import (Immediate, Indirect, Instruction, Memory, Regi
 
 # --- registers ---------------------------------------------------------------------------
 
-_X86_GPR = {}
-for _w, _names in ((64, "rax rbx rcx rdx rsi rdi rbp rsp"), (32, "eax ebx ecx edx esi edi ebp esp"),
-                   (16, "ax bx cx dx si di bp sp"), (8, "al bl cl dl sil dil bpl spl ah bh ch dh")):
-    for _n in _names.split():
-        _X86_GPR[_n] = _w
-for _i in range(8, 16):
-    _X86_GPR[f"r{_i}"] = 64
-    _X86_GPR[f"r{_i}d"] = 32
-    _X86_GPR[f"r{_i}w"] = 16
-    _X86_GPR[f"r{_i}b"] = 8
+# General-purpose registers in allocation pools (pmpredict.isa.examples.example_instance, the
+# measurement harness): rsp and rbp are left out (stack); index i of every width is one family.
+GPR_POOLS = {
+    64: ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
+         "r15"),
+    32: ("eax", "ebx", "ecx", "edx", "esi", "edi", "r8d", "r9d", "r10d", "r11d", "r12d", "r13d",
+         "r14d", "r15d"),
+    16: ("ax", "bx", "cx", "dx", "si", "di", "r8w", "r9w", "r10w", "r11w", "r12w", "r13w", "r14w",
+         "r15w"),
+    8: ("al", "bl", "cl", "dl", "sil", "dil", "r8b", "r9b", "r10b", "r11b", "r12b", "r13b", "r14b",
+        "r15b"),
+}
+STACK_REGISTERS = {64: ("rbp", "rsp"), 32: ("ebp", "esp"), 16: ("bp", "sp"), 8: ("bpl", "spl")}
+# the 16 families, as listings order them: rax rbx rcx rdx rsi rdi rbp rsp r8 .. r15
+GPR_FAMILIES = GPR_POOLS[64][:6] + STACK_REGISTERS[64] + GPR_POOLS[64][6:]
 
+# every general-purpose register name -> (its 64-bit family, its width): the one register table
+# of x86 (form keys read the width, semantics.family the family)
+GPR_NAMES: dict[str, tuple[str, int]] = {}
+for _pools in (GPR_POOLS, STACK_REGISTERS):
+    for _w, _names in _pools.items():
+        for _i, _n in enumerate(_names):
+            GPR_NAMES[_n] = (_pools[64][_i], _w)
+for _n in "abcd":
+    GPR_NAMES[_n + "h"] = ("r" + _n + "x", 8)
 
+# the letter of a vector register name (xmm, ymm, zmm) -> its width in bits
+VECTOR_WIDTHS = {"x": 128, "y": 256, "z": 512}
 _X86_VECTOR = re.compile(r"([xyz])mm\d+")
-_X86_VECTOR_WIDTH = {"x": 128, "y": 256, "z": 512}
+_X86_VECTOR_IN_TEXT = re.compile(r"\b([xyz])mm\d+\b")
 _X86_MASK = re.compile(r"k[0-7]")
 _X86_MMX = re.compile(r"mm[0-7]")
 
 
 @lru_cache(maxsize=None)                # a few dozen names, asked for every operand
 def x86_register(name: str) -> tuple:
-    if name in _X86_GPR:
-        return ("reg", "G", _X86_GPR[name], name)   # the name: forms with a fixed register (`cl`)
+    if name in GPR_NAMES:
+        return ("reg", "G", GPR_NAMES[name][1], name)   # the name: forms with a fixed register (`cl`)
     m = _X86_VECTOR.fullmatch(name)
     if m:
-        return ("reg", "V", _X86_VECTOR_WIDTH[m.group(1)])
+        return ("reg", "V", VECTOR_WIDTHS[m.group(1)])
     if _X86_MASK.fullmatch(name):
         return ("reg", "K", 64)
     if _X86_MMX.fullmatch(name):
@@ -49,6 +65,12 @@ def x86_register(name: str) -> tuple:
     if name in ("rip", "eip"):
         return ("reg", "IP", 64)
     return ("reg", "?", None)
+
+
+def widest_x86_vector(text: str) -> int:
+    """Width in bits of the widest vector register (xmm, ymm, zmm) `text` names; 0 if none."""
+    return max((VECTOR_WIDTHS[m.group(1)] for m in _X86_VECTOR_IN_TEXT.finditer(text.lower())),
+               default=0)
 
 
 # --- x86 mnemonics -----------------------------------------------------------------------
@@ -89,7 +111,7 @@ def _att_spelling(m: str) -> tuple[str, int | None, int | None]:
         return _ATT_ALIASES[m], None, (32 if m == "movslq" else None)
     narrowing = _ATT_NARROWING.match(m)
     if narrowing:                           # vcvtpd2psy: the memory source is 256 bits wide
-        return narrowing.group(1), {"x": 128, "y": 256}[narrowing.group(2)], None
+        return narrowing.group(1), VECTOR_WIDTHS[narrowing.group(2)], None
     ext = _ATT_EXTEND.match(m)
     if ext:
         kind, src, dst = ext.groups()
@@ -115,10 +137,20 @@ def _att_spelling(m: str) -> tuple[str, int | None, int | None]:
     return m, None, None
 
 
-_X86_BRANCHES = re.compile(r"j[a-z]+|call|ret|loop\w*|jmp")
+# Branches by their spelling alone, known to the tables or not (the harness must refuse every
+# control transfer, misspelt or not): jumps (jcc, jmp, jrcxz, loop*) can be a loop's back edge;
+# call, ret and iret leave the loop. A misspelt jump (`jmp_1`) is a branch but no jump.
+_X86_JUMPS = re.compile(r"j[a-z]+|loop\w*")
+_X86_BRANCHES = re.compile(rf"{_X86_JUMPS.pattern}|jmp\w*|call|ret|iret\w*")
+
+
+def is_x86_jump(m: str) -> bool:
+    """A jump, conditional or not (an Intel mnemonic): what can close a loop."""
+    return bool(_X86_JUMPS.fullmatch(m))
 
 
 def is_x86_branch(m: str) -> bool:
+    """A jump, call or return (an Intel mnemonic): any control transfer."""
     return bool(_X86_BRANCHES.fullmatch(m))
 
 

@@ -63,7 +63,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from pmpredict.isa.x86.keys import _CONDITIONS, _SUFFIX_WIDTH, normalize_x86, x86_register
+from pmpredict.isa.x86.keys import (_CONDITIONS, _SUFFIX_WIDTH, GPR_FAMILIES, GPR_NAMES,
+                                    GPR_POOLS, VECTOR_WIDTHS, is_x86_branch, is_x86_jump,
+                                    normalize_x86, widest_x86_vector, x86_register)
 from pmpredict.isa.keys import FormKey
 from pmpredict.isa.forms import form_isa
 from pmpredict.isa.syntax import Immediate, Indirect, Memory, Register, Rounding, Symbol
@@ -76,31 +78,9 @@ from pmpredict.isa.base import (ADDRESS, ADDRESS_ONLY, ATOMIC, BARRIER, DATA, DI
 
 # --- registers -----------------------------------------------------------------------------
 
-# allocation pools (pmpredict.isa.examples.example_instance, the measurement harness): rsp and rbp
-# are left out (stack), index i of every width is the same family
-GPR_POOLS = {
-    64: ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
-         "r15"),
-    32: ("eax", "ebx", "ecx", "edx", "esi", "edi", "r8d", "r9d", "r10d", "r11d", "r12d", "r13d",
-         "r14d", "r15d"),
-    16: ("ax", "bx", "cx", "dx", "si", "di", "r8w", "r9w", "r10w", "r11w", "r12w", "r13w", "r14w",
-         "r15w"),
-    8: ("al", "bl", "cl", "dl", "sil", "dil", "r8b", "r9b", "r10b", "r11b", "r12b", "r13b", "r14b",
-        "r15b"),
-}
-STACK_REGISTERS = {64: ("rbp", "rsp"), 32: ("ebp", "esp"), 16: ("bp", "sp"), 8: ("bpl", "spl")}
-
-_GPR: dict[str, tuple[str, int]] = {}          # name -> (family, width)
-for _w, _names in GPR_POOLS.items():
-    for _i, _n in enumerate(_names):
-        _GPR[_n] = (GPR_POOLS[64][_i], _w)
-for _w, _names in STACK_REGISTERS.items():
-    for _i, _n in enumerate(_names):
-        _GPR[_n] = (STACK_REGISTERS[64][_i], _w)
-for _n in "abcd":
-    _GPR[_n + "h"] = ("r" + _n + "x", 8)
+# the register table (GPR_NAMES: name -> family, width) and the allocation pools are in keys.py
 _VECTOR = re.compile(r"([xyz])mm([0-9]|[12][0-9]|3[01])$")
-_VECTOR_WIDTH = {"x": 128, "y": 256, "z": 512}
+_VECTOR_PREFIXES = {bits: letter + "mm" for letter, bits in VECTOR_WIDTHS.items()}  # 128: "xmm"
 _MASK_OR_MMX = re.compile(r"k[0-7]|mm[0-7]")
 _X87 = re.compile(r"st\(?[0-7]\)?")
 
@@ -136,8 +116,8 @@ def family(name: str) -> str | None:
     """Canonical family of an x86 register name (None: not tracked: rip, segment and
     control registers)."""
     name = name.lower()
-    if name in _GPR:
-        return _GPR[name][0]
+    if name in GPR_NAMES:
+        return GPR_NAMES[name][0]
     m = _VECTOR.match(name)
     if m:
         return "v" + m.group(2)
@@ -884,6 +864,8 @@ class X86Semantics(IsaSemantics):
     # Pentium M, AMD since K10): a chain of pushes or pops does not wait for rsp
     stack_engine_register = "rsp"
     plain_load_form = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    deliberate_traps = ("ud2", "int3")     # trap kinds: ud0/ud1/ud2 are "ud2"; int1, into "int"
+    gpr_families = GPR_FAMILIES
     osaca = OsacaVocabulary(
         register_style="name", memory_base="gpr", any_gpr="gpr", indexed_writeback=False,
         any_immediate=True, att_order=True, load_latency_keys=("gpr", "mm", "xmm", "ymm", "zmm"),
@@ -906,7 +888,7 @@ class X86Semantics(IsaSemantics):
         if reg_class == "G" and width in GPR_POOLS:
             return list(GPR_POOLS[width])
         if reg_class in ("V", "F"):
-            prefix = {128: "xmm", 256: "ymm", 512: "zmm"}.get(width)
+            prefix = _VECTOR_PREFIXES.get(width)
             if prefix:
                 return [f"{prefix}{i}" for i in range(16)]
         raise ValueError(f"no x86 register pool for class {reg_class!r} width {width}")
@@ -922,6 +904,15 @@ class X86Semantics(IsaSemantics):
         if spec is None and mnemonic[-1:] in _SUFFIX_WIDTH:
             spec = _TABLE.get(mnemonic[:-1])            # AT&T `jmpq`, `retq`
         return spec.branch if spec is not None else None
+
+    def is_jump(self, mnemonic: str) -> bool:
+        return is_x86_jump(mnemonic)
+
+    def transfers_control(self, mnemonic: str) -> bool:
+        return is_x86_branch(mnemonic)
+
+    def widest_vector_register(self, text: str) -> int:
+        return widest_x86_vector(text)
 
     def syntax_of_directive(self, directive: str, argument: str) -> str | None:
         return {"intel_syntax": "intel", "att_syntax": "att"}.get(directive)
