@@ -81,3 +81,27 @@ def test_a_paired_store_still_takes_an_address_port(body, expected):
     got, report = cycles(body, THREE)
     assert got == pytest.approx(expected) and report.bounds.throughput == pytest.approx(expected)
     assert report.rows[-1].annotated.paired_uops == ((0b111, 1),)
+
+
+def test_the_block_size_is_the_models_pipeline_fact():
+    """paired_store_bytes (default 32, model/defaults.py): with 64-byte blocks (two stores to
+    one cache line retire together, as measured on Raptor Cove) [rbp + 24] and [rbp + 32]
+    pair; [rbp + 8] and [rbp + 200] still do not."""
+    line = MachineModel(**{**ONE_PORT.__dict__,
+                           "pipeline": {"paired_stores": 1, "paired_store_bytes": 64}})
+    assert cycles("movq %rax, 24(%rbp)\nmovq %rbx, 32(%rbp)\n")[0] == pytest.approx(2.0)
+    assert cycles("movq %rax, 24(%rbp)\nmovq %rbx, 32(%rbp)\n", line)[0] == pytest.approx(1.0)
+    assert cycles("movq %rax, 8(%rbp)\nmovq %rbx, 200(%rbp)\n", line)[0] == pytest.approx(2.0)
+
+
+def test_the_stack_sync_is_assumed_unless_the_model_gives_it():
+    body = "pushq %rax\nsubq $8, %rsp\naddq $16, %rsp\n"
+    _, assumed = cycles(body, UNPAIRED)
+    notes = [n for r in assumed.rows for n in r.annotated.assumed]
+    assert "stack sync: 1 cycle on rsp" in notes
+    slow = MachineModel(**{**UNPAIRED.__dict__, "pipeline": {"stack_sync_latency": 3}})
+    _, given = cycles(body, slow)
+    assert not [n for r in given.rows for n in r.annotated.assumed if n.startswith("stack sync")]
+    sync = [r for r in given.rows if r.annotated.update is not None][0].annotated.update
+    base = [r for r in assumed.rows if r.annotated.update is not None][0].annotated.update
+    assert sync.latency == pytest.approx(base.latency + 2)

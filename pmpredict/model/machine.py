@@ -51,8 +51,11 @@ PIPELINE_KEYS = {
                              "(add r, [base + index + disp])",
     "atomic_cycles": "cycles a locked read-modify-write takes back to back (atomics are "
                      "serialised: the least each costs in a loop)",
-    "paired_stores": "1 if two consecutive stores into one aligned 32-byte block commit at once, "
-                     "else 0",
+    "paired_stores": "1 if two consecutive stores into one aligned block of paired_store_bytes "
+                     "commit at once, else 0",
+    "paired_store_bytes": "the size of the aligned block within which stores pair (bytes)",
+    "stack_sync_latency": "cycles the stack engine's sync uop adds before an explicit use of the "
+                          "stack pointer",
 }
 # the name of this machine's model (pmpredict.host.model), measured on demand
 HOST_MODEL = "host"

@@ -11,7 +11,7 @@ Engine layer (no I/O). For each instruction:
     cost 0 (the store-forwarding latency counts from the store's data to the load's value);
   * what it writes (register families and flags) and its memory accesses (deps.MemRef).
 What the model does not know (a latency, the load latency, the window...) is assumed from
-DEFAULTS and listed, per instruction and per machine fact.
+ASSUMED (model/defaults.py) and listed, per instruction and per machine fact.
 """
 
 from __future__ import annotations
@@ -21,18 +21,8 @@ from dataclasses import dataclass, field, replace
 from pmpredict.predict.deps import MemRef, Node, Source
 from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, InstructionSemantics
 from pmpredict.isa.base import ATOMIC
+from pmpredict.model.defaults import ASSUMED
 
-# what is assumed when the model does not say (each use is reported)
-DEFAULTS = {
-    "latency": 1.0,              # an instruction whose latency the model lacks
-    "load_latency": 5.0,         # L1 load-to-use (4-5 on recent x86 and Arm cores)
-    "store_forward_latency": 5.0,
-    "window": 192,               # reorder-buffer entries
-    "taken_branch": 1.0,         # one taken branch per cycle: a loop iteration takes >= 1 cycle
-    "address_update_latency": 1.0,   # base register -> its write-back update
-}
-# the stack engine's sync uop before an explicit use of the stack pointer (one ALU operation)
-STACK_SYNC_LATENCY = 1.0
 # what atomics read and write besides their operands, in the dependency graph: the core runs
 # them one after another (each waits for the one before, in this iteration or the last), so
 # they form a loop-carried chain of `atomic_cycles` each (measured: a pipeline fact)
@@ -87,6 +77,10 @@ class PipelineFacts:
     # measure.probes.doubts), from its provenance
     doubts: tuple[str, ...] = ()
     atomic_cycles: float | None = None  # a locked read-modify-write back to back (measured)
+    # the stack engine's sync uop (cycles), and whether the model gives it (else: assumed)
+    stack_sync_latency: float = ASSUMED["stack_sync_latency"]
+    stack_sync_measured: bool = False
+    paired_store_bytes: int = ASSUMED["paired_store_bytes"]   # stores pair within such a block
 
     def counts(self, beyond_model: str) -> bool:
         """Whether the machine's facts count an instruction that costs more than its form
@@ -96,27 +90,31 @@ class PipelineFacts:
 
 def machine_facts(model, loop: bool) -> PipelineFacts:
     """Issue width (r_max), window, load and forwarding latencies, taken-branch cost; a value
-    the model does not give is taken from DEFAULTS and listed in `assumed`."""
+    the model does not give is taken from ASSUMED (model/defaults.py) and listed in `assumed`."""
     pipe, assumed = model.pipeline or {}, {}
 
     def fact(key):
         if pipe.get(key) is not None:
             return pipe[key]
-        assumed[key] = DEFAULTS[key]
-        return DEFAULTS[key]
+        assumed[key] = ASSUMED[key]
+        return ASSUMED[key]
 
     taken = fact("taken_branch") if loop else 0.0
     front = (model.provenance or {}).get("front_end")
     doubts = front.get("doubts") if isinstance(front, dict) else None
     fusion = pipe.get("macro_fusion")
-    return PipelineFacts(model.r_max, int(fact("window")), float(fact("load_latency")),
-                   float(fact("store_forward_latency")), float(taken),
-                   bool(fusion) if fusion is not None else True,
-                   float(pipe.get("address_update_latency", DEFAULTS["address_update_latency"])),
-                   assumed, int(pipe.get("load_op_slots", 1)),
-                   int(pipe.get("indexed_load_op_slots", 1)), bool(pipe.get("paired_stores")),
-                   tuple(str(d) for d in doubts) if isinstance(doubts, list) else (),
-                   float(pipe["atomic_cycles"]) if pipe.get("atomic_cycles") else None)
+    sync = pipe.get("stack_sync_latency")
+    return PipelineFacts(
+        model.r_max, int(fact("window")), float(fact("load_latency")),
+        float(fact("store_forward_latency")), float(taken),
+        bool(fusion) if fusion is not None else True,
+        float(pipe.get("address_update_latency", ASSUMED["address_update_latency"])),
+        assumed, int(pipe.get("load_op_slots", 1)), int(pipe.get("indexed_load_op_slots", 1)),
+        bool(pipe.get("paired_stores")),
+        tuple(str(d) for d in doubts) if isinstance(doubts, list) else (),
+        float(pipe["atomic_cycles"]) if pipe.get("atomic_cycles") else None,
+        float(sync) if sync is not None else ASSUMED["stack_sync_latency"], sync is not None,
+        int(pipe.get("paired_store_bytes", ASSUMED["paired_store_bytes"])))
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:
@@ -144,7 +142,7 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
                                                        stack_engine))
         out.append(entry[1].at(i))
     if stack_engine:
-        _stack_syncs(out, stack_engine, loop)
+        _stack_syncs(out, stack_engine, loop, machine)
     if machine.macro_fusion:
         for a, b in zip(out, out[1:]):
             if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
@@ -161,7 +159,7 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
     uops = tuple(model.uops.get(form, ())) if form else ()
     base = model.latency.get(form) if form else None
     if base is None:
-        base = DEFAULTS["latency"]
+        base = ASSUMED["latency"]
         assumed.append(f"latency {base:g} assumed" if form else
                        f"not in the model: no uops, latency {base:g} assumed")
     eliminated = False
@@ -232,12 +230,13 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
                      eliminated=eliminated, idiom=idiom, assumed=assumed)
 
 
-def _stack_syncs(out: list[Annotated], register: str, loop: bool) -> None:
+def _stack_syncs(out: list[Annotated], register: str, loop: bool, facts: PipelineFacts) -> None:
     """The stack engine keeps the offset of implicit updates (push, pop, call) to itself: the
     first instruction that names the register explicitly afterwards (`sub rsp, 8`, `mov rbp,
     rsp`, `mov rax, [rsp + 8]`) waits for a sync uop that applies it to the register. The
-    sync is charged to the last implicit update before that use: STACK_SYNC_LATENCY instead
-    of nothing (measured on Zen 4: push; push; sub rsp, 8 runs at 2 cycles a loop, the sync
+    sync is charged to the last implicit update before that use: the machine's
+    stack_sync_latency instead of nothing, said to be assumed unless the model gives it
+    (measured on Zen 4: push; push; sub rsp, 8 runs at 2 cycles a loop, the sync
     and the sub; push; mov rbp, rsp; and rsp, -32; add rsp, 16 at 3.4)."""
     def implicit_update(a):
         return a.update is not None and register in a.update.writes and any(
@@ -262,10 +261,12 @@ def _stack_syncs(out: list[Annotated], register: str, loop: bool) -> None:
             pending = a.index
     for a in out:
         if a.index in synced:
-            reads = tuple(replace(s, latency=s.latency + STACK_SYNC_LATENCY)
+            reads = tuple(replace(s, latency=s.latency + facts.stack_sync_latency)
                           if s.resource == register else s for s in a.update.reads)
             a.update = replace(a.update, reads=reads, latency=max(s.latency for s in reads))
-            a.assumed = a.assumed + [f"stack sync: {STACK_SYNC_LATENCY:g} cycle on {register}"]
+            if not facts.stack_sync_measured:
+                a.assumed = a.assumed + [f"stack sync: {facts.stack_sync_latency:g} cycle on "
+                                         f"{register}"]
 
 
 def _slots(sem: InstructionSemantics, machine: PipelineFacts) -> int:

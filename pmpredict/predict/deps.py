@@ -198,19 +198,19 @@ def _forwarding_store(nodes, addresses: _Addresses, i: int, k: int) -> tuple[int
 
 # --- stores that commit in pairs -------------------------------------------------------------
 
-BLOCK_BYTES = 32                  # stores pair within one aligned block of this many bytes
 EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of a pair (bits)
 
 
-def paired_stores(nodes: list[Node]) -> dict[int, int]:
+def paired_stores(nodes: list[Node], block_bytes: int) -> dict[int, int]:
     """Stores that commit together with the store before them, on a core that commits two
-    consecutive stores into one aligned 32-byte block at once (Zen 4 measures 0.5 cycles per
-    store for two stores at [rbp + 8], [rbp + 16], 1 for [rbp + 24], [rbp + 32], whose
-    32-byte blocks differ): node -> the iterations on which it is the second of a pair.
+    consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
+    paired_store_bytes; Zen 4 measures 0.5 cycles per store for two stores at [rbp + 8],
+    [rbp + 16], 1 for [rbp + 24], [rbp + 32], whose 32-byte blocks differ): node -> the
+    iterations on which it is the second of a pair.
 
     Stores are taken in program order, across iterations; two consecutive ones share a block
     when their addresses have the same symbolic base and their offsets fall into the same
-    32-byte block counted from it (the base taken as aligned, as stack frames and allocations
+    block counted from it (the base taken as aligned, as stack frames and allocations
     usually are); across iterations, a pointer that moves by half a block or less is taken as
     staying in it. In each run of same-block stores, the 2nd, 4th... pair up (EVERY
     iteration). A run that spans the whole loop pairs across iterations: with an even number
@@ -228,7 +228,7 @@ def paired_stores(nodes: list[Node]) -> dict[int, int]:
         return addresses.where[i][k]
 
     def same_block(a, b) -> bool:
-        return a[0] == b[0] and a[1] // BLOCK_BYTES == b[1] // BLOCK_BYTES
+        return a[0] == b[0] and a[1] // block_bytes == b[1] // block_bytes
 
     # the last store of the previous iteration, in this iteration's terms; when its pointer
     # has moved since, the two share a block most of the time if it moved by half one or less
@@ -236,7 +236,7 @@ def paired_stores(nodes: list[Node]) -> dict[int, int]:
     first = at(0)
     wrap = last is not None and last[0] == first[0] and (
         same_block(first, last) if last[1] == at(m - 1)[1]
-        else abs(first[1] - last[1]) <= BLOCK_BYTES // 2)
+        else abs(first[1] - last[1]) <= block_bytes // 2)
     same = [wrap] + [same_block(at(j), at(j - 1)) for j in range(1, m)]
     out: dict[int, int] = {}
     if all(same):

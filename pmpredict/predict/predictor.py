@@ -293,7 +293,8 @@ class Predictor:
                     node_rows.append(a.index)
                     mains.append(main)
         if facts.paired_stores:
-            annotated = _pair_stores(annotated, nodes, node_rows, self._address_uops())
+            annotated = _pair_stores(annotated, nodes, node_rows, self._address_uops(),
+                                     facts.paired_store_bytes)
         return Annotation(tuple(annotated), facts, tuple(nodes), tuple(node_rows), tuple(mains))
 
     def _bounds(self, matched: Matched, annotation: Annotation) -> BoundsFound:
@@ -423,13 +424,14 @@ class Predictor:
                 {model.ports[p]: load[p] for p in range(n_ports)})
 
 
-def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address) -> list:
+def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address,
+                 block_bytes: int) -> list:
     """Plain stores committed with the store before them (deps.paired_stores) run only their
     address generation (`address`: the plain load's uops) on the iterations they pair: every
     iteration (their uops replaced), or every other one (Annotated.paired). A store that also
     loads (add [m], r) keeps its uops."""
     out = list(annotated)
-    for k, when in paired_stores(nodes).items():
+    for k, when in paired_stores(nodes, block_bytes).items():
         a = out[node_rows[k]]
         if a.semantics.loads or not a.uops:
             continue
