@@ -137,6 +137,48 @@ def test_a_host_model_of_another_isa_or_not_json_is_damaged(tmp_path, monkeypatc
     assert err.value.line == 1
 
 
+class _Applied:
+    """A measured table (latencies, front end) that notes its turn in the model's provenance."""
+
+    def __init__(self, name, r_max=None):
+        self.name, self.facts = name, type("Facts", (), {"r_max": r_max})()
+
+    def apply(self, model):
+        from dataclasses import replace
+        applied = model.provenance.get("applied", []) + [self.name]
+        return replace(model, provenance={**model.provenance, "applied": applied})
+
+
+def test_the_bootstrap_and_infer_measure_infer_alike(tmp_path):
+    """The training workflow's inference for the host model (one run, no checkpoint) and the
+    resumable job of `pmpredict infer --measure` give the same mapping from the same
+    measurements and settings; the latencies go into the model before the front end."""
+    from test_infer import oracle_model, oracle_training
+    from pmpredict.host.training import TrainingSet
+    from pmpredict.host.workflow import HOST_PORTS, Measured, infer_once
+    from pmpredict.infer.job import InferSettings, run_job
+    from pmpredict.infer.pipeline import InferConfig
+    train = oracle_training(oracle_model(n_forms=6))
+    training = TrainingSet({"singletons": train}, {}, _Applied("latencies"),
+                           usable=list(train.forms))
+    measured = Measured(training, _Applied("front end", r_max=4.0), train, HOST_PORTS)
+    once = infer_once(measured, seed=0, volume_weight=0.005, name="host").model
+    settings = InferSettings(InferConfig(seed=0, final_volume_weight=0.005), HOST_PORTS,
+                             r_max=measured.r_max)
+    job = run_job(train, settings, inputs=["t.json"], checkpoint_path=str(tmp_path / "ckpt"),
+                  measured=measured.tables).model
+    assert once.uops == job.uops and once.r_max == job.r_max == 4.0
+    assert once.provenance["applied"] == job.provenance["applied"] == ["latencies", "front end"]
+
+
+@ON_X86_LINUX
+def test_a_core_that_does_not_run_here_is_one_error(tmp_path):
+    with pytest.raises(InputError, match="cannot measure this machine's model: none of the core "
+                                         "forms runs here: UD2: SIGILL"):
+        host_model(cache_dir=str(tmp_path), core=[UD2], seed_builtin=False)
+    assert not os.path.exists(model_path(str(tmp_path)))
+
+
 @pytest.fixture(scope="module")
 def core_cache(tmp_path_factory):
     """A cache holding this machine's model bootstrapped from three core forms."""

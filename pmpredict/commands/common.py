@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
-from pmpredict.formats.jsonio import dumps
+from pmpredict.formats.jsonio import dumps, write_json
 from pmpredict.model.validate import name_problem, number_problem, r_max_problem
 
 
@@ -31,10 +32,6 @@ def add_model_arguments(p) -> None:
 def training_saver(out_dir: str, report=None):
     """on_set for host.training.measure_training_set: each phase written to OUT_DIR/<name>.json
     as soon as it is measured (atomically), then report(path, result) if given."""
-    import os
-
-    from pmpredict.formats.jsonio import write_json
-
     def save(name: str, result) -> None:
         os.makedirs(out_dir, exist_ok=True)
         path = os.path.join(out_dir, f"{name}.json")

@@ -1,6 +1,7 @@
 """`pmpredict infer`: a port mapping from measured experiments (front end of pmpredict.infer).
 
-Flags become a settings dict and calls into pmpredict.infer.job; the progress line and the
+Flags become a settings dict and calls into pmpredict.infer.job (with --measure, through the
+training workflow of pmpredict.host.workflow, which measures first); the progress line and the
 messages are the only things done here.
 """
 
@@ -114,55 +115,68 @@ SETTINGS = {"method": "method", "seed": "seed", "restarts": "restarts", "start":
             "max_sweeps": "max_sweeps", "ports": "ports", "epsilon": "epsilon", "r_max": "r_max"}
 
 
-def _measure_here(args, should_stop, display):
-    """--measure: the host training set, measured now (or read back from the cache);
-    None if should_stop() ended the measurement first."""
-    from pmpredict.host.training import measure_training_set
+def _measure_and_infer(args, infer, should_stop, display):
+    """--measure: the training workflow of this machine (host/workflow.py) on the flags' forms,
+    design and latencies, inferring with `infer` (the job the flags ask for); its outcome, or
+    None if should_stop() ended the measuring first (the cache keeps what was measured)."""
+    # deferred: measuring loads numpy and the harness, inferring numba
+    from pmpredict.host.workflow import NothingRunsHere, TrainingOptions, train_here
     from pmpredict.infer.design import default_design
-    from pmpredict.measure import HostError, default_cache_dir, load_form_list
-    from pmpredict.measure.frontend import measure_frontend, width_floor
-    from pmpredict.measure.experiments import MeasurementStopped
+    from pmpredict.measure import HostError, MeasurementStopped, default_cache_dir
 
-    where = {}                              # form -> (file, line) it comes from
-    if args.forms_from:
-        from pmpredict.measure.forms_from import forms_from_assembly
-        picked = forms_from_assembly(args.forms_from, args.syntax, args.kernel_only)
-        for left in picked.left_out:
-            print(f"pmpredict: left out {left}", file=sys.stderr)
-        forms, where = picked.forms, picked.where
-    else:
-        forms = load_form_list(args.forms or "catalogue")
+    forms, where = _forms_to_measure(args)
     out_dir = args.output + ".measurements"
+    options = TrainingOptions(cache_dir=default_cache_dir(),
+                              design=args.design or default_design(len(forms)),
+                              latencies=not args.no_latencies, progress=display,
+                              on_set=training_saver(out_dir), should_stop=should_stop)
+
+    def infer_measured(measured):
+        _close(display)
+        for form, why in measured.training.left_out.items():
+            at = "{}:{}: ".format(*where[form]) if form in where else ""
+            print(f"pmpredict: left out {at}{form}: {why}", file=sys.stderr)
+        inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json")
+                  for name in measured.training.parts()]
+        return infer(measured.experiments, inputs, default_ports=measured.ports,
+                     default_r_max=measured.r_max, tables=measured.tables)
     try:
-        training = measure_training_set(forms, cache_dir=default_cache_dir(), progress=display,
-                                        on_set=training_saver(out_dir), should_stop=should_stop,
-                                        design=args.design or default_design(len(forms)),
-                                        latencies=not args.no_latencies)
-        if len(training.left_out) < len(forms):
-            # the fastest singleton is a width the front end must reach
-            front = measure_frontend(cache_dir=default_cache_dir(), progress=display,
-                                     floor=width_floor(training.singletons))
+        return train_here(forms, options, infer_measured).outcome
     except HostError as exc:
         raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
     except MeasurementStopped as exc:
-        if display:
-            display.close()
+        _close(display)
         print(f"pmpredict: time limit reached while measuring ({exc.phase}); run the same "
               "command again to measure the rest (finished results are cached) and infer",
               file=sys.stderr)
         return None
-    if display:
-        display.close()
-    if len(training.left_out) == len(forms):            # nothing to infer from
-        form, why = next(iter(training.left_out.items()))
+    except NothingRunsHere as exc:                       # nothing to infer from
+        _close(display)
+        form, why = next(iter(exc.left_out.items()))
         path, line = where.get(form, (args.forms or "<forms>", None))
         raise InputError(path, f"no form could be measured on this machine; the first, "
-                               f"{form}: {why}", line)
-    for form, why in training.left_out.items():
-        at = "{}:{}: ".format(*where[form]) if form in where else ""
-        print(f"pmpredict: left out {at}{form}: {why}", file=sys.stderr)
-    inputs = [os.path.join(os.path.basename(out_dir), f"{name}.json") for name in training.parts()]
-    return training.combined(), inputs, training.latencies, front
+                               f"{form}: {why}", line) from None
+
+
+def _forms_to_measure(args):
+    """(the forms --forms or --forms-from name, form -> (file, line) it comes from); the
+    instructions --forms-from leaves out are listed on stderr."""
+    # deferred: pmpredict.measure loads numpy and the harness
+    from pmpredict.measure import load_form_list
+    from pmpredict.measure.forms_from import forms_from_assembly
+
+    if not args.forms_from:
+        return load_form_list(args.forms or "catalogue"), {}
+    picked = forms_from_assembly(args.forms_from, args.syntax, args.kernel_only)
+    for left in picked.left_out:
+        print(f"pmpredict: left out {left}", file=sys.stderr)
+    return picked.forms, picked.where
+
+
+def _close(display) -> None:
+    """End the progress display's line before a message (or the inference's display)."""
+    if display:
+        display.close()
 
 
 def _check_measure_flags(args) -> None:
@@ -196,48 +210,32 @@ def resume_command(argv: list[str], checkpoint: str) -> str:
 def run(args):
     """SIGTERM behaves like Ctrl-C throughout (cli.main): measuring stops cleanly (the cache
     keeps what is done), inference writes its checkpoint and best mapping; exit status 130."""
+    # deferred: experiment files and checkpoints load numpy, the view lark
     from pmpredict.formats.experiments import load_many
     from pmpredict.infer.checkpoint import load_checkpoint
-    from pmpredict.host.training import HOST_PORTS
-    from pmpredict.infer.job import load_resume, run_job, settings_for
     from pmpredict.views import infer as view
 
     check_output(args.output, "model")
     ckpt_path = args.checkpoint or args.output + ".ckpt"
     check_output(ckpt_path, "checkpoint")
     _check_measure_flags(args)
-    requested = {key: getattr(args, flag) for key, flag in SETTINGS.items()}
     should_stop = deadline_check(args.time_limit, time.monotonic())
-    latencies = front = None
     display = None if args.quiet else ProgressDisplay()
+    argv = getattr(args, "argv", None) or sys.argv[1:]
+    infer = _inference_job(args, ckpt_path, argv, should_stop, display)
     if args.measure:
         if args.resume:
             load_checkpoint(args.resume)          # a bad checkpoint fails before measuring
-        measured = _measure_here(args, should_stop, display)
-        if measured is None:
+        outcome = _measure_and_infer(args, infer, should_stop, display)
+        if outcome is None:
             return STOPPED
-        exps, inputs, latencies, front = measured
     else:
-        exps = load_many(args.experiments)
-        inputs = [os.path.basename(p) for p in args.experiments]
-    resumed = load_resume(args.resume, exps) if args.resume else None
-    # measured here: the issue width caps the fitness as it caps predictions
-    settings = settings_for(requested, exps, resumed=resumed, resume_path=args.resume,
-                            default_ports=HOST_PORTS if args.measure else None,
-                            default_r_max=front.facts.r_max if front else None)
-    argv = getattr(args, "argv", None) or sys.argv[1:]
-    hint = resume_command(argv, ckpt_path)
-    if display:
-        display.plan_inference(*settings.config.steps())
-    outcome = run_job(exps, settings, inputs=inputs, checkpoint_path=ckpt_path, resumed=resumed,
-                      should_stop=should_stop, progress=display and display.inference,
-                      name=args.name or os.path.splitext(os.path.basename(args.output))[0],
-                      command="pmpredict " + shlex.join(argv),
-                      measured=[t for t in (latencies, front) if t is not None])
-    if display:
-        display.close()
+        outcome = infer(load_many(args.experiments),
+                        [os.path.basename(p) for p in args.experiments])
+    _close(display)
     if outcome.model is not None:
         save_model(outcome.model, args.output)
+    hint = resume_command(argv, ckpt_path)
     if args.json:
         emit(view, outcome, True, output=args.output, resume=hint)
     elif not args.quiet or not outcome.finished:
@@ -245,3 +243,27 @@ def run(args):
     if outcome.interrupted is not None:
         return 130                        # Ctrl-C or SIGTERM, as everywhere in the CLI
     return 0 if outcome.model is not None else 1
+
+
+def _inference_job(args, ckpt_path: str, argv: list[str], should_stop, display):
+    """The inference the flags ask for, as infer(experiments, inputs, *, default_ports,
+    default_r_max, tables) -> InferOutcome: the settings given over the defaults (or the
+    checkpoint's with --resume), a checkpoint after every step, stopped by --time-limit,
+    shown on the display; `tables` (measured latencies, front end) go into the model."""
+    # deferred: the inference loads numba
+    from pmpredict.infer.job import load_resume, run_job, settings_for
+
+    requested = {key: getattr(args, flag) for key, flag in SETTINGS.items()}
+
+    def infer(exps, inputs, *, default_ports=None, default_r_max=None, tables=()):
+        resumed = load_resume(args.resume, exps) if args.resume else None
+        settings = settings_for(requested, exps, resumed=resumed, resume_path=args.resume,
+                                default_ports=default_ports, default_r_max=default_r_max)
+        if display:
+            display.plan_inference(*settings.config.steps())
+        return run_job(exps, settings, inputs=inputs, checkpoint_path=ckpt_path,
+                       resumed=resumed, should_stop=should_stop,
+                       progress=display and display.inference,
+                       name=args.name or os.path.splitext(os.path.basename(args.output))[0],
+                       command="pmpredict " + shlex.join(argv), measured=list(tables))
+    return infer

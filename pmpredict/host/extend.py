@@ -27,6 +27,7 @@ from pmpredict.infer.design import balanced_pair
 from pmpredict.infer.pipeline import InferConfig
 from pmpredict.infer.problem import build_problem
 from pmpredict.infer.refine import ExactRefiner, relative_errors
+from pmpredict.predict.port_bound import optimum
 
 SLOTS = 4
 FINAL_VOLUME_WEIGHT = 0.005      # as the host model's own inference (docs/MEASUREMENT.md)
@@ -34,7 +35,6 @@ FINAL_VOLUME_WEIGHT = 0.005      # as the host model's own inference (docs/MEASU
 
 def model_throughput(uops: dict, r_max: float | None = None) -> dict[str, float]:
     """Reciprocal throughput of each form alone under its uops (and the issue width)."""
-    from pmpredict.predict.port_bound import optimum
     out = {}
     for form, pairs in uops.items():
         mass: dict[int, int] = {}

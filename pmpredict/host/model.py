@@ -6,9 +6,10 @@ cache directory, `<cache_dir>/host-<hash of the CPU identity>.json`, and grows w
 * **first use: bootstrap.** The core forms (measure/forms_core.txt: one or two per kind of
   execution unit) are measured with all pairs and weighted pairs, with their latencies and the
   front end (issue width, macro-fusion, load-op slots, taken branch: measure/frontend.py), and
-  inferred. If a built-in model says it was measured on a CPU of this very identity (its
-  provenance's `cpu_identity`), its forms seed the model instead, and only their latencies and
-  the front end are measured.
+  inferred: the training workflow of `pmpredict infer --measure` (pmpredict/host/workflow.py)
+  with the host model's settings. If a built-in model says it was measured on a CPU of this
+  very identity (its provenance's `cpu_identity`), its forms seed the model instead, and only
+  their latencies and the front end are measured.
 * **every later use: extend.** The forms a kernel needs and the model lacks (`form_of` of each
   instruction; branches and system instructions cannot be measured on their own and are
   listed) are measured alone and beside the model's blockers (pmpredict/host/extend.py), fitted with
@@ -30,13 +31,18 @@ import hashlib
 import os
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pmpredict.errors import InputError
-from pmpredict.formats.model_files import save_model
+from pmpredict.isa import semantics
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.keys import render_key
+from pmpredict.formats.model_files import load_model, save_model
+from pmpredict.models import builtin_names
 
-PORTS = 10                      # ALU/vector ports plus load, store and divider units (INFER.md)
+# the bootstrap's inference settings (its ports: the workflow's HOST_PORTS)
 SEED = 0
+VOLUME_WEIGHT = 0.005           # a little toward fewer uops, as extensions fit (host/extend.py)
 MODEL_NAME = "host"
 
 
@@ -96,9 +102,8 @@ def _round(x):
 
 
 def _short(form: str) -> str:
+    # deferred: the matcher loads lark, and only a form that failed is shortened
     from pmpredict.asm.match import form_pattern
-    from pmpredict.isa.keys import render_key
-    from pmpredict.isa.forms import parse_form
     try:
         return render_key(*form_pattern(parse_form(form)))
     except ValueError:
@@ -108,8 +113,10 @@ def _short(form: str) -> str:
 # --- where the model lives -------------------------------------------------------------------
 
 def model_path(cache_dir: str | None = None) -> str:
+    """Where this machine's model lives (its CPU identity decides the name)."""
+    # deferred: pmpredict.measure loads numpy and the harness
+    from pmpredict.measure import default_cache_dir
     from pmpredict.measure.calibrate import cpu_identity
-    from pmpredict.measure.cache import default_cache_dir
     tag = hashlib.sha256(cpu_identity().encode()).hexdigest()[:12]
     return os.path.join(cache_dir or default_cache_dir(), f"host-{tag}.json")
 
@@ -126,8 +133,7 @@ DAMAGED = "this machine's model is damaged ({}); delete the file and it is measu
 
 def _read(path: str):
     """The model at `path`, checked: an x86 model whose provenance holds the host facts."""
-    from pmpredict.formats.model_files import load_model
-
+    # deferred: pmpredict.measure loads numpy and the harness
     from pmpredict.measure.instantiate import HARNESS_ISA
     try:
         model = load_model(path)
@@ -183,8 +189,7 @@ def _locked(path: str, update: HostUpdate, notify=None):
 
 def kernel_forms(instructions, syntax: str, isa_name: str = "x86"):
     """(forms in order of first use, [(line, text, why)] of instructions left out)."""
-    from pmpredict.isa import semantics
-
+    # deferred: pmpredict.measure loads numpy and the harness
     from pmpredict.measure.forms_from import instruction_form
     isa = semantics.get(isa_name)
     forms, left_out = [], []
@@ -206,9 +211,9 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     progress(Progress): measurement progress; notify(text): a note (waiting for the lock).
     core: the bootstrap forms (default measure/forms_core.txt); seed_builtin: start from a built-in
     model measured on this very CPU when there is one."""
+    # deferred: pmpredict.measure loads numpy and the harness
+    from pmpredict.measure import HostError, default_cache_dir
     from pmpredict.measure.calibrate import cpu_name
-    from pmpredict.measure.cache import default_cache_dir
-    from pmpredict.measure.runner import HostError
 
     cache_dir = cache_dir or default_cache_dir()
     path = model_path(cache_dir)
@@ -238,30 +243,19 @@ def _host_facts(model) -> dict:
 
 
 def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool):
-    from pmpredict.host.training import measure_training_set
+    """This machine's first model: seeded from a built-in measured on this very CPU, or
+    trained on the core forms; with the host facts in its provenance."""
+    # deferred: pmpredict.measure loads numpy and the harness
     from pmpredict.measure.calibrate import cpu_identity
-    from pmpredict.measure.frontend import measure_frontend, width_floor
-    from pmpredict.measure.host_forms import packaged_forms
 
     started = time.monotonic()
     seeded = _builtin_for(cpu_identity()) if seed_builtin else None
     if seeded is not None:
-        front = measure_frontend(cache_dir=cache_dir, progress=progress)
         model, experiments = _seed(seeded, cache_dir, progress), 0
         how = f"seeded from the built-in {seeded.name}"
     else:
-        # the core's singletons first: the fastest of them is a width the front end must reach
-        training = measure_training_set(list(core or packaged_forms("core")),
-                                        cache_dir=cache_dir, progress=progress, latencies=True)
-        if training.latencies is None:
-            from pmpredict.measure.runner import HostError
-            raise HostError("none of the core forms runs here: "
-                            + "; ".join(f"{f}: {why}" for f, why in training.left_out.items()))
-        front = measure_frontend(cache_dir=cache_dir, floor=width_floor(training.singletons),
-                                 progress=progress)
-        model, experiments = _infer_core(training, front.facts.r_max)
+        model, experiments = _train_core(core, cache_dir, progress)
         how = "bootstrap"
-    model = front.apply(model)
     seconds = time.monotonic() - started
     update.created, update.bootstrap_seconds = how, seconds
     update.bootstrap_experiments = experiments
@@ -276,7 +270,6 @@ def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool
 
 
 def _with_facts(model, facts: dict, description: str | None = None):
-    from dataclasses import replace
     provenance = {**model.provenance, "host": facts}
     if description:
         provenance["description"] = description
@@ -285,8 +278,6 @@ def _with_facts(model, facts: dict, description: str | None = None):
 
 def _builtin_for(identity: str):
     """A built-in model whose provenance names this CPU identity, or None."""
-    from pmpredict.formats.model_files import load_model
-    from pmpredict.models import builtin_names
     for name in builtin_names():
         model = load_model(name)
         if model.provenance.get("cpu_identity") == identity:
@@ -295,41 +286,49 @@ def _builtin_for(identity: str):
 
 
 def _seed(builtin, cache_dir, progress):
-    """The built-in's mapping with latencies measured here."""
+    """The built-in's mapping with the latencies and the front end measured here (no
+    singletons measured, so no floor under the width)."""
+    # deferred: pmpredict.measure loads numpy and the harness
+    from pmpredict.measure.frontend import measure_frontend
     from pmpredict.measure.latency import measure_latencies
+    front = measure_frontend(cache_dir=cache_dir, progress=progress)
     table = measure_latencies(list(builtin.uops), cache_dir=cache_dir, progress=progress)
-    return table.apply(builtin)
+    return front.apply(table.apply(builtin))
 
 
-def _infer_core(training, r_max):
-    """(the core forms' model inferred from their measurements, experiments measured)."""
-    from pmpredict.infer.pipeline import Inference, InferConfig
-    from pmpredict.infer.prepare import prepare
-    from pmpredict.infer.result import mapping_to_model
+def _train_core(core, cache_dir, progress):
+    """(the core forms' model: their training set, the front end and the inference of the
+    training workflow, with the host model's settings; experiments measured)."""
+    # deferred: measuring loads numpy and the harness, inferring numba
+    from pmpredict.host.workflow import NothingRunsHere, TrainingOptions, infer_once, train_here
+    from pmpredict.measure import HostError
+    from pmpredict.measure.host_forms import packaged_forms
 
-    experiments = training.combined()
-    prepared = prepare(experiments, PORTS, r_max=r_max)
-    config = InferConfig(seed=SEED, final_volume_weight=0.005)
-    masks, counts = Inference(prepared.problem, config).run()
-    model = mapping_to_model(prepared.problem, masks, counts, prepared.form_of, name=MODEL_NAME,
-                             isa=experiments.isa, r_max=r_max,
-                             provenance={"core_forms": len(training.singletons.forms),
-                                         "left_out_of_core": training.left_out})
-    measured = sum(1 for e in experiments.experiments if e.cycles is not None)
-    return training.latencies.apply(model), measured
+    def infer(measured):
+        training = measured.training
+        return infer_once(measured, seed=SEED, volume_weight=VOLUME_WEIGHT, name=MODEL_NAME,
+                          provenance={"core_forms": len(training.singletons.forms),
+                                      "left_out_of_core": training.left_out})
+    try:
+        trained = train_here(list(core or packaged_forms("core")),
+                             TrainingOptions(cache_dir=cache_dir, progress=progress), infer)
+    except NothingRunsHere as exc:
+        raise HostError("none of the core forms runs here: "
+                        + "; ".join(f"{f}: {why}" for f, why in exc.left_out.items())) from None
+    return trained.model, trained.measured.experiment_count
 
 
 def _extend(model, new, cache_dir, progress, update: HostUpdate):
     """The model with the forms `new` measured and fitted (or remembered as unusable)."""
-    from pmpredict.model.experiments import ExperimentSet
-
-    from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
-                                             singleton_throughputs)
+    # deferred: measuring loads numpy and the harness, fitting numba
     from pmpredict.host.extend import (blockers_of, extension_experiments, fit_new_forms,
                                        model_throughput)
+    from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
+                                             singleton_throughputs)
     from pmpredict.measure import measure_experiment_set
     from pmpredict.measure.instantiate import HARNESS_ISA
     from pmpredict.measure.latency import measure_latencies
+    from pmpredict.model.experiments import ExperimentSet
 
     started = time.monotonic()
 
@@ -383,6 +382,7 @@ def _add_forms(model, uops: dict, table):
 
 def describe(cache_dir: str | None = None) -> dict:
     """This machine's model at a glance: where it is, what it covers, when it was measured."""
+    # deferred: pmpredict.measure loads numpy and the harness
     from pmpredict.measure.calibrate import cpu_name
     path = model_path(cache_dir)
     out = {"name": MODEL_NAME, "cpu": cpu_name(), "path": path, "measured": os.path.exists(path)}

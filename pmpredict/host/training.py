@@ -11,18 +11,16 @@ share their measurements.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pmpredict.model.experiments import ExperimentSet
 
 from pmpredict.infer import design as designs
 from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
                                          singleton_throughputs)
-
-
-# x86 hosts: ALU/vector ports plus load, store and divider units fit in 10 (Zen 4, Golden Cove):
-# the port count `pmpredict infer --measure` infers with unless told otherwise
-HOST_PORTS = 10
+from pmpredict.measure import MeasureOptions, measure_experiment_set
+from pmpredict.measure.instantiate import HARNESS_ISA
+from pmpredict.measure.latency import measure_latencies
 
 
 @dataclass
@@ -32,6 +30,7 @@ class TrainingSet:
     latencies: object = None                 # measure.latency.LatencyTable, if measured
     design: str = "pairs"
     blockers: list = field(default_factory=list)
+    usable: list = field(default_factory=list)     # the forms this CPU runs, in the given order
 
     @property
     def singletons(self) -> ExperimentSet:
@@ -60,11 +59,6 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, on_se
     should_stop(): asked between kernels; MeasurementStopped (with the phase) if it says yes.
     design: "pairs" or "blockers" (infer/design.py).
     """
-    from dataclasses import replace
-
-    from pmpredict.measure import MeasureOptions, measure_experiment_set
-    from pmpredict.measure.instantiate import HARNESS_ISA
-
     if design not in designs.DESIGNS:
         raise ValueError(f"unknown design {design!r} (known: {', '.join(designs.DESIGNS)})")
     options = options or MeasureOptions()
@@ -97,14 +91,13 @@ def measure_training_set(forms, *, cache_dir, options=None, progress=None, on_se
     plan.update(_design_plan(design, len(usable)))
     table = None
     if latencies:
-        from pmpredict.measure.latency import measure_latencies
         table = measure_latencies(usable, cache_dir=cache_dir, progress=on_progress,
                                   should_stop=should_stop, phase="latencies")
         if on_set:
             on_set("latencies", table)
     more, blockers = designs.design_sets(design, usable, throughput, measure)
     sets.update(more)
-    return TrainingSet(sets, left_out, table, design, blockers)
+    return TrainingSet(sets, left_out, table, design, blockers, usable)
 
 
 def _design_plan(design: str, n: int) -> dict:
