@@ -21,6 +21,8 @@ from pmpredict.isa.examples import example_instance
 from pmpredict.isa.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
 from pmpredict.isa.base import ATOMIC, BARRIER
 
+from semantics_helpers import flags_read, flags_written, regs_read, regs_written
+
 A64 = semantics.get("aarch64")
 NZCV = {"N", "Z", "C", "V"}
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
@@ -28,22 +30,6 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "examples")
 
 def sem(text: str):
     return A64.instruction(parse(text, "aarch64").instructions[0], "aarch64")
-
-
-def regs_read(s, role=DATA) -> set:
-    return {a.name for a in s.reads if a.kind != "flag" and a.role == role}
-
-
-def regs_written(s) -> set:
-    return {a.name for a in s.writes if a.kind != "flag"}
-
-
-def flags_read(s) -> set:
-    return {a.name for a in s.reads if a.kind == "flag"}
-
-
-def flags_written(s) -> set:
-    return {a.name for a in s.writes if a.kind == "flag"}
 
 
 def access(s) -> dict:

@@ -24,6 +24,8 @@ from pmpredict.measure import default_forms
 from pmpredict.isa.semantics import ADDRESS, ADDRESS_ONLY, DATA, LOAD, MERGE, NO_MEMORY, STORE
 from pmpredict.isa.base import ATOMIC, BARRIER
 
+from semantics_helpers import flags_read, flags_written, regs_read, regs_written
+
 X86 = semantics.get("x86")
 ALL = {"CF", "PF", "AF", "ZF", "SF", "OF"}
 BHIVE = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data",
@@ -32,22 +34,6 @@ BHIVE = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "sh
 
 def sem(text: str, syntax: str = "att"):
     return X86.instruction(parse(text, syntax).instructions[0], syntax)
-
-
-def regs_read(s, role=DATA) -> set:
-    return {a.name for a in s.reads if a.kind != "flag" and a.role == role}
-
-
-def regs_written(s) -> set:
-    return {a.name for a in s.writes if a.kind != "flag"}
-
-
-def flags_read(s) -> set:
-    return {a.name for a in s.reads if a.kind == "flag"}
-
-
-def flags_written(s) -> set:
-    return {a.name for a in s.writes if a.kind == "flag"}
 
 
 def access(s) -> dict:

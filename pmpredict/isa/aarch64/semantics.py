@@ -278,6 +278,7 @@ class _Op:
     increment: str | int | None = None   # post-index register (`[x0], x2`) or constant (`, 16`)
     value: int | None = None          # an immediate's value, when it is a known integer
 
+
 def _instruction_ops(operands, mnemonic: str) -> tuple[_Op, ...]:
     ops, increments = fold_post_index(operands)
     out = []
