@@ -55,6 +55,7 @@ def check_exportable(model) -> None:
 
 def singleton_cycles(model) -> dict[str, float]:
     """Reciprocal throughput of each form alone, from the exact simulator (never 0)."""
+    # deferred: throughput loads numba (~0.4 s): a model check_exportable refuses fails fast
     from pmpredict.predict.throughput import simulate
     forms = model.forms
     exps = ExperimentSet(forms, tuple(Experiment.of([f]) for f in forms), model.isa, "singletons")

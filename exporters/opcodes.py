@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 
 from pmpredict.isa import semantics
@@ -193,6 +194,7 @@ def build_table(forms_by_isa: dict[str, list[str]]) -> dict:
 def _host_forms() -> tuple[str | None, list[str]]:
     """(ISA, forms) of the host form list of `pmpredict infer --measure`, when installed."""
     try:
+        # deferred: pmpredict.measure loads numpy and the harness; only main() reads its list
         from pmpredict import measure
         from pmpredict.measure.instantiate import HARNESS_ISA
     except ImportError:
@@ -208,7 +210,6 @@ def _host_forms() -> tuple[str | None, list[str]]:
 
 def main(argv=None) -> int:
     """Regenerate the shipped table: python3 -m pmpredict.exporters.opcodes ARTIFACT_DIR."""
-    import sys
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python3 -m pmpredict.exporters.opcodes PATH/TO/pmevo-artifact", file=sys.stderr)

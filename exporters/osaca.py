@@ -50,6 +50,7 @@ from pmpredict.formats.files import write_atomic
 from pmpredict.exporters.common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportResult,
                                         check_exportable, latency_of, representative,
                                         singleton_cycles)
+from pmpredict.exporters.opcodes import resolve_opcodes
 from pmpredict.exporters.render import render_template
 
 OSACA_VERSION = "0.7.1"
@@ -162,7 +163,6 @@ def osaca_context(model, source: str = "") -> dict:
     """Everything the template prints, decided and formatted."""
     check_exportable(model)
     tp = singleton_cycles(model)
-    from pmpredict.exporters.opcodes import resolve_opcodes
     # printed spellings from the opcode table (shipped / cached; llvm-mc is not run here)
     printed = resolve_opcodes(model.forms, model.isa, use_llvm_mc=False) \
         if semantics.get(model.isa).osaca.printed_aliases else {}

@@ -40,6 +40,7 @@ import math
 import random
 
 from pmpredict.isa import semantics
+from pmpredict.isa.forms import parse_form
 from pmpredict.model.experiments import Experiment
 
 from pmpredict.infer.experiments import pair_experiments, weighted_pair_experiments
@@ -68,7 +69,6 @@ MIXES_PER_FORM = 3.2
 def signature(form: str) -> tuple:
     """What a form's ports are most likely to depend on, as far as the form string says:
     its memory access and the register classes and widths of its operands."""
-    from pmpredict.isa.forms import parse_form
     template = parse_form(form)
     fs = semantics.get(template.isa).form(template)
     regs = tuple(sorted({(o.reg_class, o.width or 0) for o in template.operands

@@ -7,16 +7,19 @@ Read by parse.py (whole files, through Lark) and fastline.py (common x86 lines, 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from functools import lru_cache
 from importlib import resources
 
+import lark
 from lark import Lark, Token, Transformer
 
 from pmpredict.isa import semantics
 from pmpredict.isa.syntax import (Comment, Directive, Immediate, Indirect, Instruction, Label,
                                   Memory, Register, RegisterList, Rounding, Shift, Symbol)
+from pmpredict.userdirs import cache_dir
 
 
 # --- transformer --------------------------------------------------------------------
@@ -391,11 +394,6 @@ def _parser_cache(syntax: str, grammar: str) -> str | bool:
     """Where Lark keeps the built parser tables between runs (building them costs ~0.25 s
     per call of the CLI): a file in pmpredict's cache directory named by the grammar's
     hash and Lark's version, or False (no cache) when that directory cannot be written."""
-    import hashlib
-
-    import lark
-
-    from pmpredict.userdirs import cache_dir
     base = cache_dir()
     digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
     try:

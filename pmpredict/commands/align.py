@@ -5,7 +5,7 @@ from __future__ import annotations
 from pmpredict.errors import InputError
 from pmpredict.formats.files import check_output
 from pmpredict.commands.common import emit, load_model
-from pmpredict.formats.model_files import save_model
+from pmpredict.formats.model_files import check_same_isa, save_model
 
 
 def register(sub):
@@ -27,8 +27,8 @@ def register(sub):
 
 
 def run(args):
+    # deferred: the alignment loads numpy, lark and scipy, the views lark; --help imports this
     from pmpredict.predict.align import align, aligned_model
-    from pmpredict.formats.model_files import check_same_isa
     from pmpredict.views import align as view
 
     if args.output:

@@ -10,6 +10,8 @@ compiled simulation) instead of building it again.
 from __future__ import annotations
 
 import gc
+import multiprocessing
+import signal
 
 from pmpredict.errors import InputError
 
@@ -34,13 +36,11 @@ def _render_range(bounds: tuple[int, int]) -> list[tuple]:
 def _worker_start() -> None:
     """A worker ends when the pool terminates it (SIGTERM): quietly, not as the parent's
     Ctrl-C (cli.main turns SIGTERM into KeyboardInterrupt, which the fork inherits)."""
-    import signal
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C: the parent stops the pool
 
 
 def _can_fork() -> bool:
-    import multiprocessing               # here: a run in one process does not pay the import
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -66,7 +66,6 @@ def render_all(items: list, render, jobs: int = 1):
             for item in items[1:]:
                 yield render(item)
             return
-        import multiprocessing
         # a few runs per worker: an uneven run does not leave the other worker idle for long
         runs = min(rest, 4 * jobs)
         cuts = [1 + rest * k // runs for k in range(runs + 1)]

@@ -14,7 +14,7 @@ from pmpredict.model.validate import name_problem, number_problem, r_max_problem
 def load_model(spec: str):
     """The model a command line names: a file, a built-in name, or "host" (this machine's
     model as far as it has been measured)."""
-    # deferred: the model loaders import numpy, and the host model the measurement harness
+    # deferred: the model loaders and this machine's model (~30 ms) only when a command loads a model
     from pmpredict.formats.model_files import load_model as load
     from pmpredict.host.model import load_cached
     return load(spec, host=load_cached)

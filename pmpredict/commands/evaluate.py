@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from pmpredict.formats.files import check_output
+from pmpredict.formats.model_files import check_same_isa
 from pmpredict.commands.common import add_model_arguments, emit, load_model
 
 
@@ -21,9 +22,9 @@ def register(sub):
 
 
 def run(args):
+    # deferred: experiments load numpy, the metrics scipy and numba, the views lark (not --help)
     from pmpredict.formats.experiments import load_experiments
     from pmpredict.predict.metrics import evaluate_model
-    from pmpredict.formats.model_files import check_same_isa
     from pmpredict.views import evaluate as view
 
     if args.plot:
@@ -38,6 +39,7 @@ def run(args):
         print(f"({ev.skipped} experiments skipped; -v lists them)", file=sys.stderr)
     if args.plot:
         sys.stdout.flush()
+        # deferred: the heat map loads matplotlib (~0.2 s), only for --plot
         from pmpredict.views.plot import heatmap
         heatmap(ev.predicted, ev.measured, args.plot,
                 title=f"{model.name} on {exps.source}: MAPE {ev.mape:.1f}%")

@@ -38,6 +38,7 @@ def register(sub):
 
 
 def run(args):
+    # deferred: the views load lark (~0.1 s); --help imports this
     from pmpredict.views import export as view
 
     if (args.model_arg is None) == (args.model is None):

@@ -11,7 +11,6 @@ from pmpredict.formats.files import check_output, read_text
 from pmpredict.commands.common import emit, float_in, int_in, print_json, training_saver
 from pmpredict.commands.progress import ProgressDisplay
 from pmpredict.commands.stopping import STOPPED, deadline_check
-from pmpredict.formats.experiments import save_experiments
 
 
 def register(sub):
@@ -44,6 +43,7 @@ def register(sub):
 
 
 def _run_options(args, default=None):
+    # deferred: pmpredict.measure loads numpy and the harness; --help imports this
     from pmpredict.measure.runner import RunOptions
     default = default or RunOptions()
     if args.samples is None:
@@ -52,6 +52,7 @@ def _run_options(args, default=None):
 
 
 def _cache(args):
+    # deferred: pmpredict.measure loads numpy and the harness; --help imports this
     from pmpredict.measure import default_cache_dir
     if args.cache and os.path.exists(args.cache) and not os.path.isdir(args.cache):
         raise InputError(args.cache, "--cache must name a directory, not a file")
@@ -59,6 +60,7 @@ def _cache(args):
 
 
 def run(args):
+    # deferred: pmpredict.measure loads numpy and the harness; --help imports this
     from pmpredict.measure.runner import HostError
     try:
         return _dispatch(args)
@@ -89,6 +91,7 @@ def _dispatch(args):
 
 
 def _run_block(args):
+    # deferred: measuring a block loads lark, numpy and the harness, the views lark
     from pmpredict.measure.block import BLOCK_OPTIONS, LARGE_SPREAD, measure_block
     from pmpredict.views import measure as view
     text = read_text(args.file)
@@ -108,7 +111,8 @@ def _stopped(exc, what: str) -> int:
 
 
 def _run_experiments(args):
-    from pmpredict.formats.experiments import load_experiments
+    # deferred: experiment files load numpy, measuring the harness, the views lark
+    from pmpredict.formats.experiments import load_experiments, save_experiments
     from pmpredict.measure import MeasureOptions, measure_experiment_set
     from pmpredict.measure.instantiate import HARNESS_ISA
     from pmpredict.measure.experiments import MeasurementStopped
@@ -137,6 +141,7 @@ def _run_experiments(args):
 
 def _run_training_set(args):
     """Singletons first (their throughputs size the weighted pairs), then pairs and weighted pairs."""
+    # deferred: measuring loads numpy and the harness, the training set lark, the views lark
     from pmpredict.host.training import measure_training_set
     from pmpredict.measure import MeasureOptions, default_forms, load_form_list
     from pmpredict.measure.experiments import MeasurementStopped

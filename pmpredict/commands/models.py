@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from pmpredict.errors import InputError
 from pmpredict.commands.common import emit, load_model
+from pmpredict.models import builtin_names
 
 
 @dataclass(frozen=True)
@@ -31,8 +32,8 @@ def register(sub):
 
 
 def run(args):
+    # deferred: the views load lark (~0.1 s), kinds the predict package; --help imports this
     from pmpredict.predict.kinds import port_kinds
-    from pmpredict.models import builtin_names
     from pmpredict.views import models as view
 
     if args.forms and args.model is None:
@@ -44,6 +45,7 @@ def run(args):
         entries.append((name, model, port_kinds(model)))
     host = None
     if args.model is None:
+        # deferred: host.model (~9 ms), only for the listing without M; --help imports this
         from pmpredict.host.model import describe
         host = describe()
     emit(view, ModelListing(tuple(entries), args.forms, host), args.json)

@@ -8,6 +8,7 @@ import sys
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
 from pmpredict.commands.common import int_in, print_json
+from pmpredict.commands.progress import ProgressDisplay
 
 
 def register(sub):
@@ -50,9 +51,9 @@ def register(sub):
 
 def _host_model(sources):
     """This machine's model with the forms of every kernel measured into it."""
+    # deferred: predict_files loads lark and the engines, host.model ~9 ms; --help imports this
     from pmpredict.host.model import host_model
     from pmpredict.commands.predict_files import host_forms
-    from pmpredict.commands.progress import ProgressDisplay
 
     forms, left_out = host_forms(sources)
     display = ProgressDisplay()
@@ -64,8 +65,7 @@ def _host_model(sources):
 
 
 def run(args):
-    # heavy imports (lark, the engines) only when the command runs: `pmpredict --help`
-    # and the other commands stay fast
+    # deferred: lark and the engines (predict_files), the views (lark); --help imports this
     from pmpredict.commands import predict_files as job
     from pmpredict.commands.batch import render_all
     from pmpredict.views import DEFAULT_VIEWS, render_text, to_json

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
+from pmpredict.asm.kernel import all_regions, select_kernel
+from pmpredict.asm.parse import parse_file, parse_source
 from pmpredict.commands.common import load_model
+from pmpredict.formats.files import decode_utf8
+from pmpredict.formats.model_files import check_same_isa
+from pmpredict.host.model import kernel_forms
+from pmpredict.model.machine import HOST_MODEL
+from pmpredict import models as builtin_models
+from pmpredict.predict.predictor import Predictor
 
 STDIN = "-"
 # from this many kernels on, the simulation runs compiled (numba: ~0.6 s to load, then
@@ -35,9 +43,6 @@ class Source:
 def read_sources(paths, *, syntax=None, isa=None, lines=None, region=None,
                  stdin=None) -> list[Source]:
     """Parse every file (STDIN: `stdin`, a binary stream, read once) and choose its kernels."""
-    from pmpredict.asm.parse import parse_file, parse_source
-    from pmpredict.formats.files import decode_utf8
-
     if list(paths).count(STDIN) > 1:
         raise InputError("<command line>", "standard input (-) can be read once")
     out = []
@@ -54,8 +59,6 @@ def read_sources(paths, *, syntax=None, isa=None, lines=None, region=None,
 
 def kernels_of(program, lines=None, region=None) -> list:
     """The kernels of a file: the selected one, or every LLVM-MCA region (as llvm-mca)."""
-    from pmpredict.asm.kernel import all_regions, select_kernel
-
     kernel = select_kernel(program, lines=lines, region=region)
     if kernel.how == "llvm-mca-region" and region is None and kernel.others \
             and len(kernel.others) > 1:
@@ -65,17 +68,14 @@ def kernels_of(program, lines=None, region=None) -> list:
 
 def is_host(spec) -> bool:
     """`--model host` names this machine's model (unless a file of that name exists)."""
-    from pmpredict.model.machine import HOST_MODEL
     return spec == HOST_MODEL and not os.path.exists(spec)
 
 
 def model_for(spec, isa: str, path: str):
     """The model `spec` (None: the ISA's built-in default) for a kernel of `isa` in `path`."""
-    from pmpredict.models import builtin_path
-
     if spec is None:
         spec = semantics.get(isa).default_model
-        if builtin_path(spec) is None:
+        if builtin_models.builtin_path(spec) is None:
             raise InputError(path, f"no built-in {isa} model {spec!r} is installed; "
                                    "give one with --model FILE")
     model = load_model(spec)
@@ -97,7 +97,7 @@ def models_for(sources, spec) -> dict:
 def host_forms(sources) -> tuple[list[str], list]:
     """(the forms every kernel needs, [(line, text, why)] of instructions that cannot be
     measured) for this machine's model; an ISA the harness cannot measure is refused."""
-    from pmpredict.host.model import kernel_forms
+    # deferred: pmpredict.measure loads numpy and the harness, only for --model host
     from pmpredict.measure.instantiate import HARNESS_ISA
 
     forms, left_out = [], []
@@ -114,7 +114,7 @@ def host_forms(sources) -> tuple[list[str], list]:
 
 def with_fallback(spec: str, model):
     """`model` with the forms it lacks taken from the model `spec` (--fallback)."""
-    from pmpredict.formats.model_files import check_same_isa
+    # deferred: the alignment loads numpy and scipy, only for --fallback
     from pmpredict.predict.fallback import with_fallback as merged
 
     other = load_model(spec)
@@ -128,8 +128,6 @@ def with_fallback(spec: str, model):
 def predictors(models: dict, *, kernels: int, costs: bool, exact: bool = False,
                fallback: str | None = None) -> dict:
     """ISA -> Predictor; compiled simulation from enough kernels to pay for its loading."""
-    from pmpredict.predict.predictor import Predictor
-
     compiled = kernels >= (COMPILED_FROM_WITH_COSTS if costs else COMPILED_FROM)
     return {isa: Predictor(model, allow_approx=not exact, compiled=compiled,
                            fallback=with_fallback(fallback, model) if fallback else None)

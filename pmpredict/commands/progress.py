@@ -128,6 +128,7 @@ class ProgressDisplay:
         self.key = key
 
     def _bar(self, key, label: str, n: int, total, details: str) -> None:
+        # deferred: tqdm (~40 ms): only a bar on a terminal uses it, not a log nor --help
         from tqdm import tqdm
         if key != self.key:
             self.close()

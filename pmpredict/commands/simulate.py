@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pmpredict.commands.common import add_model_arguments, emit, load_model
+from pmpredict.formats.model_files import check_same_isa
 
 
 def register(sub):
@@ -16,8 +17,8 @@ def register(sub):
 
 
 def run(args):
+    # deferred: experiments load numpy, the simulation numba, the views lark; --help imports this
     from pmpredict.formats.experiments import load_experiments
-    from pmpredict.formats.model_files import check_same_isa
     from pmpredict.predict.experiment_cycles import simulate_set
     from pmpredict.views import simulate as view
 

@@ -14,9 +14,11 @@ from typing import Callable
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
 from pmpredict.formats.jsonio import JsonDocument, read_json, write_json
+from pmpredict.formats.osaca import load_osaca_model
 from pmpredict.model.machine import (FORMAT_NAME, FORMAT_VERSION, HOST_MODEL, PER_FORM_FIELDS,
                                      MachineModel, normalize_uops, operand_index_problem,
                                      pipeline_problem)
+from pmpredict.models import builtin_path
 from pmpredict.model.validate import (count_problem, latency_problem, port_list_problem,
                                       r_max_problem)
 
@@ -182,7 +184,6 @@ def load_model(spec: str, host: Callable[[], MachineModel | None] | None = None)
     "host" is this machine's model as far as it has been measured, which `host` returns (the
     caller's resolver, pmpredict.host.model.load_cached; None where nothing is measured yet).
     Without a resolver "host" is a file name like any other."""
-    from pmpredict.models import builtin_path
     path = spec
     if spec == HOST_MODEL and host is not None and not os.path.exists(spec):
         model = host()
@@ -196,7 +197,6 @@ def load_model(spec: str, host: Callable[[], MachineModel | None] | None = None)
             raise InputError(spec, "no such file, and not a built-in model (see `pmpredict models`)")
         path = builtin
     if path.endswith((".yml", ".yaml")):
-        from pmpredict.formats.osaca import load_osaca_model
         return load_osaca_model(path)
     doc = read_json(path)
     if not isinstance(doc.data, dict):

@@ -54,6 +54,7 @@ MAX_YAML_ALIASES = 10_000        # the shipped files use none; a "billion laughs
 
 
 def _yaml_structure(text: str, loader, path) -> None:
+    # deferred: yaml (PyYAML, ~12 ms): only an OSACA file needs it, not native models
     import yaml
     depth = aliases = 0
     for event in yaml.parse(text, Loader=loader):
@@ -74,6 +75,7 @@ def _yaml_structure(text: str, loader, path) -> None:
 
 
 def _load_yaml(path):
+    # deferred: yaml (PyYAML, ~12 ms): only an OSACA file needs it, not native models
     import yaml
 
     # libyaml's loader when present: the shipped OSACA files are up to 10 MB

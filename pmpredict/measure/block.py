@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from pmpredict.isa import semantics
+from pmpredict.asm.detect import detect_syntax
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.isa.syntax import Instruction
@@ -101,7 +102,6 @@ def detect(text: str, syntax: str | None, path: str) -> str:
         return syntax
     if syntax not in (None, "auto"):
         raise InputError(path, f"unknown syntax {syntax!r} (use {' or '.join(_ISA.syntaxes)})")
-    from pmpredict.asm.detect import detect_syntax
     guess = detect_syntax(text, None, HARNESS_ISA, path)
     if guess not in _ISA.syntaxes:
         raise InputError(path, "only x86-64 blocks can be measured on this host")

@@ -20,6 +20,7 @@ import sqlite3
 import time
 
 from pmpredict.measure.codegen import HARNESS_VERSION
+from pmpredict.userdirs import cache_dir
 
 BUSY_TIMEOUT_S = 60.0        # how long a writer waits for another one to finish
 
@@ -119,5 +120,4 @@ class ResultCache:
 
 def default_cache_dir() -> str:
     """The user's pmpredict cache directory (pmpredict.userdirs.cache_dir)."""
-    from pmpredict.userdirs import cache_dir
     return cache_dir()

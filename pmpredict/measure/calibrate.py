@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import platform
 import shutil
+import subprocess
 import tempfile
 
 from pmpredict.measure.runner import RunOptions, compile_harness
@@ -50,7 +51,6 @@ def cpu_identity() -> str:
 
 def host_frequency(opts: RunOptions = RunOptions(samples=11)) -> float:
     """Core clock in GHz as the calibration loop sees it right now."""
-    import subprocess
     workdir = tempfile.mkdtemp(prefix="pmpredict-cal-")
     try:
         exe, messages = compile_harness([], workdir)

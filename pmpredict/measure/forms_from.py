@@ -16,6 +16,7 @@ from pmpredict.isa import semantics
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse_file
 from pmpredict.errors import InputError
+from pmpredict.measure.instantiate import HARNESS_ISA, unmeasurable
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,6 @@ class AsmForms:
 def forms_from_assembly(paths, syntax: str | None = None, kernel_only: bool = False) -> AsmForms:
     """The forms of the instructions in `paths` (x86: AT&T or Intel, detected unless `syntax`
     says); with kernel_only, of each file's kernel as `pmpredict predict` chooses it."""
-    from pmpredict.measure.instantiate import HARNESS_ISA
-
     out = AsmForms()
     for path in paths:
         program = parse_file(path, syntax)
@@ -64,7 +63,6 @@ def forms_from_assembly(paths, syntax: str | None = None, kernel_only: bool = Fa
 
 def instruction_form(isa, insn, syntax: str) -> tuple[str | None, str | None]:
     """(form, None) for an instruction that can be measured on its own; (None, why) else."""
-    from pmpredict.measure.instantiate import unmeasurable
     try:
         form = isa.form_of(insn, syntax)
     except ValueError as exc:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 
-from pmpredict.errors import InputError
+from pmpredict.isa import semantics
+from pmpredict.errors import InputError, find_line
+from pmpredict.formats.files import read_text
 from pmpredict.isa.forms import parse_form
 
 HOST_FORMS_FILE = "forms_host.txt"
@@ -32,12 +35,8 @@ def parse_form_list(text: str, path: str = "<forms>") -> list[str]:
 
 def load_form_list(path: str) -> list[str]:
     """A form list from a file, or a packaged list by name (PACKAGED) if no such file exists."""
-    import os
     if path in PACKAGED and not os.path.exists(path):
         return packaged_forms(path)
-    from pmpredict.isa import semantics
-    from pmpredict.errors import find_line
-    from pmpredict.formats.files import read_text
     text = read_text(path)
     forms = parse_form_list(text, path)
     if not forms:

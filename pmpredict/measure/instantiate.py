@@ -45,6 +45,7 @@ import re
 from dataclasses import dataclass
 
 from pmpredict.isa import semantics
+from pmpredict.isa.examples import example_instance
 from pmpredict.isa.forms import FormTemplate, Placeholder, form_text, parse_form
 from pmpredict.isa.semantics import LOAD, READ_MODIFY_WRITE, STORE
 
@@ -115,8 +116,8 @@ def stack_delta(form: str) -> int | None:
     alone; None when it moves rsp otherwise (leave: rsp = rbp). A window of such forms gets
     rsp put back once per loop iteration (codegen), so repeated pushes do not walk off the
     stack."""
+    # deferred: the parser loads lark (~0.1 s), which measuring experiments does not need
     from pmpredict.asm.parse import parse
-    from pmpredict.isa.examples import example_instance
     template = parse_form(form, HARNESS_ISA)
     if "rsp" not in _ISA.form(template).implicit_writes:
         return 0

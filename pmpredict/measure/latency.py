@@ -18,12 +18,14 @@ import time
 from dataclasses import dataclass, field, replace
 
 from pmpredict.errors import InputError
+from pmpredict.isa.forms import parse_form
 from pmpredict.measure.block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
 from pmpredict.measure.cache import ResultCache
 from pmpredict.measure.calibrate import cpu_identity, cpu_name
 from pmpredict.measure.chains import (FLAGS, PIPELINE_REFERENCES, REFERENCES, Chain, FormPlan,
                                       FormTiming, form_timing, plan_form, reference_values)
 from pmpredict.measure.experiments import MeasurementStopped, Progress
+from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.runner import RunOptions, check_host
 
 BATCH = 12          # chains per harness build (each is two kernels, two processes)
@@ -119,8 +121,6 @@ def split_latencies(form: str, sources: dict, own=()) -> tuple[float, dict[int, 
 
 
 def _is_register(form: str, index: int) -> bool:
-    from pmpredict.isa.forms import parse_form
-    from pmpredict.measure.instantiate import HARNESS_ISA
     return parse_form(form, HARNESS_ISA).operands[index].kind == "reg"
 
 

@@ -10,10 +10,12 @@ rejects), the kernel list is bisected to find the culprits.
 from __future__ import annotations
 
 import os
+import platform
 import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
@@ -105,8 +107,6 @@ class HostError(RuntimeError):
 
 
 def check_host() -> None:
-    import platform
-    import sys
     if platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux"):
         raise HostError(f"measurement needs an x86-64 Linux host (this is {platform.machine()} "
                         f"{sys.platform})")

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pmpredict.isa import semantics
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.osaca_forms import is_foreign, parse_foreign_form_name
 from pmpredict.model.validate import (count_problem, latency_problem, name_problem,
                                       port_list_problem, r_max_problem)
 
@@ -136,7 +138,8 @@ class MachineModel:
 
     def to_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(masks int64[n_forms, max_uops], counts float64[n_forms, max_uops]); count 0 = no uop."""
-        import numpy as np          # the engines need it; a single prediction does not
+        # deferred: numpy (~0.1 s): the engines need the arrays, a single prediction does not
+        import numpy as np
         width = max((len(u) for u in self.uops.values()), default=0) or 1
         masks = np.zeros((len(self.uops), width), dtype=np.int64)
         counts = np.zeros((len(self.uops), width), dtype=np.float64)
@@ -212,8 +215,6 @@ def pipeline_problem(key, value) -> str | None:
 
 def operand_count(form: str, isa: str) -> int | None:
     """Operands of a form (PMEvo spelling or an imported `osaca:` name); None if unparsable."""
-    from pmpredict.isa.forms import parse_form
-    from pmpredict.isa.osaca_forms import is_foreign, parse_foreign_form_name
     try:
         if is_foreign(form):
             return len(parse_foreign_form_name(form, isa)[1])

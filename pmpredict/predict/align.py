@@ -35,6 +35,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from pmpredict.isa import semantics
+from pmpredict.errors import InputError
+from pmpredict.isa.examples import example_instance
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.osaca_forms import FOREIGN_PREFIX
 from pmpredict.model.machine import MachineModel
 
 
@@ -119,12 +124,9 @@ def _round(x):
 
 def common_forms(model: MachineModel, reference: MachineModel) -> tuple[list[tuple[str, str]], int]:
     """(pairs (our form, the reference's form), forms of ours that could be tried)."""
-    from pmpredict.isa import semantics
+    # deferred: the matcher loads lark (~0.1 s); fallback.merge, align_pairs need no parser
     from pmpredict.asm.match import FormMatcher
     from pmpredict.asm.normalize import normalize
-    from pmpredict.isa.osaca_forms import FOREIGN_PREFIX
-    from pmpredict.isa.forms import parse_form
-    from pmpredict.isa.examples import example_instance
 
     if model.isa != reference.isa:
         raise ValueError(f"model {model.name!r} is {model.isa}, reference {reference.name!r} "
@@ -153,8 +155,8 @@ def common_forms(model: MachineModel, reference: MachineModel) -> tuple[list[tup
 def _parse_instances(texts: dict, syntax: str) -> dict:
     """form -> its parsed instance; one parser run for all, line by line only when some
     instance does not parse (that form is left out)."""
+    # deferred: the parser loads lark (~0.1 s), which merging and align_pairs do not need
     from pmpredict.asm.parse import parse
-    from pmpredict.errors import InputError
 
     forms = list(texts)
     try:
@@ -205,6 +207,7 @@ def _sets(uops, ports) -> list[tuple[frozenset, int]]:
 def align_pairs(model: MachineModel, reference: MachineModel, pairs, forms: int | None = None
                 ) -> Alignment:
     """The alignment of `model`'s ports with `reference`'s over the given common forms."""
+    # deferred: scipy.optimize (~0.3 s): only an alignment solves the assignment, not a merge
     from scipy.optimize import linear_sum_assignment
 
     pairs = tuple(pairs)

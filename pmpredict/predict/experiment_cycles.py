@@ -28,7 +28,7 @@ class SimulationResult:
 
 
 def bottleneck_names(model, mask: int) -> tuple[str, ...]:
-    # deferred: throughput imports numba
+    # deferred: throughput loads numba (~0.4 s); the result types alone do not need it
     from pmpredict.predict.throughput import FRONTEND
     if mask == FRONTEND:
         return (FRONTEND_BOTTLENECK,)  # the R_max cap, not a port set, limits throughput
@@ -38,6 +38,7 @@ def bottleneck_names(model, mask: int) -> tuple[str, ...]:
 def simulate_set(model, experiments) -> SimulationResult:
     """Every experiment of `experiments` under `model` (an unknown form: no prediction, and
     the error names it)."""
+    # deferred: throughput loads numba (~0.4 s); the result types alone do not need it
     from pmpredict.predict.throughput import simulate
 
     cycles, bottleneck = simulate(model, experiments)

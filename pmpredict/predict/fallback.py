@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pmpredict.predict.align import Alignment
+from pmpredict.predict.align import Alignment, align
 from pmpredict.model.machine import PIPELINE_KEYS, MachineModel, normalize_uops
 
 
@@ -38,6 +38,7 @@ class Fallback:
     alignment: Alignment
 
     def matcher(self, allow_approx: bool = True) -> "ChainMatcher":
+        # deferred: the matcher loads lark (~0.1 s); merge() and the Fallback record need none
         from pmpredict.asm.match import FormMatcher
         isa = self.model.isa
         primary = [f for f in self.model.uops if f in self.primary]
@@ -126,5 +127,4 @@ def merge(model: MachineModel, fallback: MachineModel, alignment: Alignment) -> 
 
 def with_fallback(model: MachineModel, fallback: MachineModel) -> Fallback:
     """merge() with the alignment of the model's ports onto the fallback's."""
-    from pmpredict.predict.align import align
     return merge(model, fallback, align(model, fallback))

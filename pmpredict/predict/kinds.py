@@ -23,6 +23,8 @@ from functools import lru_cache
 
 from pmpredict.isa import semantics
 from pmpredict.isa.base import BRANCHES, INT_ALU, LOADS, STORES, UOP_KINDS, VECTOR, VECTOR_ALU
+from pmpredict.isa.forms import parse_form
+from pmpredict.isa.osaca_forms import FOREIGN_PREFIX
 
 # a port lists the kinds with at least this share of its uop mass
 SHOWN_SHARE = 0.1
@@ -58,8 +60,6 @@ def classify(isa: str, mnemonic: str, *, loads: bool, stores: bool, branch: bool
 def form_kinds(form: str, isa: str) -> tuple[str, ...]:
     """Kinds of a form string (PMEvo spelling); () for one that cannot be read (an imported
     `osaca:` name)."""
-    from pmpredict.isa.osaca_forms import FOREIGN_PREFIX
-    from pmpredict.isa.forms import parse_form
     if form.startswith(FOREIGN_PREFIX):
         return ()
     try:

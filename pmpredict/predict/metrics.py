@@ -75,6 +75,7 @@ def evaluate_predictions(predicted, measured, unknown_reason=None) -> Evaluation
 
 def evaluate_model(model, experiments) -> Evaluation:
     """Simulate every experiment under the model and compare with its measured cycles."""
+    # deferred: throughput loads numba (~0.4 s); the metrics (mape, pearson...) do not need it
     from pmpredict.predict.throughput import simulate
 
     cycles, _ = simulate(model, experiments)

@@ -19,6 +19,7 @@ from which the sink cannot be reached in the residual network of a maximum flow 
 from __future__ import annotations
 
 from collections import deque
+from fractions import Fraction
 from math import lcm
 
 
@@ -133,7 +134,6 @@ def optimum(uops: dict[int, float]) -> tuple[float, int, dict[int, dict[int, flo
         scale = lcm(*range(1, used + 1))
         masses = [int(uops[m]) * scale for m in masks]
     else:
-        from fractions import Fraction
         exact = [Fraction(uops[m]).limit_denominator(10**9) for m in masks]
         scale = lcm(*range(1, used + 1)) * lcm(*(q.denominator for q in exact))
         masses = [int(q * scale) for q in exact]

@@ -209,6 +209,7 @@ class Predictor:
         self.criticality = criticality
         self.engine = None
         if compiled:
+            # deferred: numba (~0.4 s, then compiling): only for many kernels does it pay off
             from pmpredict.predict import simulation_jit
             self.engine = simulation_jit
         self._short: dict[str, str] = {}

@@ -783,6 +783,7 @@ def lp_schedule(umask, umass, n_ports, n_insn=0.0, r_max=None):
     port index -> cycles of uop i on that port. Independent of the engine above:
     the tests compare the two.
     """
+    # deferred: scipy.optimize (~0.3 s): the LP is for tests and the rare TOO_LARGE experiment
     from scipy.optimize import linprog
 
     variables = [(i, p) for i, m in enumerate(umask) for p in range(n_ports) if int(m) >> p & 1]

@@ -9,8 +9,10 @@ from pmpredict.errors import InputError
 
 def heatmap(predicted, measured, path: str, title: str = "", bins: int = 60) -> None:
     try:
+        # deferred: matplotlib (~0.2 s, optional): only `evaluate --plot` draws
         import matplotlib
         matplotlib.use("Agg")
+        # deferred: pyplot (most of matplotlib's 0.2 s), imported once the Agg backend is set
         import matplotlib.pyplot as plt
         from matplotlib.colors import LogNorm
     except ImportError:
