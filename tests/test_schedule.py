@@ -90,6 +90,55 @@ def test_one_chain_with_free_ports_runs_at_its_latency():
     assert simulate(body, CoreLimits(4, 224)).cycles == 4.0
 
 
+def test_sub_cycle_latencies_chain_within_a_cycle():
+    """A chain of four links of latency 0.25 (folded add-immediates: ~0.17 on Golden Cove and
+    later), one uop each on four ports: four links a cycle, 1.0 per iteration, the bound; a
+    uop starting in the cycle its input arrives in. Whole-cycle starts gave 4.0."""
+    body = make_body([[0b1111]] * 4, [[(3, 1, 0.25)], [(0, 0, 0.25)], [(1, 0, 0.25)],
+                                      [(2, 0, 0.25)]], 4, latency=[0.25] * 4)
+    assert carried_bound(body) == pytest.approx(1.0)
+    assert simulate(body, CoreLimits(None, 224)).cycles == pytest.approx(1.0)
+
+
+def test_a_fractional_latency_chains_at_its_own_rate():
+    """A latency measured as an average (4.5: a load chain), one link an iteration: 4.5."""
+    body = make_body([[0b1]], [[(0, 1, 4.5)]], 1, latency=[4.5])
+    assert simulate(body, CoreLimits(4, 224)).cycles == pytest.approx(4.5)
+
+
+def test_the_issue_example_reaches_the_front_end_bound():
+    """`addq $8, %rbp ; addq $8, %r13 ; cmpq %r14, %rbp` on a core with six-wide issue and
+    folded add-immediates (latency 1/6, measured 0.5 cycles an iteration on Raptor Cove):
+    the bounds say 0.5 (3 instructions at 6 a cycle); the simulation reaches it."""
+    fold = 1 / 6
+    body = make_body([[0b111111]] * 3, [[(0, 1, fold)], [(1, 1, fold)], [(0, 0, fold)]], 6,
+                     latency=[fold, fold, 1.0])
+    run = simulate(body, CoreLimits(6, 512))
+    t, _ = throughput_bound(body)
+    assert max(t, carried_bound(body), 3 / 6) == pytest.approx(0.5)
+    assert run.cycles == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fractional_latencies_never_below_a_bound_nor_above_whole_cycles(seed):
+    """With latencies on a grid of sixths, the simulation is never below a bound, and never
+    above the same loop with every latency rounded up to a whole cycle."""
+    rnd = random.Random(500 + seed)
+    body = random_body(rnd, deps=True)
+    lat = [rnd.randint(1, 24) / 6 for _ in body.latency]
+    edges = [tuple((s, d, rnd.randint(0, 24) / 6) for s, d, _ in ins) for ins in body.edges]
+    frac = Body(tuple(lat), body.uops, tuple(edges), body.slots, body.n_ports, body.balance)
+    whole = Body(tuple(float(math.ceil(x)) for x in lat), body.uops,
+                 tuple(tuple((s, d, float(math.ceil(w))) for s, d, w in ins) for ins in edges),
+                 body.slots, body.n_ports, body.balance)
+    limits = CoreLimits(rnd.choice([None, 4, 6]), 224)
+    cycles = simulate(frac, limits).cycles
+    t, _ = throughput_bound(frac)
+    front = sum(frac.slots) / limits.width if limits.width else 0.0
+    assert cycles >= max(t, carried_bound(frac), front) - 1e-9
+    assert cycles <= simulate(whole, limits).cycles + 1e-9
+
+
 def test_dispatch_width_limits_independent_work():
     body = make_body([[1 << i] for i in range(8)], [[]] * 8, 8)
     assert simulate(body, CoreLimits(width=4)).cycles == 2.0

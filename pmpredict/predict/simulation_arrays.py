@@ -158,13 +158,16 @@ def run_schedule(body, limits, iterations, fixed, first_check, free, capacity, l
             ready_at[t] = ready
             why_ready[t] = why_r
             earliest = ready - lat
-            c0 = int(math.ceil(earliest - 1e-9))
+            # a port runs one uop a cycle; a uop may start in the cycle its inputs arrive in,
+            # as soon as they are there (a sub-cycle latency, or a fractional one measured as
+            # an average, then chains at its own rate, as the hardware measured it)
+            c0 = int(math.floor(earliest + 1e-9))
             if c0 + 1 >= capacity:
                 return OUT_OF_CAPACITY
             # --- uops: earliest free cycle on an allowed port, oldest first; ties go to the
             # port the optimal schedule leaves emptiest, then the lowest
-            first = -1
-            last = -1
+            first = -1.0
+            last = -1.0
             for u in range(uop_off[i], uop_off[i + 1]):
                 mask = uop_mask[u]
                 if mask > PORT_BITS:
@@ -195,10 +198,11 @@ def run_schedule(body, limits, iterations, fixed, first_check, free, capacity, l
                     c = best_c
                     free[best_p * capacity + c] = c + 2          # taken: look at c + 1 next
                     load[best_p] += 1
-                if first < 0 or c < first:
-                    first = c
-                if c > last:
-                    last = c
+                start = float(c) if c >= earliest - 1e-9 else earliest
+                if first < 0 or start < first:
+                    first = start
+                if start > last:
+                    last = start
             if first >= 0:
                 res = max(ready + (first - earliest), last + min(1.0, lat))
                 issue[t] = first
