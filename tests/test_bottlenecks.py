@@ -71,3 +71,40 @@ def test_events_come_by_rank_and_each_kind_idealises_its_own():
     own = EventClass("chain", "chain through x", frozenset({(0, 0, 1)}))
     b, c, ports = idealize(body, core, [own])
     assert simulate(b, c, ideal_ports=ports).cycles == pytest.approx(1.0)
+
+
+def verdict_of(body: str, model) -> str:
+    text = "# OSACA-BEGIN\n" + body + "# OSACA-END\n"
+    r = Predictor(model).predict(select_kernel(parse(text, "att", "k.s")), "att", "k.s")
+    assert r.cycles > max(v or 0 for v in r.bounds.values.values()) * 1.05   # unexplained
+    return summary.verdict(r)
+
+
+STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+LOAD = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+ADD = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
+
+
+def test_a_loop_above_every_bound_names_the_window_when_it_fills():
+    """A long-latency load stream in a 12-entry window: Little's law, not a bound."""
+    from pmpredict.model.machine import MachineModel
+    model = MachineModel("m", "x86", ("L", "A"), {LOAD: ((0b01, 1),), ADD: ((0b10, 1),)},
+                         latency={LOAD: 40.0}, pipeline={"window": 12, "load_latency": 40})
+    got = verdict_of("movq 8(%rdi), %rax\naddq %rbx, %rcx\n", model)
+    assert "the window (12 instructions) fills" in got
+
+
+def test_a_chain_that_waits_for_a_port_is_named_with_the_port():
+    """Store -> load forwarding chain through memory, on the one store port three other
+    stores also need: the chain's store waits for the port; their delays add up (Fields:
+    independent, icost 0): 5 + 3 = 8 cycles."""
+    from pmpredict.model.machine import MachineModel
+    model = MachineModel("m", "x86", ("S", "L", "A"),
+                         {STORE: ((0b001, 1),), LOAD: ((0b010, 1),), ADD: ((0b100, 1),)},
+                         pipeline={"load_latency": 5, "store_forward_latency": 5})
+    body = ("movq %rax, -296(%rbp)\nmovq -296(%rbp), %rax\naddq %rax, %rbx\n"
+            "movq %rax, 88(%r13)\nmovq %rax, 96(%r13)\nmovq %rbx, 104(%r13)\n")
+    got = verdict_of(body, model)
+    assert got.endswith("the chain through mem, rax (4.00 cycles per iteration) and the ports S "
+                        "(3.00) each add their own delay (independent: making both ideal saves "
+                        "7.00)")

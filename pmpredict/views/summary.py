@@ -119,17 +119,45 @@ def verdict(report) -> str:
     others = "; " + ", ".join(f"{n} would allow {v:.2f}" for v, n, _ in rest) if rest else ""
     if value >= report.cycles * (1 - TOLERANCE):
         return f"bound by {told}: {value:.2f} cycles per iteration{others}"
-    # the costs take more simulations: they are named here only once computed (--bottlenecks,
-    # --json); otherwise the line says where to look
-    crit = report.computed_criticality
-    if crit and crit.cost:
-        top = max(crit.cost, key=crit.cost.get)
-        if crit.cost[top] > 0:
-            return (f"no single bound explains {report.cycles:.2f} cycles (the largest is "
-                    f"{name}, {value:.2f}): the {top} costs most ({crit.cost[top]:.2f} cycles "
-                    "per iteration)")
-    return (f"no single bound explains {report.cycles:.2f} cycles (the largest is {name}, "
-            f"{value:.2f}): bottlenecks interact (see --bottlenecks)")
+    # the prediction exceeds every bound: what makes up the difference is named from the
+    # costs (a simulation per bottleneck and pair: computed only for such a loop)
+    unexplained = (f"no single bound explains {report.cycles:.2f} cycles (the largest is {name}, "
+                   f"{value:.2f})")
+    crit = report.criticality
+    if crit is None or not crit.cost or max(crit.cost.values()) <= 0:
+        return f"{unexplained}: bottlenecks interact (see --bottlenecks)"
+    return f"{unexplained}: {interaction(report, crit)}"
+
+
+def interaction(report, crit) -> str:
+    """What makes a loop slower than its largest bound, from Fields' costs: the window filling
+    up; or the two costliest bottlenecks, by their interaction cost (independent: their delays
+    add up; parallel: only fixing both gains; serial: fixing either gains most of it); else
+    the costliest alone."""
+    ranked = sorted((c for c in crit.classes if crit.cost.get(c.name, 0.0) > 1e-9),
+                    key=lambda c: -crit.cost[c.name])
+    top = ranked[0]
+    cost = crit.cost[top.name]
+    if top.kind == "window":
+        window = report.pipeline.window if report.pipeline else None
+        size = f" ({window:g} instructions)" if window else ""
+        return (f"the window{size} fills: an unlimited one would save {cost:.2f} cycles per "
+                "iteration")
+    if len(ranked) > 1:
+        other = ranked[1]
+        second = crit.cost[other.name]
+        icost = crit.icost.get((top.name, other.name), crit.icost.get((other.name, top.name), 0.0))
+        both = cost + second + icost
+        if abs(icost) <= 1e-9:
+            how = f"each add their own delay (independent: making both ideal saves {both:.2f})"
+        elif icost > 0:
+            how = f"overlap (parallel: only making both ideal gains, {both:.2f})"
+        else:
+            how = f"share a delay (serial: either one ideal saves most of it; both {both:.2f})"
+        return (f"the {top.name} ({cost:.2f} cycles per iteration) and the {other.name} "
+                f"({second:.2f}) {how}")
+    verb = "cost" if top.kind == "ports" else "costs"     # "the ports A, B cost most"
+    return f"the {top.name} {verb} most ({cost:.2f} cycles per iteration)"
 
 
 def text(report) -> str:
