@@ -42,7 +42,7 @@ from pmpredict.infer.experiments import singleton_experiments, singleton_through
 from pmpredict.host.training import measure_training_set
 from pmpredict.measure import (default_cache_dir, default_forms, load_form_list,
                                measure_experiment_set)
-from pmpredict.measure.calibrate import cpu_name
+from pmpredict.measure.cpu import cpu_name
 from pmpredict.infer.pipeline import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model

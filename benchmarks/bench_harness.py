@@ -36,7 +36,7 @@ import sys
 import time
 
 from pmpredict.measure import measure_block
-from pmpredict.measure.calibrate import cpu_name, cpuinfo
+from pmpredict.measure.cpu import cpu_name, cpuinfo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")

@@ -36,7 +36,8 @@ import numpy as np
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.commands.progress import ProgressDisplay
 from pmpredict.measure import default_forms, load_form_list, measure_experiment_set
-from pmpredict.measure.calibrate import cpu_name, host_frequency
+from pmpredict.measure.calibrate import host_frequency
+from pmpredict.measure.cpu import cpu_name
 from pmpredict.measure.instantiate import instantiate, sequence_of
 from pmpredict.predict.metrics import evaluate_predictions
 

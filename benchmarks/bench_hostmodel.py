@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-seeded", action="store_true", help="skip part 1")
     ap.add_argument("--skip-bootstrap", action="store_true", help="skip part 2")
     args = ap.parse_args(argv)
-    from pmpredict.measure.calibrate import cpu_name
+    from pmpredict.measure.cpu import cpu_name
     print(f"# bench_hostmodel: {datetime.datetime.now().isoformat(timespec='minutes')}, "
           f"{cpu_name()}, {os.cpu_count()} CPUs")
     print(f"# command: python3 benchmarks/bench_hostmodel.py {' '.join(argv or sys.argv[1:])}")

@@ -156,7 +156,7 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true", help=f"write {os.path.relpath(CATALOGUE)}")
     args = ap.parse_args(argv)
 
-    from pmpredict.measure.calibrate import cpu_name
+    from pmpredict.measure.cpu import cpu_name
     cc_versions = {cc: subprocess.run([cc, "--version"], capture_output=True,
                                       text=True).stdout.splitlines()[0] for cc in ("gcc", "clang")}
     print(f"# host_catalogue: {datetime.date.today().isoformat()}, {cpu_name()}, "

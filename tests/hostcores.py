@@ -51,7 +51,7 @@ _CORES: dict[tuple[str, int], list[tuple[frozenset[int], Core]]] = {
 
 
 def known_core(info: dict[str, str]) -> Core | None:
-    """The table's row for the core /proc/cpuinfo describes (`info` as calibrate.cpuinfo
+    """The table's row for the core /proc/cpuinfo describes (`info` as measure.cpu.cpuinfo
     returns it), or None for a core the table does not know."""
     try:
         key = (info.get("vendor_id", ""), int(info.get("cpu family", "")))

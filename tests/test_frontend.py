@@ -12,10 +12,10 @@ import pytest
 
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
-from pmpredict.measure.frontend import width_floor
-from pmpredict.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, doubts, probes,
-                                      read_frontend, snap_width)
-from pmpredict.model.machine import MachineModel
+from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
+from pmpredict.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, STORE_PAIRS, WINDOW_SIZES,
+                                      doubts, probes, read_frontend, snap_width)
+from pmpredict.model.machine import FUSION_KEYS, MachineModel
 from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, summary
 
@@ -25,19 +25,33 @@ ON_X86_LINUX = pytest.mark.skipif(
     reason="host measurement needs an x86-64 Linux machine with a C compiler")
 
 
-def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec")) -> dict:
+CHAIN = 220.0              # the window probes' chain of divisions, cycles
+
+
+def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"),
+                         paired_within=0, window=224) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
-    slots / 4; fused pairs take one slot, an indexed load-op two, a loop iteration >= 1."""
+    slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
+    iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes); a stack sync
+    of one cycle; copies of the window probe overlap up to `window` instructions."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
               "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
-              "stores: one block": 4.0, "stores: distinct lines": 4.0}      # a store a cycle
+              "slots: vector register": 3.5, "slots: vector load-op": 3.5,
+              "slots: vector indexed load-op": 4.0,
+              "stack: push, add rsp": 2.0, "stack: sub rsp, add rsp": 2.0,
+              "window: chain": CHAIN}
+    for name, _, block in STORE_PAIRS:
+        cycles[f"stores: {name}"] = 1.0 if block <= paired_within else 2.0
     for name, _, _ in FUSION_SUBJECTS:
         # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
         cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0
         cycles[f"fusion {name}: apart"] = 4.0
     for k in range(MAX_LOOP_BODY + 1):
         cycles[f"loop: {k} idioms"] = max(1.0, (k + 1) / 4)
+    for size in WINDOW_SIZES:       # two copies' chains overlap, or each takes the chain + more
+        cycles[f"window: {size} instructions"] = (0.4 + size / 2000 if size <= window
+                                                  else 1.05 + (size - window) / 1000) * CHAIN
     return cycles
 
 
@@ -50,21 +64,101 @@ def test_every_probe_has_a_name_the_reader_knows():
 def test_a_four_wide_core_read_from_its_timings():
     front = read_frontend(skylake_like_timings())
     assert front.r_max == 4.0                              # 8 idioms in 2 cycles
-    assert front.pipeline == {"macro_fusion": 1, "load_op_slots": 1, "indexed_load_op_slots": 2,
-                              "paired_stores": 0, "taken_branch": 1.0}
+    assert front.pipeline == {"macro_fusion": 1, "macro_fusion_add": 1, "macro_fusion_sub": 1,
+                              "macro_fusion_and": 1, "macro_fusion_inc": 1, "macro_fusion_dec": 1,
+                              "load_op_slots": 1, "indexed_load_op_slots": 2,
+                              "vector_load_op_slots": 1, "indexed_vector_load_op_slots": 2,
+                              "paired_stores": 0, "stack_sync_latency": 1.0, "window": 219,
+                              "taken_branch": 1.0}
+    assert set(front.how) == set(front.pipeline)          # each says what it rests on
+    assert front.how["window"].endswith("copies of 219 instructions overlap, of 230 not")
     assert front.details["instructions_per_cycle"]["width: eliminated moves"] == 3.2
     assert front.details["loop_cycles_per_iteration"]["7"] == 2.0
     assert front.missing == []
 
 
 def test_no_fusion_and_a_missing_probe():
-    cycles = skylake_like_timings(fused=("add",))
+    cycles = skylake_like_timings(fused=("add", "sub"))
     del cycles["slots: indexed load-op"]
     front = read_frontend(cycles)
     assert front.pipeline["macro_fusion"] == 0             # cmp + jne: no slot saved
     assert front.details["macro_fusion"]["add"] is True and not front.details["macro_fusion"]["test"]
+    assert front.pipeline["macro_fusion_add"] == front.pipeline["macro_fusion_sub"] == 1
+    assert front.pipeline["macro_fusion_and"] == front.pipeline["macro_fusion_dec"] == 0
     assert "indexed_load_op_slots" not in front.pipeline
     assert front.missing == ["slots: indexed load-op"]
+
+
+def test_fusion_is_read_for_every_first_instruction():
+    """Each first instruction has its fact; add and sub (as inc and dec, cmp and test) fuse
+    alike on every core, so a disagreement is noise: both from the mean, and in doubt."""
+    front = read_frontend(skylake_like_timings(fused=("cmp", "test", "and")))
+    assert {k: v for k, v in front.pipeline.items() if k.startswith("macro_fusion")} == {
+        "macro_fusion": 1, "macro_fusion_add": 0, "macro_fusion_sub": 0, "macro_fusion_and": 1,
+        "macro_fusion_inc": 0, "macro_fusion_dec": 0}
+    assert doubts(front) == []
+    cycles = skylake_like_timings(fused=("cmp", "test", "add", "inc", "dec"))
+    cycles["fusion sub: adjacent"] = 4.0 - 2 * 0.7 * 0.25          # sub saves 0.7 of a slot
+    cycles["fusion add: adjacent"] = 4.0 - 2 * 0.2 * 0.25          # add 0.2 (noise): mean 0.45
+    front = read_frontend(cycles)
+    assert front.pipeline["macro_fusion_add"] == front.pipeline["macro_fusion_sub"] == 0
+    assert doubts(front) == ["add and sub read differently for macro-fusion"]
+
+
+@pytest.mark.parametrize("within, paired, block", [
+    (0, 0, None), (32, 1, 32), (64, 1, 64), (128, 1, 128), (4096, 1, 4096)])
+def test_the_store_pairing_block_is_the_largest_reach_that_pairs(within, paired, block):
+    """Two stores a copy, at 8 to 192 bytes apart: a store a cycle, or two where they pair
+    (Zen 4: within a 32-byte block; a core pairing stores to one line: 64)."""
+    front = read_frontend(skylake_like_timings(paired_within=within))
+    assert front.pipeline["paired_stores"] == paired
+    assert front.pipeline.get("paired_store_bytes") == block
+    assert doubts(front) == []
+
+
+def test_store_readings_that_do_not_nest_or_sit_between_are_in_doubt():
+    cycles = skylake_like_timings(paired_within=64)
+    cycles["stores: one 32-byte block"] = 2.0        # slowed: the line pairs, its block not
+    front = read_frontend(cycles)
+    assert front.pipeline["paired_store_bytes"] == 64          # a pairing is not noise
+    assert doubts(front) == ["stores pair one line, two 32-byte blocks but not nearer"]
+    cycles = skylake_like_timings(paired_within=32)
+    cycles["stores: one 32-byte block"] = 1.6        # 0.8 cycles a store: neither rate
+    front = read_frontend(cycles)
+    assert front.pipeline["paired_stores"] == 0
+    assert doubts(front) == ["stores read between one and two a cycle: one 32-byte block"]
+
+
+def test_the_stack_sync_is_the_push_chain_minus_an_alu_operation():
+    """push; add rsp, 8: the sync and the add; sub rsp, 8; add rsp, 8: two ALU operations."""
+    read = lambda push, alu: read_frontend({**skylake_like_timings(),
+                                            "stack: push, add rsp": push,
+                                            "stack: sub rsp, add rsp": alu})
+    assert read(2.0, 2.0).pipeline["stack_sync_latency"] == 1.0
+    assert read(1.02, 2.0).pipeline["stack_sync_latency"] == 0.0    # no sync: the add alone
+    assert read(3.5, 2.0).pipeline["stack_sync_latency"] == 2.5
+    slowed = read(4.0, 4.0)
+    assert doubts(slowed) == ["sub rsp, 8; add rsp, 8 runs at 2.00 cycles an operation"]
+
+
+def test_the_window_is_the_largest_copy_that_still_overlaps():
+    for rob in (224, 320, 512):
+        front = read_frontend(skylake_like_timings(window=rob))
+        below = max(s for s in WINDOW_SIZES if s <= rob)
+        assert front.pipeline["window"] == below and rob - below <= 0.05 * rob
+        assert doubts(front) == []
+    cycles = skylake_like_timings(window=320)
+    cycles["window: 189 instructions"] = CHAIN * 1.3          # disturbed below the window
+    front = read_frontend(cycles)
+    assert front.pipeline["window"] == 308
+    assert doubts(front) == ["copies of 189 instructions take the chain's time, larger ones less"]
+    huge = read_frontend(skylake_like_timings(window=5000))
+    assert huge.pipeline["window"] == WINDOW_SIZES[-1]
+    assert huge.details["window_at_least"] == WINDOW_SIZES[-1]
+    none = read_frontend({**skylake_like_timings(), **{f"window: {s} instructions": CHAIN
+                                                        for s in WINDOW_SIZES}})
+    assert "window" not in none.pipeline and doubts(none) == [
+        "no copy of 128 or more instructions overlaps the next"]
 
 
 def test_cmp_and_test_are_one_fact_read_twice():
@@ -97,7 +191,8 @@ def test_a_busy_sibling_thread_is_caught_by_the_floor():
     assert front.r_max == 4.0 and front.details["width_from"] == "floor"
     assert doubts(front, 3.98) == [
         "the width probes (2.00 per cycle) are below the floor (3.98)",
-        "a loop iteration takes 2.0 cycles"]
+        "a loop iteration takes 2.0 cycles",
+        "sub rsp, 8; add rsp, 8 runs at 2.00 cycles an operation"]
     clean = read_frontend(skylake_like_timings(), floor=3.98)
     assert clean.r_max == 4.0 and "width_from" not in clean.details
     assert doubts(clean, 3.98) == [] and doubts(clean) == []
@@ -180,6 +275,75 @@ def test_a_jump_the_model_lacks_still_fuses():
     assert front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], off)[0] == 3.0
 
 
+def fusion_assumed(report) -> dict:
+    return {k: v for k, v in report.pipeline.assumed.items() if k.startswith("macro_fusion")}
+
+
+def test_each_first_instruction_fuses_as_the_model_says():
+    """A model saying add + jcc does not fuse (and cmp + jcc does) predicts the extra slot for
+    add + jne only; one without a fact for add fuses it as cmp and says so."""
+    narrow = MachineModel(**{**WIDE.__dict__, "r_max": 1.0})
+    add_pair = ["addq $1, %rax", "addq $1, %rbx", "jne .L1"]
+    cmp_pair = ["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"]
+    measured = MachineModel(**{**narrow.__dict__, "pipeline": {
+        "taken_branch": 1.0, "macro_fusion": 1, "macro_fusion_add": 0}})
+    assert front_end(add_pair, measured)[0] == 3.0            # three slots: not fused
+    assert front_end(cmp_pair, measured)[0] == 2.0
+    bound, report = front_end(add_pair, MachineModel(**{**narrow.__dict__, "pipeline": {
+        "taken_branch": 1.0, "macro_fusion": 1}}))
+    assert bound == 2.0 and fusion_assumed(report) == {"macro_fusion_add": 1}
+    assert any("fusion" in note for note in summary.assumptions(report))     # said
+    _, told = front_end(cmp_pair, measured)
+    assert fusion_assumed(told) == {}
+    assert not any("fusion" in note for note in summary.assumptions(told))
+    # an old model (cmp's fact only, not fused): add goes as cmp, assumed; no fact at all: fused
+    old = MachineModel(**{**narrow.__dict__, "pipeline": {"taken_branch": 1.0, "macro_fusion": 0}})
+    bound, report = front_end(add_pair, old)
+    assert bound == 3.0 and fusion_assumed(report) == {"macro_fusion_add": 0}
+    bound, report = front_end(cmp_pair, narrow)
+    assert bound == 2.0 and fusion_assumed(report) == {"macro_fusion": 1}
+
+
+def test_vector_load_ops_take_their_own_slots():
+    """Zen 4 splits add r, [b + i] and not vpaddd x, x, [b + i]: the engine takes each class's
+    slots; a model measured before the classes were (one fact for both) keeps it for both."""
+    vpaddd = "VPADDD_((REG:W:V:128)),_((REG:R:V:128)),_xmmword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    model = MachineModel(name="vec", isa="x86", ports=tuple("01234567"),
+                         uops={vpaddd: ((0b00001111, 1), (0b11110000, 1)), **WIDE.uops},
+                         r_max=4.0, pipeline={"taken_branch": 1.0, "load_op_slots": 1,
+                                              "indexed_load_op_slots": 2,
+                                              "indexed_vector_load_op_slots": 1})
+    vector = [f"vpaddd 8(%rdi,%rsi), %xmm0, %xmm{k}" for k in range(1, 5)]
+    integer = [f"addq 8(%rdi,%rsi), %{r}" for r in ("rax", "rbx", "rcx", "rdx")]
+    assert front_end(vector, model)[0] == 1.0 and front_end(integer, model)[0] == 2.0
+    older = MachineModel(**{**model.__dict__, "pipeline": {
+        "taken_branch": 1.0, "load_op_slots": 1, "indexed_load_op_slots": 2}})
+    assert front_end(vector, older)[0] == 2.0
+
+
+def test_the_engine_reads_the_window_as_the_probe_does():
+    """A model whose window is the probe's reading predicts the probe's copies overlapping up
+    to it (well under the chain's time) and not from a fifth beyond (at least the chain)."""
+    from pmpredict.measure.probes import WINDOW_CHAIN, _window_copy
+    div = "VDIVSS_((REG:W:V:128)),_((REG:R:V:128)),_((REG:R:V:128))"
+    pxor = "VPXOR_((REG:W:V:128)),_((REG:R:V:128)),_((REG:R:V:128))"
+    move = "VMOVAPS_((REG:W:V:128)),_((REG:R:V:128))"
+    for window in (224, 320):
+        model = MachineModel(name="w", isa="x86", ports=("D", "A"),
+                             uops={div: ((0b01, 3),), pxor: ((0b10, 1),), move: ((0b10, 1),)},
+                             latency={div: 11.0, pxor: 1.0, move: 0.0},
+                             move_elimination={move: True}, idiom_ports={pxor: False},
+                             r_max=6.0, pipeline={"window": window, "taken_branch": 1.0})
+        chain = 11.0 * WINDOW_CHAIN
+        fits = Predictor(model).predict(select_kernel(parse(
+            "# OSACA-BEGIN\n" + "".join(f"\t{ln}\n" for ln in _window_copy(window))
+            + "# OSACA-END\n", "intel", "k.s")), "intel", "k.s")
+        beyond = Predictor(model).predict(select_kernel(parse(
+            "# OSACA-BEGIN\n" + "".join(f"\t{ln}\n" for ln in _window_copy(window * 6 // 5))
+            + "# OSACA-END\n", "intel", "k.s")), "intel", "k.s")
+        assert fits.cycles < 0.8 * chain <= chain <= beyond.cycles
+
+
 def test_a_reading_still_in_doubt_is_said_with_every_prediction(monkeypatch, tmp_path):
     """Every round reads loop iterations at 1.5 cycles (a disturbed measurement no round
     mended): the model keeps the reading, and each prediction with it says it is in doubt."""
@@ -218,7 +382,22 @@ def test_facts_of_every_recent_x86_core(measured):
     assert 4 <= front.r_max <= 8                  # 4 (Skylake, Cascade Lake) .. 6 (Zen 4, Golden Cove)
     assert front.pipeline["macro_fusion"] == 1    # cmp + jcc: fused since Core 2 and Zen 1
     assert front.details["macro_fusion"]["test"]
+    # fusion is measured for every first instruction, each a fact of its own
+    assert {k for k in front.pipeline if k.startswith("macro_fusion")} == set(FUSION_KEYS.values())
     assert front.pipeline["load_op_slots"] == 1   # add r64, [base + disp]: micro-fused everywhere
+    assert front.pipeline["vector_load_op_slots"] == 1         # so is vpaddd x, x, [base + disp]
+    assert front.pipeline["indexed_vector_load_op_slots"] in (1, 2)
+    # two stores a copy: one a cycle, or two where they pair; pairing nests
+    per_store = front.details["cycles_per_store"]
+    assert all(0.45 <= c for c in per_store.values())
+    assert front.pipeline["paired_stores"] in (0, 1)
+    if front.pipeline["paired_stores"]:
+        assert front.pipeline["paired_store_bytes"] in (32, 64, 128, 4096)
+    # the stack engine's sync: a cycle or so (push; add rsp at least the add's cycle)
+    assert 0 <= front.pipeline["stack_sync_latency"] <= 3
+    # every reorder buffer in scope holds 224 (Skylake, Zen 2) to 512 (Golden Cove)
+    assert 200 <= front.pipeline["window"] <= 1000
+    assert front.details["window_chain_cycles"] >= 150        # 20 divisions of 10-14 cycles
     # zero idioms take a rename slot and no port: they run at the full width
     ipc = front.details["instructions_per_cycle"]
     assert ipc["width: zero idioms (vector)"] >= 0.95 * front.r_max
@@ -236,5 +415,46 @@ def test_the_measured_front_end_goes_into_a_model(measured):
     model = measured.apply(WIDE)
     assert model.r_max == measured.facts.r_max
     assert model.pipeline["macro_fusion"] == 1 and model.pipeline["load_op_slots"] == 1
-    assert model.pipeline_source["taken_branch"] == measured.source
+    assert model.pipeline_source["taken_branch"].startswith(measured.source + ": loops of")
+    assert set(model.pipeline_source) >= set(measured.facts.pipeline)
+    assert model.provenance["front_end"]["version"] == FRONT_END_VERSION
     assert "loop_cycles_per_iteration" in model.provenance["front_end"]
+
+
+@ON_X86_LINUX
+def test_a_host_model_measured_by_older_probes_gets_todays_front_end(tmp_path, monkeypatch):
+    """A model whose front end older probes measured (no version, no window, cmp's fusion
+    only) gets the front end measured again on its next use, its width floored as before;
+    a model measured by today's probes is left alone."""
+    import json
+    from pmpredict.host.model import host_model, load_cached, model_path
+    from pmpredict.measure import frontend
+    timings = skylake_like_timings(fused=("cmp", "test"), paired_within=64)
+    calls = []
+
+    def timed(cache, options, use_cache, report=None):
+        calls.append(use_cache)
+        return dict(timings)
+    monkeypatch.setattr(frontend, "_measure_probes", timed)
+    old = {"format": "pmpredict-model", "version": 1, "name": "host", "isa": "x86",
+           "ports": ["0", "1"], "r_max": 4.0,
+           "forms": {ADD_IMM: {"uops": [{"ports": ["0", "1"], "count": 1}], "latency": 1}},
+           "pipeline": {"macro_fusion": 1, "taken_branch": 1.0},
+           "pipeline_source": {"macro_fusion": "measured on test 2026-01-01"},
+           "provenance": {"description": "test", "front_end": {"width_floor": 4.0},
+                          "host": {"cpu": "test", "cpu_identity": "test",
+                                   "created": "2026-01-01T00:00:00",
+                                   "bootstrap": {"how": "bootstrap", "forms": 1,
+                                                 "experiments": 1, "seconds": 1.0},
+                                   "extensions": [], "left_out": {}}}}
+    path = model_path(str(tmp_path))
+    with open(path, "w") as fh:
+        json.dump(old, fh)
+    model, _ = host_model([ADD_IMM], cache_dir=str(tmp_path))
+    assert calls == [True]
+    assert model.pipeline["macro_fusion_add"] == 0 and model.pipeline["window"] == 219
+    assert model.pipeline["paired_store_bytes"] == 64 and model.r_max == 4.0
+    assert model.provenance["front_end"]["version"] == FRONT_END_VERSION
+    assert load_cached(str(tmp_path)).pipeline == model.pipeline           # saved
+    host_model([ADD_IMM], cache_dir=str(tmp_path))
+    assert calls == [True]                                                  # not again

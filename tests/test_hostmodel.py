@@ -198,7 +198,7 @@ def cache(core_cache, tmp_path):
 @ON_X86_LINUX
 @pytest.mark.slow
 def test_bootstrap_measures_the_core_and_the_front_end(core_cache):
-    from pmpredict.measure.calibrate import cpu_identity
+    from pmpredict.measure.cpu import cpu_identity
     _, model, update = core_cache
     assert set(model.uops) == set(CORE) and model.name == "host"
     assert update.created == "bootstrap" and update.bootstrap_experiments >= len(CORE)

@@ -5,6 +5,7 @@ those documented for this core (tests/hostcores.py)."""
 from __future__ import annotations
 
 import platform
+import re
 import shutil
 import sys
 
@@ -14,9 +15,11 @@ from pmpredict.isa import semantics
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure import default_forms
-from pmpredict.measure.calibrate import cpuinfo
-from pmpredict.measure.chains import (FLAGS, REFERENCES, Chain, form_timing, plan_form,
-                                      reference_values)
+from pmpredict.measure.block import prepare_block
+from pmpredict.measure.cpu import cpuinfo
+from pmpredict.measure.chains import (DIVIDEND, FLAGS, REFERENCES, Chain, form_timing,
+                                      plan_form, reference_values)
+from pmpredict.measure.instantiate import DIVIDEND as DIVIDEND_VALUE, DIVISOR
 from pmpredict.measure.latency import LatencyTable, split_latencies
 from pmpredict.formats.model_files import load_model, save_model
 from pmpredict.model.machine import MachineModel
@@ -196,6 +199,150 @@ def test_a_table_goes_into_a_model_that_saves_and_loads(tmp_path):
     assert back.provenance["latencies"]["references"]["load_latency"]["latency"] == 4.0
 
 
+# --- divisions ------------------------------------------------------------------------------
+
+DIV_R64 = "DIV_((REG:R:G:64))"
+_PTR = {8: "byte", 16: "word", 32: "dword", 64: "qword"}
+DIVISION_FORMS = [f"{m}_((REG:R:G:{w}))" if reg else f"{m}_{_PTR[w]}_ptr_[((MEM:64))_+_((MIMM:16))]"
+                  for w in (8, 16, 32, 64) for m in ("DIV", "IDIV") for reg in (True, False)]
+
+
+def test_a_division_chains_its_dividend_through_the_quotient():
+    """One chain, dividend -> quotient: the link sets its divisor, divides, and puts the
+    dividend back from quotient and remainder, imul and add (mul r8 and add for a byte
+    divisor) subtracted; the divisor's own path is not measured, and says so."""
+    plan = plan_form(DIV_R64)
+    (source,) = plan.sources
+    assert source.source == DIVIDEND and source.kind == "division"
+    (chain,) = source.chains
+    assert chain.lines == ("mov ebx, 0x1d0135", "div rbx", "imul rax, rbx", "add rax, rdx",
+                           "xor edx, edx")
+    assert chain.companions == ("imul", "add") and chain.instances == 1
+    assert [s for s, _ in plan.skipped] == [0]
+    byte = plan_form("IDIV_byte_ptr_[((MEM:64))_+_((MIMM:16))]").sources[0].chains[0]
+    assert byte.lines == ("mov ebx, 0x1d0135", "mov qword ptr [rcx + 64], rbx",
+                          "idiv byte ptr [rcx + 64]", "movzx esi, ah", "mul bl", "add rax, rsi")
+    assert byte.companions == ("mul8", "add")
+    for form in DIVISION_FORMS:
+        (chain,) = plan_form(form).sources[0].chains
+        assert [line for line in chain.lines
+                if X86.form_of(parse(line, "intel").instructions[0], "intel") == form], form
+        # the only idiom is the deliberate high half 0 again
+        assert [line for line in chain.lines if sem(line).idiom] == (
+            [] if X86.division(form).width == 8 else ["xor edx, edx"]), form
+    assert split_latencies(DIV_R64, {DIVIDEND: 11.0}) == (11.0, {})
+
+
+class _Core:
+    """Just enough of x86-64 to run a division chain: registers, one memory word per address,
+    and #DE where the processor raises it."""
+    def __init__(self, registers):
+        self.regs = dict(registers)
+        self.memory = {}
+        self.divided = []               # (dividend, divisor, quotient) of every division
+
+    @staticmethod
+    def _reg(name):
+        for width in (64, 32, 16, 8):
+            pool = X86.register_pool("G", width)
+            if name in pool:
+                return X86.register_pool("G", 64)[pool.index(name)], width, 0
+        assert name in ("ah",), name
+        return "rax", 8, 8
+
+    def get(self, name):
+        family, width, shift = self._reg(name)
+        return (self.regs[family] >> shift) & ((1 << width) - 1)
+
+    def set(self, name, value):
+        family, width, shift = self._reg(name)
+        mask = ((1 << width) - 1) << shift
+        if width == 32:
+            self.regs[family] = value & 0xFFFFFFFF
+        else:
+            self.regs[family] = (self.regs[family] & ~mask | (value << shift) & mask) \
+                & ((1 << 64) - 1)
+
+    def _address(self, text):
+        base, disp = re.fullmatch(r"\[(\w+) \+ (\d+)\]", text).groups()
+        return self.get(base) + int(disp)
+
+    def run(self, line):
+        mnemonic, _, rest = line.partition(" ")
+        ops = [o.strip() for o in rest.split(",")]
+        if mnemonic == "mov" and ops[0].startswith("qword ptr"):
+            self.memory[self._address(ops[0].split("ptr ")[1])] = self.get(ops[1])
+        elif mnemonic == "mov":
+            self.set(ops[0], int(ops[1], 0))
+        elif mnemonic in ("div", "idiv"):
+            self.divide(mnemonic == "idiv", ops[0])
+        elif mnemonic == "imul":
+            self.set(ops[0], self.get(ops[0]) * self.get(ops[1]))
+        elif mnemonic == "add":
+            self.set(ops[0], self.get(ops[0]) + self.get(ops[1]))
+        elif mnemonic == "xor":
+            self.set(ops[0], self.get(ops[0]) ^ self.get(ops[1]))
+        elif mnemonic == "movzx":
+            self.set(ops[0], self.get(ops[1]))
+        elif mnemonic == "mul":
+            self.set("ax", self.get("al") * self.get(ops[0]))
+        else:
+            raise AssertionError(f"not simulated: {line}")
+
+    def divide(self, signed, operand):
+        if "ptr" in operand:
+            size, address = operand.split(" ptr ")
+            width = {v: k for k, v in _PTR.items()}[size]
+            word = self.memory[self._address(address)]      # the link stored it first
+            divisor = word & ((1 << width) - 1)
+        else:
+            width, divisor = self._reg(operand)[1], self.get(operand)
+        if width == 8:
+            dividend = self.get("ax")
+        else:
+            names = {16: ("dx", "ax"), 32: ("edx", "eax"), 64: ("rdx", "rax")}[width]
+            dividend = self.get(names[0]) << width | self.get(names[1])
+        assert divisor != 0, "#DE: division by zero"
+
+        def signed_value(v, bits):
+            return v - (1 << bits) if signed and v >> (bits - 1) else v
+        x, d = signed_value(dividend, 2 * width), signed_value(divisor, width)
+        q = abs(x) // abs(d) * (1 if (x < 0) == (d < 0) else -1)
+        r = x - q * d
+        low, high = ((-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed
+                     else (0, (1 << width) - 1))
+        assert low <= q <= high, "#DE: the quotient does not fit"
+        self.divided.append((dividend, divisor, q))
+        if width == 8:
+            self.set("al", q & 0xFF)
+            self.set("ah", r & 0xFF)
+        else:
+            self.set(names[1], q & ((1 << width) - 1))
+            self.set(names[0], r & ((1 << width) - 1))
+
+
+@pytest.mark.parametrize("form", DIVISION_FORMS)
+def test_division_chains_never_fault_and_divide_the_harness_values(form):
+    """Run the link on the registers the block layout gives the chain (what the harness
+    starts it with): every link divides the throughput experiments' values, DIVIDEND by
+    DIVISOR cut to the width (a 27-bit quotient for 64 bits, 10 for 32, 5 for 16, 126 for a
+    byte divisor), and never raises #DE."""
+    (chain,) = plan_form(form).sources[0].chains
+    block = prepare_block(chain.text, "intel")
+    (start,) = block.layout.divisions
+    assert not start.chained and start.dividend == DIVIDEND_VALUE
+    width = X86.division(form).width
+    core = _Core(block.layout.registers)
+    for _ in range(20):
+        for line in chain.lines:
+            core.run(line)
+    dividend = DIVIDEND_VALUE & ((1 << max(16, width)) - 1)
+    divisor = DIVISOR & ((1 << width) - 1)
+    quotient = dividend // divisor
+    assert core.divided == [(dividend, divisor, quotient)] * 20
+    assert quotient.bit_length() == {64: 27, 32: 10, 16: 5, 8: 7}[width]
+
+
 # --- on this host ---------------------------------------------------------------------------
 
 needs_host = pytest.mark.skipif(
@@ -228,6 +375,28 @@ def test_documented_latencies_on_this_host():
         form = FP_FORMS[name]
         assert all(v == pytest.approx(expected, abs=0.25) for v in got[form].values()), \
             (core.name, name, got[form])
+
+
+@needs_host
+def test_the_division_latency_is_the_chain_timed_as_a_block():
+    """div r64's latency (the chain, companions subtracted by the framework) agrees within a
+    cycle with `pmpredict measure` of the same chain written as a block (AT&T, so another
+    cache key and another parse) minus imul and add timed as blocks themselves; and the block
+    divides the harness's values, not x / 1."""
+    from pmpredict.measure.block import measure_block
+    from pmpredict.measure.latency import measure_latencies
+    table = measure_latencies([DIV_R64], cache_dir=None)
+    latency = table.forms[DIV_R64].sources[DIVIDEND]
+    block = measure_block("movl $0x1d0135, %ebx\ndivq %rbx\nimulq %rbx, %rax\n"
+                          "addq %rdx, %rax\nxorl %edx, %edx\n", "att")
+    imul = measure_block("imulq %rbx, %rax\n", "att")
+    add = measure_block("addq %rbx, %rax\n", "att")
+    assert None not in (block.cycles, imul.cycles, add.cycles)
+    assert abs(latency - (block.cycles - imul.cycles - add.cycles)) <= 1.0, \
+        (latency, block.cycles, imul.cycles, add.cycles)
+    assert latency > 3.0                    # no x86-64 core divides 64 bits faster
+    (note,) = block.notes
+    assert f"dividend {DIVIDEND_VALUE:#x}" in note and "x / 1" not in note
 
 
 def test_references_are_ordered_so_companions_come_first():

@@ -22,7 +22,7 @@ from pmpredict.formats.experiments import load_experiments, save_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.measure import default_forms, measure_block, measure_experiment_set
 from pmpredict.measure import experiments as measure_set
-from pmpredict.measure.calibrate import cpu_flags
+from pmpredict.measure.cpu import cpu_flags
 from pmpredict.measure.runner import RunOptions, check_assembles
 
 pytestmark = pytest.mark.skipif(
@@ -133,7 +133,7 @@ def test_cache_resumes_without_measuring_again(tmp_path, monkeypatch):
 def test_interrupted_run_keeps_finished_results(tmp_path, monkeypatch):
     """Ctrl-C once the first experiment is done: the rerun measures only what is missing."""
     from pmpredict.measure.cache import ResultCache
-    from pmpredict.measure.calibrate import cpu_identity
+    from pmpredict.measure.cpu import cpu_identity
     exps = one_set([IMUL], [ADD], [IMUL, ADD])
     real = measure_set.run_kernels
     calls = []
@@ -312,3 +312,37 @@ def test_several_passes_keep_the_fastest():
     timing, = run_kernels([kernel], RunOptions(), passes=2)
     assert len(timing.passes) == 2 and timing.cycles == min(timing.passes)
     assert timing.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)
+
+
+# --- divisions ------------------------------------------------------------------------------
+
+DIVISIONS = [f"{m}_{op}" for m in ("DIV", "IDIV") for op in
+             ["((REG:R:G:64))", "((REG:R:G:32))", "((REG:R:G:16))", "((REG:R:G:8))"]
+             + [f"{size}_ptr_[((MEM:64))_+_((MIMM:16))]"
+                for size in ("qword", "dword", "word", "byte")]]
+
+
+def test_division_forms_have_a_reciprocal_throughput():
+    """Every div / idiv form, register or memory, 8 to 64 bits, is measured (it crashed the
+    harness with SIGFPE before): more than a cycle each (no x86 core divides one per cycle),
+    a 64-bit division no faster than a byte one, a memory divisor about as fast as a
+    register one, and two divisions in one experiment share the one divider."""
+    pair = {"DIV_((REG:R:G:64))": 1, "IDIV_((REG:R:G:32))": 1}
+    measured = measure_experiment_set(one_set(*[[f] for f in DIVISIONS], pair), cache_dir=None)
+    t = {e.forms()[0] if len(e.counts) == 1 else "pair": e.cycles for e in measured.experiments}
+    assert all(c is not None and c > 1.5 for c in t.values()), t
+    for m in ("DIV", "IDIV"):
+        assert t[f"{m}_((REG:R:G:64))"] >= 0.95 * t[f"{m}_((REG:R:G:8))"]
+        assert t[f"{m}_qword_ptr_[((MEM:64))_+_((MIMM:16))]"] == \
+            pytest.approx(t[f"{m}_((REG:R:G:64))"], rel=INCIDENTAL)
+    assert t["pair"] >= 0.95 * max(t["DIV_((REG:R:G:64))"], t["IDIV_((REG:R:G:32))"])
+
+
+def test_the_host_models_core_has_the_integer_divider():
+    """`--model host` bootstraps from the core forms: one of them divides integers (the FP
+    divider, vdivps, is another unit), so the model has an integer divider."""
+    from pmpredict.isa import semantics
+    from pmpredict.measure.host_forms import packaged_forms
+    x86 = semantics.get("x86")
+    assert any(x86.division(f) for f in packaged_forms("core"))
+    assert any(x86.division(f) for f in packaged_forms("catalogue"))

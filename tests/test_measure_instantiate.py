@@ -243,3 +243,114 @@ def test_an_experiment_whose_forms_cannot_share_a_window_fails_alone():
     vzeroall, movmsk = "VZEROALL", "PMOVMSKB_((REG:W:G:32)),_((REG:R:V:128))"
     assert "no free V register" in _window_error(((vzeroall, 1), (movmsk, 1)), (50,))
     assert _window_error(((movmsk, 1),), (50,)) is None
+
+
+# --- integer divisions --------------------------------------------------------------------
+
+DIVISION_OPERANDS = ["((REG:R:G:64))", "((REG:R:G:32))", "((REG:R:G:16))", "((REG:R:G:8))"] + [
+    f"{size}_ptr_[((MEM:64))_+_((MIMM:16))]" for size in ("qword", "dword", "word", "byte")]
+DIVISIONS = [f"{m}_{op}" for m in ("DIV", "IDIV") for op in DIVISION_OPERANDS]
+
+
+def divide(width: int, signed: bool, high: int, low: int, divisor: int) -> tuple[int, int] | None:
+    """(quotient, remainder) of an x86 div / idiv of `width` bits, None where the CPU raises
+    #DE. The dividend is high:low of `width` bits each (a byte division: ax, high = ah)."""
+    mask = (1 << width) - 1
+    dividend, divisor = (high & mask) << width | (low & mask), divisor & mask
+    if divisor == 0:
+        return None
+    if signed:
+        def signed_of(v, bits):
+            return v - (1 << bits) if v >> (bits - 1) else v
+        n, d = signed_of(dividend, 2 * width), signed_of(divisor, width)
+        q = abs(n) // abs(d) * (1 if (n < 0) == (d < 0) else -1)
+        if not -(1 << (width - 1)) <= q < 1 << (width - 1):
+            return None
+        return q & mask, (n - q * d) & mask
+    q = dividend // divisor
+    return (q, dividend % divisor) if q <= mask else None
+
+
+def test_the_division_values_never_fault_and_give_a_typical_quotient():
+    """DIVIDEND / DIVISOR at every width, as the low bits of each (a byte division divides ax):
+    no #DE, signed or not, the same quotient both ways (every part is positive), a quotient of
+    a few bits (not the 60-odd of a hash divided by a small count) and a remainder that stays
+    below DIVISOR (small enough to index a table)."""
+    from pmpredict.measure.instantiate import DIVIDEND, DIVISOR
+    bits = {}
+    for width in (8, 16, 32, 64):
+        low = DIVIDEND & 0xFFFF if width == 8 else DIVIDEND
+        high = (DIVIDEND >> 8) & 0xFF if width == 8 else 0
+        if width == 8:
+            low &= 0xFF
+        unsigned, signed = (divide(width, s, high, low, DIVISOR) for s in (False, True))
+        assert unsigned is not None and unsigned == signed, width
+        bits[width] = unsigned[0].bit_length()
+        assert unsigned[1] < DIVISOR
+    assert bits == {64: 27, 32: 10, 16: 5, 8: 7}
+
+
+def test_every_division_form_divides_the_same_values_in_every_instance():
+    """The divisor operand is the divisor register (or a divisor line the kernel fills), right
+    before every instance the dividend is put back (`mov rax, <dividend>`, `xor edx, edx`
+    except for a byte divisor), nothing else names those registers, rax or rdx, and the
+    divisor lines are read by divisions alone."""
+    others = ["ADD_((REG:RW:G:64)),_((REG:R:G:64))",
+              "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]",
+              "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))", "SHL_((REG:RW:G:64)),_cl"]
+    experiments = [[(f, 1)] for f in DIVISIONS] + [[(f, 1), (o, 2)] for f in DIVISIONS
+                                                   for o in others]
+    experiments += [list(c.items()) for c in random_experiments(DIVISIONS + default_forms(),
+                                                                 200, 5, seed=3)]
+    for counts in experiments:
+        for w in windows(counts):
+            check_window(w)
+            check_divisions(w)
+
+
+def check_divisions(window):
+    from pmpredict.measure.instantiate import DIVIDEND, DIVISOR, PAGE, PAGES
+    divisions = [i for i in window.instructions if X86.division(i.form)]
+    assert all(not i.prefix for i in window.instructions if not X86.division(i.form))
+    assert window.body == [line for i in window.instructions for line in (*i.prefix, i.text)]
+    if not divisions:
+        assert not window.values and not window.words
+        return
+    values = dict(window.values)
+    dividend = next(r for r, v in values.items() if v == DIVIDEND)
+    divisor = next(r for r, v in values.items() if v == DIVISOR)
+    words = dict(window.words)
+    division_lines = set()
+    for inst in divisions:
+        facts = X86.division(inst.form)
+        expected = (f"mov rax, {dividend}",) + (("xor edx, edx",) if facts.high else ())
+        assert inst.prefix == expected, inst
+        operand = inst.text.split(" ", 1)[1]
+        if "ptr" in operand:
+            disp = int(re.search(r"\+ (\d+)\]", operand).group(1))
+            assert words[disp - disp % 8] == DIVISOR
+            assert (PAGES - 1) * PAGE <= disp < (PAGES - 1) * PAGE + PAGE // 2
+            division_lines.add(disp // 64)
+        else:
+            assert family(operand) == family(divisor)
+    high = {X86.division(i.form).high for i in divisions} - {None}      # none: byte divisions
+    pinned = {family(r) for r in (dividend, divisor, "rax", *high)}
+    for inst in window.instructions:
+        if not X86.division(inst.form):
+            assert not registers_in(inst.text) & pinned, inst.text
+            assert not {d // 64 for d in inst.mem_reads + inst.mem_writes if d is not None} \
+                & division_lines
+
+
+def test_division_kernels_set_the_values_before_the_loop():
+    from pmpredict.measure.instantiate import DIVIDEND, DIVISOR
+    w = instantiate([("IDIV_word_ptr_[((MEM:64))_+_((MIMM:16))]", 1),
+                     ("DIV_((REG:R:G:32))", 1)], 4)
+    before, loop = experiment_kernel("k", w).asm.split("\n1:\n", 1)
+    values = dict(w.values)
+    for reg, value in values.items():
+        assert f"mov {reg}, {value:#x}" in before
+    for disp, word in w.words:
+        assert f"mov qword ptr [rdi + {disp}], rax" in before and f"mov rax, {word:#x}" in before
+    assert loop.split("\n")[:3] == [*w.instructions[0].prefix, w.instructions[0].text]
+    assert sorted(values.values()) == sorted([DIVIDEND, DIVISOR])

@@ -7,12 +7,16 @@ These are pure (parsing and planning only) and run on any host.
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 import pytest
 
 from pmpredict.errors import InputError
-from pmpredict.measure.block import instruction_semantics, prepare_block, registers_touched
-from pmpredict.measure.layout import NORMAL_FILL, POINTEE_BASE, REGION_BYTES, GPR_FAMILIES
+from pmpredict.measure.block import (division_note, instruction_semantics, prepare_block,
+                                    registers_touched)
+from pmpredict.measure.instantiate import DIVIDEND, DIVISOR
+from pmpredict.measure.layout import (NORMAL_FILL, POINTEE_BASE, REGION_BYTES, GPR_FAMILIES,
+                                      WINDOW_BYTES, page_lines)
 from pmpredict.asm.parse import parse
 
 
@@ -59,7 +63,7 @@ def test_memory_counter_when_every_register_is_used():
     assert block.counter is None                        # dec qword ptr [rip + pm_counter]
     from pmpredict.measure.codegen import block_kernel
     kernel = block_kernel("k", list(block.lines), "att", None, 0, block.layout)
-    assert "dec qword ptr [rip + pm_counter]" in kernel.asm
+    assert f"dec qword ptr [rip + pm_counter + {block.layout.counter_offset}]" in kernel.asm
 
 
 @pytest.mark.parametrize("text, what", [
@@ -123,7 +127,7 @@ def test_index_registers_start_small_and_implicit_data_at_zero():
                                 "%ymm1\naddq $32, %rax\n")
     assert regs["rax"] == 64 and regs["rdx"] >= 1 << 30 and regs["rsi"] - regs["rdx"] == 2048
     _, regs = address_registers("cqto\nidivq %rbx\n")
-    assert regs["rax"] == 0 and regs["rdx"] == 0           # the dividend: no overflow
+    assert regs["rax"] == DIVIDEND and regs["rbx"] == 1     # x / 1 keeps x: no overflow
     _, regs = address_registers("rep stosq\n")
     assert regs["rcx"] == 0                                # nothing to repeat: no hang
 
@@ -235,3 +239,180 @@ def test_a_block_measurement_keeps_the_json_of_the_dict_it_replaced():
     assert failed.cycles is None and failed.error == "crash: SIGSEGV"
     assert list(failed.to_json())[-4:] == ["variants", "error", "cached", "registers"]
     assert failed.variants[0].to_json()["error"] == "crash: SIGSEGV"
+
+
+# --- distinct page offsets ----------------------------------------------------------------
+
+def test_every_start_has_a_page_offset_of_its_own():
+    """rsp, every address register, every pointer target, every rip-relative data object, a
+    loop counter in memory and the spare registers start on distinct lines of a page (no
+    store through one 4K-aliases a load through another), each 64-byte aligned; the
+    address registers still share one page, spread evenly from line 0."""
+    text = ("mov %rax, 8(%rsp)\nmov (%rbx), %rcx\nvaddpd (%rcx), %ymm0, %ymm0\n"
+            "mov 16(%rdx), %rsi\nmov %r8, (%rsi)\nvmulps .LC0(%rip), %ymm1, %ymm1\n"
+            "vaddps .LC1(%rip), %ymm1, %ymm1\nmov %r9, (%rdi)\npush %r10\npop %r11\n")
+    block = prepare_block(text, "att")
+    layout, regs = block.layout, dict(block.layout.registers)
+    address = [regs[r] for r in ("rbx", "rdx", "rdi")]
+    assert len({a // 4096 for a in address}) == 1 and min(a % 4096 for a in address) == 0
+    pointee = next(g for g in layout.regions if g.name == "pointee")
+    targets = [word for region in layout.regions for _, word in region.slots
+               if pointee.address <= word < pointee.address + pointee.size]
+    assert len(targets) == len(layout.pointer_loads) == 2
+    spare = [v for r, v in regs.items() if r not in ("rbx", "rdx", "rdi", "rsp")
+             and 1 << 30 <= v]
+    starts = address + [regs["rsp"]] + targets + spare
+    offsets = [a % 4096 for a in starts] + [o for _, o in layout.symbol_offsets] + \
+        [layout.counter_offset]
+    assert len(layout.symbol_offsets) == 2
+    assert all(o % 64 == 0 for o in offsets)
+    assert len(set(offsets)) == len(offsets), sorted(offsets)
+    # regions and windows are page-aligned: the offset in the region is the page offset
+    assert all(g.address % 4096 == 0 and g.window[0] % 4096 == 0 for g in layout.regions)
+
+
+def test_page_lines_are_distinct_while_there_are_lines():
+    for address in (0, 1, 3, 7, 15):
+        for others in (0, 1, 10, 64 - address):
+            ours, rest = page_lines(address, others)
+            assert len(set(ours + rest)) == address + others
+            assert all(0 <= line < 64 for line in ours + rest)
+            assert ours == [i * (64 // max(1, address)) for i in range(address)]
+    ours, rest = page_lines(3, 70)                          # more than a page: lines again
+    assert len(rest) == 70 and len(set(rest)) == 64 - 3
+
+
+def test_symbols_and_a_memory_counter_go_to_their_page_offsets():
+    from pmpredict.measure.codegen import block_kernel
+    names = ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11", "r12",
+             "r13", "r14", "r15"]
+    text = "".join(f"add %{a}, %{b}\n" for a, b in zip(names, names[1:] + names[:1])) + \
+        "vmulps .LC0(%rip), %ymm1, %ymm1\n"
+    block = prepare_block(text, "att")
+    assert block.counter is None
+    offsets = dict(block.layout.symbol_offsets)
+    asm = block_kernel("k", list(block.lines), "att", None, 256, block.layout,
+                       {".LC0": "k_sym0"}).asm
+    assert f".p2align 12\n.skip {offsets['.LC0']}\nk_sym0:" in asm
+    assert f"dec qword ptr [rip + pm_counter + {block.layout.counter_offset}]" in asm
+    assert offsets[".LC0"] != block.layout.counter_offset
+
+
+# --- divisions ---------------------------------------------------------------------------
+
+def division_layout(text):
+    block = prepare_block(text, "att")
+    return block, dict(block.layout.registers), {d.instruction: d for d in block.layout.divisions}
+
+
+def test_what_feeds_a_division_starts_as_a_typical_division():
+    """The divisor (a register at entry or a loaded word) starts as DIVISOR, the dividend as
+    DIVIDEND, its high half as 0; a value feeding the divisor and the dividend is the divisor."""
+    _, regs, starts = division_layout("mov %rcx, %rax\nxor %edx, %edx\ndivq %rbx\n")
+    assert (regs["rcx"], regs["rbx"]) == (DIVIDEND, DIVISOR)
+    assert (starts[2].dividend, starts[2].divisor, starts[2].chained) == (DIVIDEND, DIVISOR, False)
+    assert starts[2].quotient_bits == 27
+    _, regs, starts = division_layout("movq %rbx, %rax\ncqto\nidivq %rbx\n")
+    assert regs["rbx"] == DIVISOR and starts[2].quotient_bits == 1
+    # two divisors, two dividends: distinct registers, distinct values, the same quotients
+    _, regs, _ = division_layout("mov %rcx, %rax\nxor %edx, %edx\ndivq %rbx\n"
+                                 "mov %r8, %rax\nxor %edx, %edx\ndivq %r9\n")
+    assert {regs["rbx"], regs["r9"]} == {DIVISOR, DIVISOR + 2}
+    assert {regs["rcx"], regs["r8"]} == {DIVIDEND, DIVIDEND + 2}
+    # loaded: the words the division reads
+    block, regs, starts = division_layout("mov 8(%rsi), %rcx\nmov (%rsi), %rax\n"
+                                          "mov 16(%rsi), %rdx\ndivw %cx\ndivl 24(%rsi)\n")
+    data = next(g for g in block.layout.regions if g.name == "data")
+    words = {data.address + offset - regs["rsi"]: word for offset, word in data.slots}
+    assert words == {0: DIVIDEND, 8: DIVISOR, 16: 0, 24: DIVISOR}
+    assert starts[3].divisor == DIVISOR and starts[3].quotient_bits == 5
+    # divl divides divw's quotient, dx its remainder: not by 1 (edx:eax / 1 would overflow)
+    assert not starts[4].chained and starts[4].divisor == DIVISOR
+
+
+def test_a_chained_dividend_is_divided_by_one():
+    """`xor edx, edx; div rbx` divides what the last one left: with DIVISOR the dividend would
+    be 0 after two iterations; x / 1 keeps x, so every iteration divides DIVIDEND. A byte
+    division's ax stays below 128 (its quotient must fit a signed byte)."""
+    for text in ("xorl %edx, %edx\ndivq %rbx\n", "cqto\nidivq %rbx\n", "divq %rbx\n",
+                 "idivl %ebx\n", "divw %bx\n"):
+        _, regs, starts = division_layout(text)
+        (start,) = starts.values()
+        assert start.chained and regs["rbx"] == 1 and regs["rax"] == DIVIDEND, text
+    _, regs, starts = division_layout("idivb %bl\n")
+    assert regs["rbx"] == 1 and regs["rax"] & 0xFFFF < 128 and starts[0].chained
+    _, regs, starts = division_layout("divb (%rsi)\nadd $8, %rsi\n")
+    assert regs["rax"] & 0xFFFF < 128 and starts[0].divisor == 1
+
+
+def test_a_divisor_the_block_sets_itself_is_its_own():
+    """A divisor moved in as an immediate, or stored by the block before the division loads
+    it, is the block's: the layout cannot make it 1, so the division is not chained even
+    though its dividend comes from a quotient, and it divides DIVIDEND (a byte division: ax
+    uncut, 0x1a2b). A store to another address leaves the divisor the layout's (chained)."""
+    restore = "imulq %rbx, %rax\naddq %rdx, %rax\nxorl %edx, %edx\n"
+    for text in ("movl $0x1d0135, %ebx\ndivq %rbx\n" + restore,
+                 "movl $7, %ebx\nxorl %edx, %edx\ndivq %rbx\n",
+                 "movl $0x1d0135, %ebx\nmovq %rbx, 64(%rcx)\ndivq 64(%rcx)\n" + restore):
+        block, regs, starts = division_layout(text)
+        (start,) = starts.values()
+        assert not start.chained and start.divisor is None, text
+        assert regs["rax"] == DIVIDEND and regs["rdx"] == 0, text
+        assert "x / 1" not in division_note(start, 1, "div")
+    _, regs, starts = division_layout("movl $0x1d0135, %ebx\nmovq %rbx, 64(%rcx)\n"
+                                      "divb 64(%rcx)\nmovzbl %ah, %esi\nmulb %bl\n"
+                                      "addq %rsi, %rax\n")
+    assert not starts[2].chained and regs["rax"] & 0xFFFF == 0x1A2B
+    _, regs, starts = division_layout("movq %rbx, 72(%rcx)\nxorl %edx, %edx\ndivq 64(%rcx)\n")
+    assert starts[2].chained and starts[2].divisor == 1
+
+
+def test_a_remainder_used_as_an_index_stays_in_its_window():
+    """A hash table: `hash % buckets` indexes the table. The remainder is below DIVISOR, so the
+    address stays inside the table register's window (mapped on demand)."""
+    block, regs, starts = division_layout("xor %edx, %edx\nmov %r8, %rax\ndivq (%rsi)\n"
+                                          "mov (%rdi,%rdx,8), %r9\n")
+    assert regs["r8"] == DIVIDEND and starts[2].divisor == DIVISOR
+    data = next(g for g in block.layout.regions if g.name == "data")
+    assert data.window[0] <= regs["rdi"] and regs["rdi"] + 8 * DIVISOR < sum(data.window)
+    assert 8 * DIVISOR < WINDOW_BYTES // 2
+    assert DIVIDEND % DIVISOR < DIVISOR
+
+
+def test_division_notes_say_what_was_divided():
+    from pmpredict.measure.block import _describe, _timing
+    from pmpredict.measure.runner import Timing
+    t = Timing(25.5, 25.5, 25.5, 0.01, samples=7)
+    timing = _timing((25, 50), [t, Timing(50.5, 50.5, 50.5, 0.02, samples=9)], [])
+    chained = _describe(prepare_block("xorl %edx, %edx\ndivq %rbx\n", "att"), timing, False)
+    (note,) = chained.to_json()["notes"]
+    assert note.startswith("line 2 'divq %rbx'") and "x / 1 keeps x" in note
+    assert f"{DIVIDEND:#x}, a 47-bit quotient" in note
+    typical = _describe(prepare_block("movq %rbx, %rax\ncqto\nidivq %rbx\n", "att"), timing,
+                        False)
+    (note,) = typical.to_json()["notes"]
+    assert f"dividend {DIVISOR:#x} and divisor {DIVISOR:#x}, a 1-bit quotient" in note
+    assert list(typical.to_json())[-1] == "notes"
+    assert "notes" not in _describe(prepare_block("add %rax, %rbx\n", "att"), timing,
+                                    False).to_json()
+
+
+def test_the_text_view_shows_the_notes():
+    """`notes` is a field of every BlockMeasurement (empty: no key in the JSON, no line in the
+    text); the text view prints each note as a `Note:` line after the rest."""
+    from pmpredict.measure.block import _describe, _timing
+    from pmpredict.measure.block_measurement import BlockMeasurement
+    from pmpredict.measure.runner import Timing
+    from pmpredict.views import measure as view
+    timing = _timing((25, 50), [Timing(25.5, 25.5, 25.5, 0.01, samples=7),
+                                Timing(50.5, 50.5, 50.5, 0.02, samples=9)], [])
+    plain = _describe(prepare_block("add %rax, %rbx\njmp .L1\n", "att"), timing, False)
+    assert type(plain) is BlockMeasurement and plain.notes == ()
+    text = view.text(plain, path="k.s")
+    assert "Note" not in text and text.splitlines()[-1].startswith("  (line 2: 'jmp .L1'")
+    noted = _describe(prepare_block("xorl %edx, %edx\ndivq %rbx\n", "att"), timing, False)
+    assert type(noted) is BlockMeasurement and len(noted.notes) == 1
+    lines = view.text(noted, path="k.s").splitlines()
+    assert lines[:-1] == view.text(replace(noted, notes=()), path="k.s").splitlines()
+    assert lines[-1] == f"  Note: {noted.notes[0]}"
+    assert view.json(noted)["notes"] == list(noted.notes)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from test_frontend import skylake_like_timings
+
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
+from pmpredict.measure.probes import read_frontend
 from pmpredict.model.machine import MachineModel
 from pmpredict.predict.predictor import Predictor
 
@@ -105,3 +108,30 @@ def test_the_stack_sync_is_assumed_unless_the_model_gives_it():
     sync = [r for r in given.rows if r.annotated.update is not None][0].annotated.update
     base = [r for r in assumed.rows if r.annotated.update is not None][0].annotated.update
     assert sync.latency == pytest.approx(base.latency + 2)
+
+
+def test_the_measured_reach_of_pairing_is_the_engines_block():
+    """The front-end probes read a core pairing two stores to one line (as measured on
+    Raptor Cove) as a 64-byte block: the model then pairs [rbp + 24] and [rbp + 32]."""
+    for within, expected in ((0, 2.0), (32, 2.0), (64, 1.0)):
+        front = read_frontend(skylake_like_timings(paired_within=within))
+        model = MachineModel(**{**ONE_PORT.__dict__, "pipeline": front.pipeline})
+        assert cycles("movq %rax, 24(%rbp)\nmovq %rbx, 32(%rbp)\n", model)[0] == \
+            pytest.approx(expected)
+
+
+@pytest.mark.parametrize("push_add, sync", [(2.0, 1.0), (3.0, 2.0), (1.0, 0.0)])
+def test_the_measured_stack_sync_predicts_its_probe(push_add, sync):
+    """The probe push; add rsp, 8 (the sync + the add) read as stack_sync_latency: the engine
+    predicts the probe back, and says nothing is assumed about the sync."""
+    front = read_frontend({**skylake_like_timings(), "stack: push, add rsp": push_add})
+    assert front.pipeline["stack_sync_latency"] == sync
+    push = "PUSH_((REG:R:G:64))"
+    add = "ADD_((REG:RW:G:64)),_((IMM:8))"
+    model = MachineModel(name="stack", isa="x86", ports=("S", "A"),
+                         uops={push: ((0b01, 1),), add: ((0b10, 1),)},
+                         latency={push: 1.0, add: 1.0},
+                         pipeline={"stack_sync_latency": front.pipeline["stack_sync_latency"]})
+    got, report = cycles("pushq %r8\naddq $8, %rsp\n", model)
+    assert got == pytest.approx(max(1.0, push_add))
+    assert not [n for r in report.rows for n in r.annotated.assumed if n.startswith("stack sync")]

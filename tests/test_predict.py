@@ -1,6 +1,8 @@
 """`pmpredict predict`: known values on a toy model, pressure from the LP, JSON/text, options."""
 
 import json
+import os
+from dataclasses import replace
 
 import pytest
 
@@ -231,3 +233,52 @@ def test_with_the_measured_cost_of_an_atomic_atomics_run_one_after_another(capsy
     assert all(c.resources != ("atomics",) for c in plain.chains)
     from pmpredict.views import render_text
     assert "(atomic: 6.5 cycles, one after another)" in render_text(one)
+
+
+def test_the_default_is_this_machines_model_once_measured(tmp_path, capsys, monkeypatch):
+    """Without --model, on a host the harness runs on: a built-in with a hint on how to get
+    this machine's model (first line of the text, `hint` in JSON) until it exists, then this
+    machine's model, no hint. Elsewhere (or for another ISA): the built-in, no hint."""
+    from pmpredict.commands import predict_files
+    from pmpredict.formats.model_files import load_model, save_model
+    from pmpredict.host.model import model_path
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(predict_files, "harness_runs_here", lambda: True)
+    f = write(tmp_path, "k.s", KERNEL)
+    assert main(["predict", f]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Hint:       this machine has no model yet: `--model host` measures")
+    assert "\nModel:      skl " in out
+    assert main(["predict", f, "--json"]) == 0
+    assert "--model host" in json.loads(capsys.readouterr().out)["hint"]
+    # a measured model of this machine (a built-in standing in, with the host facts)
+    host = load_model("zen4-vm")
+    facts = {"created": "2026-11-27", "bootstrap": {"how": "test", "seconds": 0.0},
+             "extensions": [], "left_out": {}}
+    os.makedirs(os.path.dirname(model_path()), exist_ok=True)
+    save_model(replace(host, name="host", provenance={**host.provenance, "host": facts}),
+               model_path())
+    assert main(["predict", f, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["model"] == "host" and "hint" not in got
+    monkeypatch.setattr(predict_files, "harness_runs_here", lambda: False)
+    assert main(["predict", f, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["model"] == "skl" and "hint" not in got
+
+
+def test_each_assumption_is_said_as_what_it_is():
+    """A latency the model lacks and a stack sync are different assumptions: each is listed
+    as itself with its lines (the stack sync was once reported as an assumed latency)."""
+    from pmpredict.views.summary import assumptions
+    push = "PUSH_((REG:R:G:64))"
+    sub = "SUB_((REG:RW:G:64)),_((IMM:8))"
+    add = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
+    model = MachineModel(name="t", isa="x86", ports=("0", "1"),
+                         uops={push: ((0b01, 1),), sub: ((0b10, 1),), add: ((0b10, 1),)},
+                         latency={push: 1.0, sub: 1.0})
+    text = "# OSACA-BEGIN\npushq %rax\nsubq $8, %rsp\naddq %rbx, %rcx\n# OSACA-END\n"
+    report = Predictor(model).predict(select_kernel(parse(text, "att", "k.s")), "att", "k.s")
+    notes = assumptions(report)
+    assert "stack sync: 1 cycle on rsp (line 2)" in notes
+    assert "latency of 1 instruction not in the model: 1 assumed (line 4)" in notes

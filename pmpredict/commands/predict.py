@@ -72,10 +72,12 @@ def run(args):
 
     sources = job.read_sources(args.files, syntax=args.syntax, isa=args.isa, lines=args.lines,
                                region=args.region, stdin=sys.stdin.buffer)
-    update = None
+    update = hint = None
     if job.is_host(args.model):
         model, update = _host_model(sources)
         models = {model.isa: model}
+    elif args.model is None:
+        models, hint = job.default_models(sources)
     else:
         models = job.models_for(sources, args.model)
     items = job.items(sources)
@@ -101,12 +103,13 @@ def run(args):
 
     out = list(render_all(items, render, args.jobs))     # every error before any output
     if args.json:
-        print_json(job.per_file_json(sources, out, update.to_json() if update else None))
+        print_json(job.per_file_json(sources, out, update.to_json() if update else None, hint))
         return 0
-    if update is not None:                # --jsonl: one record per kernel, so the note goes to stderr
+    # --jsonl: one record per kernel, so the notes go to stderr
+    for note in ([update.line()] if update is not None else []) + ([hint] if hint else []):
         if args.jsonl:
-            print(f"pmpredict: {update.line()}", file=sys.stderr)
+            print(f"pmpredict: {note}", file=sys.stderr)
         else:
-            sys.stdout.write(update.line() + "\n\n")
+            sys.stdout.write(f"{note}\n\n" if update is not None else f"Hint:       {note}\n\n")
     sys.stdout.write("".join(out))
     return 0

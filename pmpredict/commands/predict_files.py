@@ -1,8 +1,10 @@
 """`pmpredict predict` over files: what the command does between its flags and its output.
 
 Each file (or standard input) is parsed and its kernels chosen (the selected one, or every
-LLVM-MCA region as llvm-mca does); each ISA gets its model (given, built-in default, or this
-machine's: the forms of every kernel collected for host.model); a Predictor per model
+LLVM-MCA region as llvm-mca does); each ISA gets its model (given; else this machine's when it
+has been measured and the kernel is of the ISA the harness measures; else the ISA's built-in,
+with a hint on how to get this machine's; with --model host, this machine's with the forms of
+every kernel collected for host.model measured into it); a Predictor per model
 predicts every kernel, in order, over forked workers when asked (batch.render_all); the JSON
 of several files is one object per file, with its regions.
 """
@@ -19,7 +21,8 @@ from pmpredict.asm.parse import parse_file, parse_source
 from pmpredict.commands.common import load_model
 from pmpredict.formats.files import decode_utf8
 from pmpredict.formats.model_files import check_same_isa
-from pmpredict.host.model import kernel_forms
+from pmpredict.host.model import kernel_forms, load_cached
+from pmpredict.measure.cpu import HARNESS_ISA, harness_runs_here
 from pmpredict.model.machine import HOST_MODEL
 from pmpredict import models as builtin_models
 from pmpredict.predict.predictor import Predictor
@@ -94,6 +97,26 @@ def models_for(sources, spec) -> dict:
     return models
 
 
+# said with a prediction that used a built-in model where this machine's could be measured
+HOST_HINT = ("this machine has no model yet: `--model host` measures one (a minute or two, once; "
+             "seconds where a built-in model was measured on this CPU) and predictions use it "
+             "by default from then on")
+
+
+def default_models(sources) -> tuple[dict, str | None]:
+    """ISA -> model when no --model is given: this machine's model for the ISA the harness
+    measures, once it has been measured (`--model host`), else the ISA's built-in; and the hint
+    that says how to get this machine's where a built-in stood in for it (None otherwise)."""
+    here = harness_runs_here() and any(src.isa == HARNESS_ISA for src in sources)
+    host = load_cached() if here else None
+    models = {}
+    for src in sources:
+        if src.isa not in models:
+            models[src.isa] = host if host is not None and src.isa == host.isa else \
+                model_for(None, src.isa, src.path)
+    return models, HOST_HINT if here and host is None else None
+
+
 def host_forms(sources) -> tuple[list[str], list]:
     """(the forms every kernel needs, [(line, text, why)] of instructions that cannot be
     measured) for this machine's model; an ISA the harness cannot measure is refused."""
@@ -140,10 +163,11 @@ def items(sources) -> list[tuple]:
             for k, kernel in enumerate(src.kernels)]
 
 
-def per_file_json(sources, records: list, host: dict | None = None):
+def per_file_json(sources, records: list, host: dict | None = None, hint: str | None = None):
     """The --json output: one object per file (the first kernel's, with every region's as
-    `regions` where there are several, and `host` when this machine's model was used); the
-    object itself for one file."""
+    `regions` where there are several, `host` when this machine's model was measured into, and
+    `hint` when a built-in stood in for a model of this machine); the object itself for one
+    file."""
     out, at = [], 0
     for src in sources:
         obj = records[at]
@@ -151,6 +175,8 @@ def per_file_json(sources, records: list, host: dict | None = None):
             obj = dict(obj, regions=records[at:at + len(src.kernels)])
         if host is not None:
             obj = dict(obj, host=host)
+        if hint is not None and src.isa == HARNESS_ISA:
+            obj = dict(obj, hint=hint)
         out.append(obj)
         at += len(src.kernels)
     return out[0] if len(out) == 1 else out

@@ -5,7 +5,9 @@ cache directory, `<cache_dir>/host-<hash of the CPU identity>.json`, and grows w
 
 * **first use: bootstrap.** The core forms (measure/forms_core.txt: one or two per kind of
   execution unit) are measured with all pairs and weighted pairs, with their latencies and the
-  front end (issue width, macro-fusion, load-op slots, taken branch: measure/frontend.py), and
+  front end (issue width, macro-fusion, load-op slots, paired stores, stack sync, window, taken
+  branch: measure/frontend.py; a model whose front end older probes measured gets it measured
+  again on its next use), and
   inferred: the training workflow of `pmpredict infer --measure` (pmpredict/host/workflow.py)
   with the host model's settings. If a built-in model says it was measured on a CPU of this
   very identity (its provenance's `cpu_identity`), its forms seed the model instead, and only
@@ -38,7 +40,9 @@ from pmpredict.isa import semantics
 from pmpredict.isa.forms import parse_form
 from pmpredict.isa.keys import render_key
 from pmpredict.formats.model_files import load_model, save_model
+from pmpredict.measure.cpu import HARNESS_ISA, cpu_identity, cpu_name
 from pmpredict.models import builtin_names
+from pmpredict.userdirs import cache_dir as user_cache_dir
 
 # the bootstrap's inference settings (its ports: the workflow's HOST_PORTS)
 SEED = 0
@@ -114,11 +118,8 @@ def _short(form: str) -> str:
 
 def model_path(cache_dir: str | None = None) -> str:
     """Where this machine's model lives (its CPU identity decides the name)."""
-    # deferred: pmpredict.measure loads numpy and the harness
-    from pmpredict.measure import default_cache_dir
-    from pmpredict.measure.calibrate import cpu_identity
     tag = hashlib.sha256(cpu_identity().encode()).hexdigest()[:12]
-    return os.path.join(cache_dir or default_cache_dir(), f"host-{tag}.json")
+    return os.path.join(cache_dir or user_cache_dir(), f"host-{tag}.json")
 
 
 def load_cached(cache_dir: str | None = None):
@@ -133,8 +134,6 @@ DAMAGED = "this machine's model is damaged ({}); delete the file and it is measu
 
 def _read(path: str):
     """The model at `path`, checked: an x86 model whose provenance holds the host facts."""
-    # deferred: pmpredict.measure loads numpy and the harness
-    from pmpredict.measure.instantiate import HARNESS_ISA
     try:
         model = load_model(path)
     except InputError as exc:
@@ -213,7 +212,6 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     model measured on this very CPU when there is one."""
     # deferred: pmpredict.measure loads numpy and the harness
     from pmpredict.measure import HostError, default_cache_dir
-    from pmpredict.measure.calibrate import cpu_name
 
     cache_dir = cache_dir or default_cache_dir()
     path = model_path(cache_dir)
@@ -223,6 +221,9 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
             model = _read(path) if os.path.exists(path) else None
             if model is None:
                 model = _bootstrap(cache_dir, progress, update, core, seed_builtin)
+                save_model(model, path)
+            elif _front_end_dated(model):
+                model = _measure_front_end(model, cache_dir, progress)
                 save_model(model, path)
             left = _host_facts(model).get("left_out", {})
             new = [f for f in dict.fromkeys(forms) if f not in model.uops and f not in left]
@@ -245,9 +246,6 @@ def _host_facts(model) -> dict:
 def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool):
     """This machine's first model: seeded from a built-in measured on this very CPU, or
     trained on the core forms; with the host facts in its provenance."""
-    # deferred: pmpredict.measure loads numpy and the harness
-    from pmpredict.measure.calibrate import cpu_identity
-
     started = time.monotonic()
     seeded = _builtin_for(cpu_identity()) if seed_builtin else None
     if seeded is not None:
@@ -296,6 +294,29 @@ def _seed(builtin, cache_dir, progress):
     return front.apply(table.apply(builtin))
 
 
+def _front_end_dated(model) -> bool:
+    """Whether the model's front end was measured by older probes than today's (which give
+    facts it lacks: the fusion of each first instruction, the window...)."""
+    # deferred: pmpredict.measure loads numpy and the harness
+    from pmpredict.measure.frontend import FRONT_END_VERSION
+    front = model.provenance.get("front_end")
+    if not isinstance(front, dict):
+        return False                    # never measured here: nothing to bring up to date
+    version = front.get("version", 1)
+    return not isinstance(version, int) or version < FRONT_END_VERSION
+
+
+def _measure_front_end(model, cache_dir, progress):
+    """The model with its front end measured again by today's probes (the width floored
+    where the first measurement had a floor: the fastest core singleton)."""
+    # deferred: pmpredict.measure loads numpy and the harness
+    from pmpredict.measure.frontend import measure_frontend
+    old = model.provenance.get("front_end")
+    floor = old.get("width_floor") if isinstance(old, dict) else None
+    floor = floor if isinstance(floor, (int, float)) and floor > 0 else None
+    return measure_frontend(cache_dir=cache_dir, progress=progress, floor=floor).apply(model)
+
+
 def _train_core(core, cache_dir, progress):
     """(the core forms' model: their training set, the front end and the inference of the
     training workflow, with the host model's settings; experiments measured)."""
@@ -326,7 +347,6 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate):
     from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
                                              singleton_throughputs)
     from pmpredict.measure import measure_experiment_set
-    from pmpredict.measure.instantiate import HARNESS_ISA
     from pmpredict.measure.latency import measure_latencies
     from pmpredict.model.experiments import ExperimentSet
 
@@ -382,8 +402,6 @@ def _add_forms(model, uops: dict, table):
 
 def describe(cache_dir: str | None = None) -> dict:
     """This machine's model at a glance: where it is, what it covers, when it was measured."""
-    # deferred: pmpredict.measure loads numpy and the harness
-    from pmpredict.measure.calibrate import cpu_name
     path = model_path(cache_dir)
     out = {"name": MODEL_NAME, "cpu": cpu_name(), "path": path, "measured": os.path.exists(path)}
     if not out["measured"]:

@@ -27,10 +27,10 @@ from pmpredict.measure.block_measurement import (BlockMeasurement, BlockTiming,
                                                  DroppedInstruction, MalformedTiming,
                                                  UnrollVariant)
 from pmpredict.measure.cache import ResultCache, block_key
-from pmpredict.measure.calibrate import cpu_identity, cpu_name
+from pmpredict.measure.cpu import cpu_identity, cpu_name
 from pmpredict.measure.codegen import block_kernel
-from pmpredict.measure.instantiate import HARNESS_ISA
-from pmpredict.measure.layout import Layout, plan_layout
+from pmpredict.measure.instantiate import DIVIDEND, DIVISOR, HARNESS_ISA
+from pmpredict.measure.layout import DivisionStart, Layout, plan_layout
 from pmpredict.measure.experiments import kernel_cycles
 from pmpredict.measure.runner import RunOptions, Timing, check_host, passes_agree, run_kernels
 
@@ -289,13 +289,36 @@ def _timing(factors: tuple[int, int], timings: list[Timing], symbols: list[str])
         next((t.error for t in timings if t.error), "no usable timing"))
 
 
+def division_note(start: DivisionStart, line: int, text: str) -> str:
+    """What a division of the block divides, and why (layout.py, docs/MEASUREMENT.md)."""
+    head = f"line {line} '{text}'"
+    if start.chained:
+        kept = "" if start.dividend is None else \
+            f": every iteration divides {start.dividend:#x}, a {start.quotient_bits}-bit quotient"
+        return (f"{head}: its dividend is the quotient of a division before it, which a divisor "
+                f"of {DIVISOR:#x} would bring down to 0 within two iterations; its divisor starts "
+                f"as 1 instead (x / 1 keeps x){kept}")
+    parts = []
+    if start.dividend is not None:
+        parts.append(f"dividend {start.dividend:#x}")
+    if start.divisor is not None:
+        parts.append(f"divisor {start.divisor:#x}")
+    what = " and ".join(parts) if parts else "values the block computes itself"
+    bits = f", a {start.quotient_bits}-bit quotient" if start.quotient_bits is not None else ""
+    return (f"{head}: divides first {what}{bits} (the registers and words that feed a division "
+            f"start as a typical one: a 64-bit quantity by a count, {DIVIDEND:#x} / "
+            f"{DIVISOR:#x}; docs/MEASUREMENT.md)")
+
+
 def _describe(block: PreparedBlock, timing: BlockTiming, cached: bool) -> BlockMeasurement:
     """The timing plus what was measured and how the block was set up."""
     dropped = () if block.dropped is None else \
         (DroppedInstruction(block.dropped.line, block.dropped.text.strip()),)
+    notes = tuple(division_note(d, block.instructions[d.instruction].line,
+                                block.lines[d.instruction]) for d in block.layout.divisions)
     return BlockMeasurement(
         timing=timing, instruction_count=len(block.lines), syntax=block.syntax, cpu=cpu_name(),
         loop_counter=block.counter or "memory", kernel=block.kernel, cached=cached,
         initial_registers=tuple(block.layout.registers),
         pointer_load_lines=tuple(block.instructions[i].line for i in block.layout.pointer_loads),
-        dropped=dropped)
+        dropped=dropped, notes=notes)

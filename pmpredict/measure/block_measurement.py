@@ -4,7 +4,7 @@ the timing plus what was timed and how the block was set up).
 
 `to_json` gives the JSON `pmpredict measure --json` prints and the cache stores, key for key
 and in the same order (docs/MEASUREMENT.md, "Reported"); keys that are only sometimes there
-(`error`, `symbols`, `pointer_loads`, `dropped`) are left out when empty.
+(`error`, `symbols`, `pointer_loads`, `dropped`, `notes`) are left out when empty.
 """
 
 from __future__ import annotations
@@ -97,6 +97,8 @@ class BlockMeasurement:
     initial_registers: tuple[tuple[str, int], ...]   # every general-purpose register's start
     pointer_load_lines: tuple[int, ...] = ()   # source lines whose loaded value is an address
     dropped: tuple[DroppedInstruction, ...] = ()
+    notes: tuple[str, ...] = ()          # how the block was set up: per division, what it
+    # divides first and why (block.division_note)
 
     # the timing's figures, read as the measurement's own
     @property
@@ -147,4 +149,6 @@ class BlockMeasurement:
             out["pointer_loads"] = list(self.pointer_load_lines)
         if self.dropped:
             out["dropped"] = [d.to_json() for d in self.dropped]
+        if self.notes:
+            out["notes"] = list(self.notes)
         return out

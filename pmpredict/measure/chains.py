@@ -26,7 +26,26 @@ Per form and per source operand (form-order index; "flags" for the flags a consu
   the dependency engine's store-forwarding edge (forwarding + operand latency - load
   latency) equal the measured link;
 * **stores** have no register result: latency 0 (the store -> load latency is the machine's
-  `store_forward_latency`).
+  `store_forward_latency`);
+* **merge** (a register destination written partially, its other bits kept: `mov cl, [m]`,
+  `mov cx, dx`, `sete cl`; the semantics read its old value with role MERGE): the form alone,
+  its destination the chain and everything else constant (`mov cl, byte ptr [rdx + 64]`
+  repeated): the latency from the old value to the result, keyed by the destination operand.
+  Where the destination is also read (`add cl, dl`) the merge is the data path, measured by
+  the register chain already;
+* **integer division** (div, idiv; 8 to 64 bits, register or memory divisor), keyed DIVIDEND:
+  the implicit dividend -> quotient path, on the values the throughput experiments divide
+  (instantiate.DIVIDEND / DIVISOR: a division's time depends on them). Each link puts the
+  dividend back from the quotient and the remainder, q * d + r = x: `mov ebx, 0x1d0135; div
+  rbx; imul rax, rbx; add rax, rdx; xor edx, edx` (companions imul and add; `xor edx, edx`,
+  the high half 0 again, and the `mov` of the divisor are off the chain). The divisor is set
+  by the link itself (a memory divisor: stored by it, `mov qword ptr [rcx + 64], rbx`, before
+  `div qword ptr [rcx + 64]`), so the block layout (layout.py) leaves it alone and starts rax
+  as DIVIDEND: a divisor it chose would be 1, since the dividend is an earlier quotient (x / 1
+  keeps x, and measures a 47-bit quotient). 32- and 16-bit divisions use the same 64-bit
+  imul and add (the low bits of q * d + r are x's); a byte division divides ax into al and
+  ah: `div bl; movzx ecx, ah; mul bl; add rax, rcx` (companions mul8 and add). The divisor
+  -> quotient path is not measured (the form's latency is the dividend's).
 
 Moves a core may eliminate (mov r64, r64; vmovaps): a chain of a known one-cycle operation
 through the move; the move's latency is the link minus the operation, 0 when eliminated.
@@ -38,11 +57,11 @@ more instances while two `nop`s cost nothing (a port); otherwise the front end i
 as the ports and the question stays open.
 
 The companions' latencies come from reference chains (REFERENCES), measured first: self-chains
-(`add`, `imul`, `shr`, `vpaddd`, `vmulps`), the flag round trip `add; adc` (adc's carry ->
-register latency = link - add), the register-class round trip `vmovq xmm, r64; vmovq r64,
-xmm` (timing alone cannot split it: each direction is taken as half of it), the L1 pointer
-chase `mov r64, [r64 + 64]` (the machine's load-to-use latency) and `mov [m], r64; mov r64,
-[m]` (store forwarding).
+(`add`, `imul`, `mul r8`, `shr`, `vpaddd`, `vmulps`), the flag round trip `add; adc` (adc's
+carry -> register latency = link - add), the register-class round trip `vmovq xmm, r64;
+vmovq r64, xmm` (timing alone cannot split it: each direction is taken as half of it), the
+L1 pointer chase `mov r64, [r64 + 64]` (the machine's load-to-use latency) and `mov [m],
+r64; mov r64, [m]` (store forwarding).
 """
 
 from __future__ import annotations
@@ -53,8 +72,8 @@ from dataclasses import dataclass, field
 from pmpredict.isa import semantics
 from pmpredict.asm.parse import parse
 from pmpredict.isa.forms import FormTemplate, Placeholder, parse_form
-from pmpredict.isa.semantics import ADDRESS_ONLY, LOAD, READ_MODIFY_WRITE, STORE
-from pmpredict.measure.instantiate import HARNESS_ISA, immediate
+from pmpredict.isa.semantics import ADDRESS_ONLY, LOAD, MERGE, READ_MODIFY_WRITE, STORE
+from pmpredict.measure.instantiate import DIVISOR, HARNESS_ISA, immediate
 
 _ISA = semantics.get(HARNESS_ISA)
 _GPR = _ISA.register_pool("G", 64)              # rbp and rsp are never used
@@ -63,6 +82,7 @@ ROTATION = 4            # registers an RW destination rotates over when it is no
 IDIOM_SATURATING = 8    # independent instances that saturate an idiom form's ports
 IDIOM_ADDED = 2         # idioms (or nops) added to them
 FLAGS = "flags"
+DIVIDEND = "dividend"    # the source of a division's chain: its implicit dividend (rdx:rax, ax)
 
 
 # --- what is measured ------------------------------------------------------------------
@@ -93,6 +113,7 @@ def _reference_list() -> tuple[Reference, ...]:
     refs = [
         Reference("add", Chain(("add rax, rbx",)), "add r64, r64: self-chain"),
         Reference("imul", Chain(("imul rax, rbx",)), "imul r64, r64: self-chain"),
+        Reference("mul8", Chain(("mul bl",)), "mul r8: self-chain (al -> ax)"),
         Reference("shr", Chain(("shr rax, 63",)), "shr r64, 63: self-chain"),
         Reference("adc-carry", Chain(("add rax, rbx", "adc rax, rcx"), companions=("add",)),
                   "adc r64, r64, carry -> register: add r64, r64 (flags) then adc"),
@@ -127,9 +148,9 @@ PIPELINE_REFERENCES = ("load_latency", "store_forward_latency", "atomic_cycles")
 class SourcePlan:
     """How one source's latency is measured: one chain, or several whose maximum counts
     (lea: through the base and through the index)."""
-    source: object                          # operand index, or FLAGS
+    source: object                          # operand index, FLAGS, or DIVIDEND
     chains: tuple[Chain, ...]
-    kind: str = "register"                  # register, load, rmw, move, flags
+    kind: str = "register"                  # register, load, rmw, move, flags, merge, division
 
 
 @dataclass(frozen=True)
@@ -326,6 +347,11 @@ def plan_form(form: str) -> FormPlan:
         return FormPlan(form, skipped=(("*", "a branch or a trap: no latency chain"),))
     operands = _operands(template, fs.operand_access)
     pinned = set(fs.pinned_registers)
+    division = _ISA.division(template)
+    if division is not None:
+        return FormPlan(form, (_division_chain(form, operands, division, pinned),),
+                        skipped=((0, "the divisor -> quotient path is not measured: the "
+                                     "form's latency is the dividend's"),))
     regs = [o for o in operands if o.kind == "reg"]
     mem = next((o for o in operands if o.kind == "mem"), None)
     written = [o for o in regs if "W" in o.access]
@@ -350,6 +376,12 @@ def plan_form(form: str) -> FormPlan:
             sources.append(_memory_chain(form, fs, operands, mem, written, pinned))
         except ValueError as exc:
             skipped.append((mem.index, str(exc)))
+    for d in written:
+        try:
+            if "R" not in d.access and _merges(form, operands, d, pinned):
+                sources.append(_merge_chain(form, operands, d, pinned))
+        except ValueError as exc:
+            skipped.append((d.index, str(exc)))
     if fs.flags_read:
         try:
             sources.append(_flags_chain(form, operands, written, pinned))
@@ -473,6 +505,58 @@ def _memory_chain(form, fs, operands, m: _Operand, written, pinned) -> SourcePla
     more, more_names = _value_to_address(c, base)
     return SourcePlan(m.index, (Chain(tuple([render(form, ops)] + lines + more), 1,
                                       tuple(names + more_names)),), "load")
+
+
+def _merge_operands(operands, d: _Operand, pinned) -> _Operands:
+    """d on the first free register of its class, every other operand constant."""
+    alloc = _Allocator(pinned)
+    ops, rotation = _Operands(), {}
+    ops.regs[d.index] = alloc.take(d.cls)
+    _fill_others(ops, operands, alloc, {d.index}, rotation, 1)
+    return ops
+
+
+def _merges(form, operands, d: _Operand, pinned) -> bool:
+    """Whether writing destination d keeps the rest of its register (an 8/16-bit GPR): the
+    semantics of an instance read its old value with role MERGE."""
+    line = render(form, _merge_operands(operands, d, pinned))
+    return any(r.role == MERGE and r.operand == d.index for r in instruction(line).reads)
+
+
+def _merge_chain(form, operands, d: _Operand, pinned) -> SourcePlan:
+    """The form repeated, its destination the chain through the merge: `mov cl, byte ptr
+    [rdx + 64]`, each instance waiting for the old rcx (not for its load, whose address is
+    constant)."""
+    return SourcePlan(d.index, (Chain((render(form, _merge_operands(operands, d, pinned)),)),),
+                      "merge")
+
+
+def _division_chain(form, operands, division, pinned) -> SourcePlan:
+    """The dividend -> quotient chain of a division (see the module docstring): the link sets
+    its divisor to DIVISOR (in memory too), divides, and puts the dividend back from quotient
+    and remainder, so every link divides what the throughput experiments divide."""
+    alloc = _Allocator(pinned | {"rax", "rdx"})
+    d = alloc.take("G")
+    lines = [f"mov {_name('G', d, 32)}, {DIVISOR:#x}"]
+    ops = _Operands()
+    if operands[0].kind == "mem":
+        base = alloc.take("G")
+        ops.mem[0] = (base, None, _LINE_DISP)
+        lines.append(f"mov qword ptr [{_GPR[base]} + {_LINE_DISP}], {_GPR[d]}")
+    else:
+        ops.regs[0] = d
+    lines.append(render(form, ops))
+    if division.width == 8:             # ax / d -> al quotient, ah remainder: ax = al * d + ah
+        t = alloc.take("G")             # a register movzx can write from ah (no REX prefix)
+        if _GPR[t] not in ("rbx", "rcx", "rsi", "rdi"):
+            raise ValueError("no legacy register for the remainder in ah")
+        lines += [f"movzx {_name('G', t, 32)}, ah", f"mul {_name('G', d, 8)}",
+                  f"add rax, {_GPR[t]}"]
+        companions = ("mul8", "add")
+    else:                               # the low `width` bits of q * d + r are the dividend's
+        lines += [f"imul rax, {_GPR[d]}", "add rax, rdx", "xor edx, edx"]
+        companions = ("imul", "add")
+    return SourcePlan(DIVIDEND, (Chain(tuple(lines), 1, companions),), "division")
 
 
 def _flags_chain(form, operands, written, pinned) -> SourcePlan:

@@ -17,7 +17,7 @@ from pmpredict.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, HARN
 from pmpredict.measure.layout import NORMAL_FILL, Layout
 
 # Bump when the generated code or the timing method changes: it is part of the cache key.
-HARNESS_VERSION = 4
+HARNESS_VERSION = 5
 
 # Value of every allocatable general-purpose register at kernel entry: small (a bit offset
 # of `bt mem, reg` stays inside the operand's cache line), odd and non-zero (bsf/bsr/tzcnt of
@@ -67,9 +67,13 @@ def _function(name: str, prologue: list[str], body: list[str], loop_end: list[st
 
 def experiment_kernel(name: str, window: Window) -> Kernel:
     """The kernel of one unroll variant of an experiment."""
-    init = [f"mov {r}, {GPR_INIT}" for r in _GPR64 + ["rbp"]
-            if r not in (BASE_REGISTER, COUNTER_REGISTER)]
-    init = _vector_init(window.vector_width) + init
+    values = dict(window.values)
+    init = [f"mov {r}, {values[r]:#x}" if r in values else f"mov {r}, {GPR_INIT}"
+            for r in _GPR64 + ["rbp"] if r not in (BASE_REGISTER, COUNTER_REGISTER)]
+    # words in memory (divisors) before the registers: rax carries them
+    words = [line for disp, word in window.words
+             for line in (f"mov rax, {word:#x}", f"mov qword ptr [{BASE_REGISTER} + {disp}], rax")]
+    init = _vector_init(window.vector_width) + words + init
     # pushes and pops: rsp back where it was, once per iteration (below it the stack is free)
     restore = [f"lea rsp, [rsp {'-' if window.stack_bytes > 0 else '+'} "
                f"{abs(window.stack_bytes)}]"] if window.stack_bytes else []
@@ -79,7 +83,7 @@ def experiment_kernel(name: str, window: Window) -> Kernel:
     headroom = stack_headroom(window)
     enter = [f"sub rsp, {headroom}"] if headroom else []
     leave = [f"add rsp, {headroom}"] if headroom else []
-    return Kernel(name, _function(name, init + enter, window.lines,
+    return Kernel(name, _function(name, init + enter, window.body,
                                   restore + [f"dec {COUNTER_REGISTER}"], leave,
                                   window.vector_width))
 
@@ -98,14 +102,17 @@ def block_kernel(name: str, body: list[str], syntax: str, counter: str | None, v
 
     The block gets its own stack: rsp is saved, set to the block's stack region for the
     loop, and restored. `counter` None keeps the loop count in memory (the block uses
-    every register). `symbols`: original name -> name in this kernel of every rip-relative
-    symbol the block addresses; each becomes a 4 KiB, 64-byte aligned data object filled
-    as the layout says (1.0f lanes unless the block loads pointers from it).
+    every register), at the layout's page offset of a page of its own. `symbols`: original
+    name -> name in this kernel of every rip-relative symbol the block addresses; each
+    becomes a 4 KiB data object in a page of its own, at the page offset the layout gives
+    it (64-byte aligned, so no two objects, and no object and register start, 4K-alias),
+    filled as the layout says (1.0f lanes unless the block loads pointers from it).
     """
     pre = ["mov qword ptr [rip + pm_saved_rsp], rsp"]
     if counter is None:
-        pre.append(f"mov qword ptr [rip + pm_counter], {COUNTER_REGISTER}")
-        loop_end = ["dec qword ptr [rip + pm_counter]"]
+        where = f"[rip + pm_counter + {layout.counter_offset}]"
+        pre.append(f"mov qword ptr {where}, {COUNTER_REGISTER}")
+        loop_end = [f"dec qword ptr {where}"]
     else:
         if counter != COUNTER_REGISTER:
             pre.append(f"mov {counter}, {COUNTER_REGISTER}")
@@ -118,10 +125,13 @@ def block_kernel(name: str, body: list[str], syntax: str, counter: str | None, v
     asm = _function(name, pre, body, loop_end, ["mov rsp, qword ptr [rip + pm_saved_rsp]"],
                     vector_width, syntax)
     if symbols:
-        fills = dict(layout.symbol_fill)
-        data = [".data", ".p2align 6"]
-        for old, new in symbols.items():
-            data += [f"{new}:", ".rept 512", f".quad {fills.get(old, NORMAL_FILL):#x}", ".endr"]
+        fills, offsets = dict(layout.symbol_fill), dict(layout.symbol_offsets)
+        data = [".data"]
+        for k, (old, new) in enumerate(symbols.items()):
+            # a symbol the layout did not see (it names no memory operand): lines of its own
+            offset = offsets.get(old, (layout.counter_offset + (k + 1) * 5 * 64) % 4096)
+            data += [".p2align 12", f".skip {offset}", f"{new}:", ".rept 512",
+                     f".quad {fills.get(old, NORMAL_FILL):#x}", ".endr"]
         asm = "\n".join(data) + "\n" + asm
     return Kernel(name, asm, layout)
 
@@ -158,8 +168,9 @@ def harness_source(kernels: list[Kernel]) -> str:
            "const unsigned long *slots; unsigned long win_start, win_bytes; };",
            "struct pm_kernel { int index; int block; kernel_fn fn; int nregions; "
            "const struct pm_region *regions; unsigned long fault_fill; };",
-           "unsigned long pm_saved_rsp, pm_counter;   /* block kernels: the harness's rsp, "
-           "a loop count in memory */",
+           "unsigned long pm_saved_rsp;   /* block kernels: the harness's rsp */",
+           "unsigned long pm_counter[512] __attribute__((aligned(4096)));   /* a loop count in "
+           "memory, at the page offset the block's layout gives it */",
            f"#define PM_SCRATCH_BYTES {SCRATCH_BYTES}",
            f"#define PM_NORMAL_FILL {NORMAL_FILL:#x}UL",
            f"#define PM_NKERNELS {len(kernels)}", ""]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.isa.forms import parse_form
 from pmpredict.measure.cache import ResultCache, experiment_key
-from pmpredict.measure.calibrate import cpu_identity
+from pmpredict.measure.cpu import cpu_identity
 from pmpredict.measure.codegen import experiment_kernel
 from pmpredict.measure.instantiate import DEFAULT_LENGTHS, HARNESS_ISA, instantiate, windows
 from pmpredict.measure.runner import (Failure, RunOptions, Timing, check_assembles, check_host,

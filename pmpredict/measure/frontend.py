@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pmpredict.isa import semantics
 from pmpredict.measure.block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
 from pmpredict.measure.cache import ResultCache, block_key
-from pmpredict.measure.calibrate import cpu_identity, cpu_name
+from pmpredict.measure.cpu import cpu_identity, cpu_name
 from pmpredict.measure.codegen import block_kernel
 from pmpredict.measure.experiments import Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
@@ -34,6 +34,9 @@ LOOP_SYNTAX = "intel-loop"            # the cache key of a loop probe (its body 
 _ISA = semantics.get(HARNESS_ISA)             # which spellings are jumps
 _LABEL = re.compile(r"^\d+:")                 # a numeric local label: a probe's jump target
 ROUNDS = 3                            # timings of the probes at most, while the reading is in doubt
+# the probes' generation, in a model's provenance.front_end: 2 added the fusion of each first
+# instruction, vector load-op slots, the store pairing block, the stack sync and the window
+FRONT_END_VERSION = 2
 
 
 @dataclass
@@ -47,11 +50,15 @@ class MeasuredFrontEnd:
         return f"measured on {self.cpu} {self.date}"
 
     def apply(self, model):
-        """The model with the measured issue width and pipeline facts (and what they rest on
-        in its provenance)."""
+        """The model with the measured issue width and pipeline facts (each source says what
+        it rests on: `measured on <cpu> <date>: <the probes' reading>`; the readings in full
+        in its provenance's front_end)."""
         pipeline = {**model.pipeline, **self.facts.pipeline}
-        sources = {**model.pipeline_source, **{k: self.source for k in self.facts.pipeline}}
+        sources = {**model.pipeline_source,
+                   **{k: self.source + (f": {self.facts.how[k]}" if k in self.facts.how else "")
+                      for k in self.facts.pipeline}}
         provenance = {**model.provenance, "front_end": {"source": self.source,
+                                                        "version": FRONT_END_VERSION,
                                                         **self.facts.details}}
         return replace(model, r_max=self.facts.r_max or model.r_max, pipeline=pipeline,
                        pipeline_source=sources, provenance=provenance)

@@ -22,6 +22,16 @@ This follows the scheme of the PMEvo dissertation (Alg. 3.1) for x86-64 forms:
   offset, so successive loads do not collide on one L1 bank.
 * Immediates of width W are 2^(W-8) + 42 (43 for 8 bits): not 0 or 1, which
   some cores special-case, and representable in the operand.
+* Integer divisions (div, idiv, every width, register or memory divisor) divide DIVIDEND
+  by DIVISOR in every instance: the divisor operand is one register that holds DIVISOR and
+  nothing writes (a memory divisor: lines of their own, which the kernel fills with DIVISOR
+  before the loop), and right before each division `mov rax, <a register holding DIVIDEND>`
+  and `xor edx, edx` (not for a byte divisor, whose dividend is ax) put the dividend back:
+  the division's own rdx:rax result would otherwise feed the next one (a chain, and a
+  dividend that drifts to overflow or to 0). Both are removed at rename (an eliminated move,
+  a zero idiom: no execution port; measured on Zen 4, four adds and the two run at 1.00
+  cycle, as four adds alone), so they cost front-end slots only; they are the window's
+  `prefix` lines, not instances of the experiment.
 * The loop counter and the base register are reserved and never allocated; rbp
   is allocated (the kernel saves it), rsp is not.
 
@@ -48,8 +58,8 @@ from pmpredict.isa import semantics
 from pmpredict.isa.examples import example_instance
 from pmpredict.isa.forms import FormTemplate, Placeholder, form_text, parse_form
 from pmpredict.isa.semantics import LOAD, READ_MODIFY_WRITE, STORE
+from pmpredict.measure.cpu import HARNESS_ISA
 
-HARNESS_ISA = "x86"          # the harness generates x86-64 code: forms of this ISA only
 _ISA = semantics.get(HARNESS_ISA)
 _GPR64 = _ISA.register_pool("G", 64)
 BASE_REGISTER = "rdi"        # first argument of the kernel: the scratch buffer
@@ -61,10 +71,26 @@ _RBP = len(_GPR64)
 LINE = 64                    # cache line size in bytes
 PAGE = 4096
 PAGES = 8                    # displacements stay below 2^15 (forms declare MIMM:16)
-LINES_PER_REGION = PAGES * (PAGE // 2 // LINE)      # 256 read lines and 256 written lines
+LINES_PER_REGION = PAGES * (PAGE // 2 // LINE)      # 256 written lines; of the 256 read ones
+LINES_PER_DIVISOR_REGION = PAGE // 2 // LINE        # the last page's 32 hold divisors (D)
 SCRATCH_BYTES = PAGES * PAGE + PAGE                 # what the harness must allocate
 
 DEFAULT_LENGTHS = (50, 32, 80)   # unrolled window sizes (instructions); the minimum is kept
+
+# The values every integer division divides (experiments here; blocks: layout.py). A division
+# raises #DE (SIGFPE) on a zero divisor or a quotient too wide for its operand, and on most
+# cores its latency and throughput depend on the values (Zen 4, measured: a 64-bit div of a
+# 63-bit dividend takes 7 cycles per division up to quotients of 44 bits, 8 at 48-52 bits, 9
+# beyond 56; latency 9 to 17). The choice is a typical division of compiled code, a 64-bit
+# quantity (a size, a sum, an offset: 47 significant bits) divided by a count (21 bits, a
+# couple of million), so the quotient has 27 bits and the remainder (an index, in a hash
+# table) stays small. One pair serves every width, as the low bits of each: DIVIDEND / DIVISOR
+# is 0x7dee66661a2b / 0x1d0135 (64-bit: a 27-bit quotient), 0x66661a2b / 0x1d0135 (32-bit:
+# 10 bits), 0x1a2b / 0x135 (16-bit: 5 bits), ax = 0x1a2b / 0x35 (8-bit: 126, which fits a
+# signed byte); every part is positive as a signed number, so `xor edx, edx` (or cqo) is its
+# sign extension and idiv divides the same values.
+DIVIDEND = 0x00007DEE66661A2B
+DIVISOR = 0x00000000001D0135
 
 # register family -> (class, pool index)
 _POOL_INDEX = {fam: ("G", i) for i, fam in enumerate(_GPR64)}
@@ -146,6 +172,8 @@ class Instance:
     read_writes: frozenset = frozenset()        # {(class, index)} registers read and written
     mem_reads: tuple = ()                       # displacements loaded from
     mem_writes: tuple = ()                      # displacements stored to (or RMW)
+    prefix: tuple[str, ...] = ()                # lines the harness runs right before it (a
+    # division's dividend put back: `mov rax, <DIVIDEND>; xor edx, edx`); not of the experiment
 
 
 @dataclass(frozen=True)
@@ -156,10 +184,20 @@ class Window:
     vector_width: int                            # widest vector register used (0: none)
     fixed: frozenset = frozenset()              # registers the forms use implicitly or literally
     stack_bytes: int = 0                         # how far the window moves rsp (pushes: < 0)
+    values: tuple[tuple[str, int], ...] = ()     # 64-bit register -> its value at kernel entry,
+                                                 # where it is not the harness's usual one
+    words: tuple[tuple[int, int], ...] = ()      # (displacement, 64-bit word) the kernel stores
+                                                 # before the loop (divisors in memory)
 
     @property
     def lines(self) -> list[str]:
+        """The instructions of the experiment, one per instance."""
         return [i.text for i in self.instructions]
+
+    @property
+    def body(self) -> list[str]:
+        """What the loop runs: every instance after its prefix lines."""
+        return [line for i in self.instructions for line in (*i.prefix, i.text)]
 
 
 def sequence_of(counts) -> list[str]:
@@ -187,7 +225,10 @@ class _Pool:
 
 
 class _Lines:
-    """Cache lines of one region (read or written), handed out round-robin (= LRU).
+    """Cache lines of one region, handed out round-robin (= LRU): "R" read (the first half of
+    each page but the last), "W" written (the second half of each page), "D" a division's
+    divisor (the first half of the last page, nothing else reads it; the kernel stores DIVISOR
+    there before the loop).
 
     Successive accesses also move through the line (by the access width, so an aligned
     form stays aligned and no access crosses a line): loads to different lines at the
@@ -196,18 +237,23 @@ class _Lines:
     layout rather than a property of the load ports.
     """
 
-    def __init__(self, written: bool):
-        self.written = written
+    def __init__(self, region: str):
+        self.region = region
         self.next = 0
 
     def take(self, width_bits: int | None = None) -> int:
         k = self.next
         self.next += 1
-        page, line = divmod(k % LINES_PER_REGION, PAGE // 2 // LINE)
+        per_page = PAGE // 2 // LINE
+        count = {"R": LINES_PER_REGION - LINES_PER_DIVISOR_REGION,
+                 "D": LINES_PER_DIVISOR_REGION}.get(self.region, LINES_PER_REGION)
+        page, line = divmod(k % count, per_page)
+        if self.region == "D":
+            page = PAGES - 1
         size = max(8, (width_bits or LINE * 8) // 8)  # at least 8: byte loads at offsets
         size = 1 << (size - 1).bit_length()            # 0,1,2,3 would share a bank again
         offset = (k * size) % LINE if size < LINE else 0
-        return page * PAGE + (PAGE // 2 if self.written else 0) + line * LINE + offset
+        return page * PAGE + (PAGE // 2 if self.region == "W" else 0) + line * LINE + offset
 
 
 @dataclass(frozen=True)
@@ -275,6 +321,8 @@ def _split_pools(templates: list[FormTemplate], fixed: set) -> dict[str, tuple[l
         reads = writes = 0
         widest_read = 0
         for t in templates:
+            if _ISA.division(t):
+                continue             # its divisor is the divisor register, not from a pool
             roles = [a for c, a in _operand_roles(t) if c == cls]
             r = sum(1 for a in roles if a == "R")
             reads += r
@@ -307,16 +355,20 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
     fixed = set()
     for c in compiled.values():
         fixed |= c[3]
+    divisions = {f: _ISA.division(t) for f, t in templates.items()}
+    dividing = _division_registers(fixed) if any(divisions.values()) else None
     copies = max(1, round(length / len(seq)))
-    pools = _split_pools([templates[f] for f in seq], fixed)
+    pools = _split_pools([templates[f] for f in seq],
+                         fixed | {("G", i) for i in dividing or ()})
     read_pools = {c: _Pool(p[0]) for c, p in pools.items()}
     write_pools = {c: _Pool(p[1]) for c, p in pools.items()}
-    lines = {"R": _Lines(False), "W": _Lines(True)}
+    lines = {"R": _Lines("R"), "W": _Lines("W"), "D": _Lines("D")}
     vector_width = 0
-    out = []
+    out, words = [], {}
     for _ in range(copies):
         for f in seq:
             t, parts, access, _ = compiled[f]
+            division = divisions[f]
             mem_width = next((o.mem_width for o in t.operands if o.kind == "mem"), None)
             reads, writes, rws, mreads, mwrites = set(), set(), set(), [], []
 
@@ -327,11 +379,16 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
                 if ph.kind == "MIMM":
                     if access == "":
                         return "64"
-                    disp = lines[access].take(mem_width)
+                    disp = lines["D" if division else access].take(mem_width)
                     (mwrites if access == "W" else mreads).append(disp)
+                    if division:
+                        words[disp - disp % 8] = DIVISOR
                     return str(disp)
                 if ph.kind == "IMM":
                     return str(immediate(ph.width))
+                if division and ph.kind == "REG":        # the divisor
+                    reads.add(("G", dividing[1]))
+                    return _names("G", ph.width)[dividing[1]]
                 cls = "V" if ph.reg_class in ("V", "F") else "G"
                 pool = (read_pools if acc == "R" else write_pools)[cls]
                 if not pool.indices:
@@ -355,10 +412,36 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
             for op in t.operands:
                 if op.kind == "reg" and op.reg_class in ("V", "F") and op.width:
                     vector_width = max(vector_width, op.width)
+            prefix = _dividend_lines(division, dividing[0]) if division else ()
             out.append(Instance(f, " ".join(text.split()), frozenset(reads), frozenset(writes),
-                                frozenset(rws), tuple(mreads), tuple(mwrites)))
+                                frozenset(rws), tuple(mreads), tuple(mwrites), prefix))
     stack = sum(stack_delta(i.form) or 0 for i in out)
-    return Window(tuple(out), copies, vector_width, frozenset(fixed), stack)
+    values = () if dividing is None else (
+        (_names("G", 64)[dividing[0]], DIVIDEND), (_names("G", 64)[dividing[1]], DIVISOR))
+    return Window(tuple(out), copies, vector_width, frozenset(fixed), stack, values,
+                  tuple(sorted(words.items())))
+
+
+def _division_registers(fixed: set) -> tuple[int, int]:
+    """(register holding DIVIDEND, register holding DIVISOR), general-purpose pool indices:
+    the last two free ones (rbp, r15 unless a form pins them); nothing in the window writes
+    them, and no operand but a division's divisor is allocated to them."""
+    free = [i for i in range(_RBP + 1) if i not in _RESERVED_GPR and ("G", i) not in fixed]
+    if len(free) < 2:
+        raise ValueError("no free G register for a division's dividend and divisor")
+    return free[-1], free[-2]
+
+
+def _dividend_lines(division, source: int) -> tuple[str, ...]:
+    """The lines that put a division's dividend back before it: `mov rax, <DIVIDEND>` (an
+    eliminated move) and `xor edx, edx` (a zero idiom; its high half, none for a byte
+    divisor, whose dividend is ax)."""
+    low = _names("G", 64)[_POOL_INDEX[division.low][1]]
+    lines = (f"mov {low}, {_names('G', 64)[source]}",)
+    if division.high:
+        high = _names("G", 32)[_POOL_INDEX[division.high][1]]
+        lines += (f"xor {high}, {high}",)
+    return lines
 
 
 def windows(counts, lengths=DEFAULT_LENGTHS) -> list[Window]:

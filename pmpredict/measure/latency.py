@@ -18,17 +18,20 @@ import time
 from dataclasses import dataclass, field, replace
 
 from pmpredict.errors import InputError
+from pmpredict.isa import semantics
 from pmpredict.isa.forms import parse_form
 from pmpredict.measure.block import BLOCK_OPTIONS, cached_block, measure_blocks, prepare_block
 from pmpredict.measure.cache import ResultCache
-from pmpredict.measure.calibrate import cpu_identity, cpu_name
-from pmpredict.measure.chains import (FLAGS, PIPELINE_REFERENCES, REFERENCES, Chain, FormPlan,
-                                      FormTiming, form_timing, plan_form, reference_values)
+from pmpredict.measure.cpu import cpu_identity, cpu_name
+from pmpredict.measure.chains import (DIVIDEND, FLAGS, PIPELINE_REFERENCES, REFERENCES, Chain,
+                                      FormPlan, FormTiming, form_timing, plan_form,
+                                      reference_values)
 from pmpredict.measure.experiments import MeasurementStopped, Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.runner import RunOptions, check_host
 
 BATCH = 12          # chains per harness build (each is two kernels, two processes)
+_ISA = semantics.get(HARNESS_ISA)
 SYNTAX = "intel"
 
 
@@ -103,25 +106,40 @@ def split_latencies(form: str, sources: dict, own=()) -> tuple[float, dict[int, 
     """(the form's `latency`, `latency_from` per operand) from the latency of each source.
 
     `latency` covers every source without an entry of its own, the flags and implicit
-    registers among them: the flags' latency where a consumer has one, else the largest
+    registers among them: the flags' latency where a consumer has one, a division's dividend
+    -> quotient latency (DIVIDEND, chains.py) where it has one, else the largest
     register operand's, else (a load, lea) the memory operand's; a store's is 0. Sources in
     `own` (memory read-modify-written: `sub [m], 1`) always get an entry: without one the
-    dependency engine would read `latency` as the operation's and add the load's to it."""
+    dependency engine would read `latency` as the operation's and add the load's to it. So
+    does a merge (a source at a destination that is only written: the old value of `mov cl,
+    [m]`'s rcx), and it never counts as `latency`: the form's latency is its data's (the
+    load's), the merge's is its own (annotate reads it as the destination operand's)."""
     if "*" in sources:
         return sources["*"], {}
     operands = {k: v for k, v in sources.items() if isinstance(k, int)}
+    merges = {k for k in operands if _is_merge(form, k)}
     if FLAGS in sources:
         base = sources[FLAGS]
+    elif DIVIDEND in sources:
+        base = sources[DIVIDEND]
     else:
-        base = max(operands.values())
-        registers = [v for k, v in operands.items() if _is_register(form, k)]
+        data = {k: v for k, v in operands.items() if k not in merges} or operands
+        base = max(data.values())
+        registers = [v for k, v in data.items() if _is_register(form, k)]
         if registers:
             base = max(registers)
-    return base, {k: v for k, v in sorted(operands.items()) if v != base or k in own}
+    return base, {k: v for k, v in sorted(operands.items())
+                  if v != base or k in own or k in merges}
 
 
 def _is_register(form: str, index: int) -> bool:
     return parse_form(form, HARNESS_ISA).operands[index].kind == "reg"
+
+
+def _is_merge(form: str, index: int) -> bool:
+    """A register operand the form only writes: a latency from it is its merge's (chains.py)."""
+    access = _ISA.form(parse_form(form, HARNESS_ISA)).operand_access
+    return _is_register(form, index) and "R" not in access[index]
 
 
 def _references_needed(plans: list[FormPlan]) -> list[str]:

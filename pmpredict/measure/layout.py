@@ -6,8 +6,8 @@ and what the block reads there must not distort the timing:
 
 * **Distinct addresses.** The registers the block addresses memory through (found by
   following its data flow) start on distinct cache lines of one page, spread evenly over
-  it (with three of them 1344 bytes apart): no two alias, none 4K-aliases another, and
-  aligned vector accesses work. The page lies in the middle of a 64 KiB region mapped
+  it (with three of them 1344 bytes apart): no two alias, and aligned vector accesses
+  work. The page lies in the middle of a 64 KiB region mapped
   and filled up front (displacements of either sign work), in a 256 MiB window whose
   other pages are mapped on demand, all showing one physical page of that window
   (BHive's trick): a register streaming through memory (`add $32, %rax` every
@@ -17,6 +17,14 @@ and what the block reads there must not distort the timing:
   Zen 4 in a VM). rsp starts in a stack region of its own: push, pop and `8(%rsp)`
   never touch the harness's stack. Registers the block does not address through start
   in a spare region (valid pointers all the same, should the analysis miss a use).
+* **Distinct page offsets.** A load whose address matches an earlier store's in the low
+  12 bits waits for it on most cores (4K aliasing: on this Zen 4, a store through rsp and a
+  load through rbx at the same page offset took 1.44 cycles instead of 0.67). So every
+  start has a cache line of the page to itself (`page_lines`): the address registers theirs
+  (spread evenly, from line 0), then rsp, the pointer targets, the rip-relative data
+  objects, a loop counter in memory and the spare registers the lines in between (64 lines:
+  distinct for 64 starts). Regions, windows and data objects are page-aligned, so the
+  line is the page offset.
 * **Normal values.** Memory holds 1.0f in every 32-bit lane (its 64-bit view is a
   double near 0.0078): a normal number at every width, so floating-point work on loaded
   data takes no microcode assists.
@@ -36,10 +44,23 @@ and what the block reads there must not distort the timing:
   loads from that region seeing a subnormal.
 * **Index registers** (used only as the index of an address) start at small distinct
   multiples of 64, so base + index stays inside the base's region and aligned.
+* **Divisions** (div, idiv) must not fault (#DE: a zero divisor, a quotient too wide), and
+  their time depends on the values (docs/MEASUREMENT.md). Following the data flow as for
+  pointers, what a division's divisor is a copy of (a register at entry, or a loaded word)
+  starts as DIVISOR, what its dividend's low half is a copy of as DIVIDEND, its high half
+  (rdx) 0: the typical division of instantiate.py (a 27-bit quotient, a small remainder).
+  A division whose dividend is an earlier division's quotient (`xor edx, edx; div rbx`
+  repeated: each divides what the last one left) would divide its dividend down to 0 in
+  two iterations; its divisor starts as 1 instead (x / 1 keeps x: every iteration divides
+  DIVIDEND, a 47-bit quotient). A divisor the block sets itself (an immediate moved into
+  the register, `mov ebx, 0x1d0135`; a word it stores before dividing by it) is the block's:
+  the layout cannot make it 1, so such a division is never chained and its dividend starts
+  as DIVIDEND (the latency chains of chains.py restore their dividend from quotient and
+  remainder each link, with their own divisor). `divisions` says which was chosen, for the
+  report.
 * **Implicit data registers** (read by the instruction without naming them and never
-  part of an address: the rdx:rax dividend of div, the rcx of a rep prefix, the eax
-  of cpuid) start at 0: a division cannot overflow and a repeated string operation
-  does nothing.
+  part of an address: the rcx of a rep prefix, the eax of cpuid, the rdx of a division)
+  start at 0: a repeated string operation does nothing, a dividend's high half is 0.
 """
 
 from __future__ import annotations
@@ -48,7 +69,7 @@ from dataclasses import dataclass
 
 from pmpredict.isa import semantics as isa_semantics
 from pmpredict.isa.base import GPR, DATA, ADDRESS, InstructionSemantics
-from pmpredict.measure.instantiate import HARNESS_ISA
+from pmpredict.measure.instantiate import DIVIDEND, DIVISOR, HARNESS_ISA
 
 # 1.0f in both 32-bit halves: a normal float, and as a double about 0.0078
 NORMAL_FILL = 0x3F8000003F800000
@@ -63,8 +84,11 @@ POINTEE_BASE = 0x3F800000                # below 4 GiB; the low 32 bits of a poi
 LINE = 64
 PAGE = 4096
 ITERATIONS = 8                           # loop iterations followed before widening
+LINES_PER_PAGE = PAGE // LINE
+STRIDE = 5                               # coprime to 64: every line of the page, spread
 
-GPR_FAMILIES = isa_semantics.get(HARNESS_ISA).gpr_families     # rax .. r15: the JSON's order
+_ISA = isa_semantics.get(HARNESS_ISA)
+GPR_FAMILIES = _ISA.gpr_families         # rax .. r15: the JSON's order
 
 
 @dataclass(frozen=True)
@@ -81,17 +105,57 @@ class Region:
 
 
 @dataclass(frozen=True)
+class DivisionStart:
+    """The values a division of the block divides first (see the module docstring): its
+    divisor and the low half of its dividend where they are copies of a register's initial
+    value or of a loaded word (None: the block computes them), and whether its dividend is
+    an earlier division's quotient (so its divisor starts as 1)."""
+    instruction: int                             # its index in the block
+    width: int                                   # of its divisor (bits)
+    divisor: int | None
+    dividend: int | None
+    chained: bool
+
+    @property
+    def quotient_bits(self) -> int | None:
+        """Significant bits of the first quotient (high half 0; a byte division divides ax)."""
+        if self.divisor is None or self.dividend is None:
+            return None
+        dividend = self.dividend & ((1 << max(16, self.width)) - 1)
+        divisor = self.divisor & ((1 << self.width) - 1)
+        return (dividend // divisor).bit_length() if divisor else None
+
+
+@dataclass(frozen=True)
 class Layout:
     registers: tuple[tuple[str, int], ...]       # GPR family -> initial value
     regions: tuple[Region, ...]
     fault_fill: int                              # the page mapped on demand elsewhere
     symbol_fill: tuple[tuple[str, int], ...]     # rip-relative symbol -> fill of its data object
     pointer_loads: tuple[int, ...]               # instruction indices whose loads feed addresses
+    symbol_offsets: tuple[tuple[str, int], ...] = ()   # rip-relative symbol -> page offset of
+                                                 # its (page-aligned + offset) data object
+    counter_offset: int = 0                      # page offset of a loop counter in memory
+    divisions: tuple[DivisionStart, ...] = ()
 
 
-def _in_page(k: int) -> int:
-    """In-page offset of slot k: 5 lines apart (5 is coprime to 64: 64 distinct lines)."""
-    return (5 * k % (PAGE // LINE)) * LINE
+def page_lines(address: int, others: int) -> tuple[list[int], list[int]]:
+    """(lines of the `address` registers' starts, lines of `others` further starts): the
+    address registers spread evenly over the page from line 0 (streams that move together
+    cross pages together), the others in between, STRIDE lines apart and never on a line
+    taken before (until all 64 are taken; then again from the start)."""
+    step = max(1, LINES_PER_PAGE // max(1, address))
+    ours = [i * step for i in range(address)]
+    order = [(step // 2 + STRIDE * m) % LINES_PER_PAGE for m in range(LINES_PER_PAGE)]
+    taken, out = set(ours), []
+    while len(out) < others:
+        free = [line for line in order if line not in taken]
+        if not free:
+            taken = set()
+            continue
+        out.append(free[0])
+        taken.add(free[0])
+    return ours, out
 
 
 def window_start(k: int) -> int:
@@ -108,27 +172,40 @@ def region_start(k: int) -> int:
 WINDOWS = {"data": 0, "stack": 1, "spare": 2}
 
 
-def pointer_target(rank: int) -> int:
-    """The address the rank-th pointer load of a block finds in memory."""
-    return POINTEE_BASE + REGION_BYTES // 2 + _in_page(rank)
+@dataclass(frozen=True)
+class _Offsets:
+    """Page offsets (bytes) of every start of one block (page_lines)."""
+    address: tuple[int, ...]
+    stack: int
+    targets: tuple[int, ...]
+    symbols: tuple[int, ...]
+    counter: int
+    spare: tuple[int, ...]
 
 
-def _homes(address: list[str], others: list[str]) -> dict[str, tuple[str, int]]:
+def _offsets(address: int, targets: int, symbols: int, spare: int) -> _Offsets:
+    ours, rest = page_lines(address, 1 + targets + symbols + 1 + spare)
+    rest = [line * LINE for line in rest]
+    cut = [1, 1 + targets, 1 + targets + symbols, 2 + targets + symbols]
+    return _Offsets(tuple(line * LINE for line in ours), rest[0], tuple(rest[1:cut[1]]),
+                    tuple(rest[cut[1]:cut[2]]), rest[cut[2]], tuple(rest[cut[3]:]))
+
+
+def _homes(address: list[str], others: list[str], offsets: _Offsets) -> dict[str, tuple[str, int]]:
     """register -> (region, offset in the region) of its initial value.
 
     The registers the block addresses memory through share one page of the data region,
-    spread evenly over it (whole lines): distinct lines, no 4K aliasing, and streams that
-    move together stay in one page (in separate pages every stream pays its own page
-    crossings: the triad kernel ran at 4.0 instead of 1.5 cycles on Zen 4 in a VM).
-    rsp starts in the stack region, any other register in a spare region (the data flow
-    says it addresses nothing; if it does after all, it still finds memory)."""
+    spread evenly over it (whole lines): distinct lines, and streams that move together stay
+    in one page (in separate pages every stream pays its own page crossings: the triad
+    kernel ran at 4.0 instead of 1.5 cycles on Zen 4 in a VM). rsp starts in the stack
+    region, any other register in a spare region (the data flow says it addresses nothing;
+    if it does after all, it still finds memory); each at a page offset of its own."""
     homes = {}
-    step = max(LINE, PAGE // max(1, len(address)) // LINE * LINE)
-    for i, reg in enumerate(address):
-        homes[reg] = ("data", REGION_BYTES // 2 + i * step)
-    homes["rsp"] = ("stack", REGION_BYTES // 2)
-    for j, reg in enumerate(others):
-        homes[reg] = ("spare", REGION_BYTES // 2 + _in_page(j))
+    for reg, offset in zip(address, offsets.address):
+        homes[reg] = ("data", REGION_BYTES // 2 + offset)
+    homes["rsp"] = ("stack", REGION_BYTES // 2 + offsets.stack)
+    for reg, offset in zip(others, offsets.spare):
+        homes[reg] = ("spare", REGION_BYTES // 2 + offset)
     return homes
 
 
@@ -149,6 +226,17 @@ def _blur(origins: frozenset) -> frozenset:
 
 
 @dataclass(frozen=True)
+class _DivisionUse:
+    """The origins of a division's values where it runs: its divisor (None: in memory), the
+    low and high halves of its dividend."""
+    instruction: int
+    width: int
+    divisor: frozenset | None
+    low: frozenset
+    high: frozenset
+
+
+@dataclass(frozen=True)
 class _Access:
     instruction: int
     base: frozenset                  # origins of the base register (empty: none / not a GPR)
@@ -160,8 +248,17 @@ class _Access:
     load: bool
 
 
-def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list) -> None:
-    """Apply one instruction to the register origins, recording its memory accesses."""
+def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list,
+          division=None, divisions: list | None = None) -> None:
+    """Apply one instruction to the register origins, recording its memory accesses (and,
+    for a division, the origins of its values)."""
+    if division is not None and divisions is not None:
+        divisor = next((r.name for r in sem.reads if r.operand == 0 and r.kind == GPR
+                        and r.role == DATA), None)
+        divisions.append(_DivisionUse(
+            i, division.width, None if divisor is None else state.get(divisor, frozenset()),
+            state.get(division.low, frozenset()),
+            state.get(division.high, frozenset()) if division.high else frozenset()))
     for m in sem.memory:
         if not (m.load or m.store):
             continue                       # lea computes, it does not address: its result may
@@ -204,6 +301,10 @@ def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list) -> Non
             if loads and w.operand is not None:
                 sources.add(("addend", i, None))       # `add 8(%r14), %r15`: an offset, say
             new[w.name] = _blur(frozenset(sources))
+    if division is not None:                 # what the next division may find there
+        new[division.low] = new.get(division.low, frozenset()) | {("quotient", i, None)}
+        if division.high:
+            new[division.high] = new.get(division.high, frozenset()) | {("remainder", i, None)}
     state.update(new)
 
 
@@ -219,11 +320,14 @@ def _widen(old: dict, new: dict) -> dict:
     return out
 
 
-def _follow(semantics: list[InstructionSemantics]) -> list[_Access]:
+def _follow(semantics: list[InstructionSemantics],
+            divisions: list | None = None) -> tuple[list[_Access], list[_DivisionUse]]:
     """Every memory access the loop makes, over enough iterations that the register
-    origins repeat (exactly, or after widening offsets that keep changing)."""
+    origins repeat (exactly, or after widening offsets that keep changing), and every
+    division's values (`divisions`: each instruction's Division facts, or None)."""
     state = {r: frozenset({("init", r, 0)}) for r in GPR_FAMILIES}
-    seen, accesses = [], []
+    divisions = divisions or [None] * len(semantics)
+    seen, accesses, uses = [], [], []
     for iteration in range(4 * ITERATIONS):
         key = frozenset((r, o) for r, o in state.items())
         if key in seen:
@@ -231,10 +335,10 @@ def _follow(semantics: list[InstructionSemantics]) -> list[_Access]:
         seen.append(key)
         start = dict(state)
         for i, sem in enumerate(semantics):
-            _step(i, sem, state, accesses)
+            _step(i, sem, state, accesses, divisions[i], uses)
         if iteration >= ITERATIONS:
             state = _widen(start, state)
-    return accesses
+    return accesses, uses
 
 
 # --- the layout ------------------------------------------------------------------------
@@ -242,15 +346,23 @@ def _follow(semantics: list[InstructionSemantics]) -> list[_Access]:
 def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> Layout:
     """Initial registers and memory for the block whose instructions have `semantics`;
     `counter` is the loop counter register (None: the counter lives in memory)."""
-    accesses = _follow(semantics)
+    facts = [_ISA.division(s) for s in semantics]
+    accesses, uses = _follow(semantics, facts)
     pointer_sites = sorted({who for a in accesses for kind, who, _ in a.base if kind == "load"})
     # words loaded as an index, or added to an address, hold 0
-    index_sites = sorted(({who for a in accesses for kind, who, _ in a.index if kind != "init"}
+    index_sites = sorted(({who for a in accesses for kind, who, _ in a.index
+                           if kind in ("load", "addend")}
                           | {who for a in accesses for kind, who, _ in a.base if kind == "addend"})
                          - set(pointer_sites))
-    registers, homes = _initial_registers(semantics, accesses, counter)
-    target = {site: pointer_target(rank) for rank, site in enumerate(pointer_sites)}
+    own = _own_divisors(uses, accesses)
+    chained, roles, words = _division_values(uses, own)
+    symbols = sorted({sym for s in semantics for m in s.memory for sym in m.symbols})
+    registers, homes, offsets = _initial_registers(semantics, accesses, counter, roles,
+                                                   len(pointer_sites), len(symbols))
+    target = {site: POINTEE_BASE + REGION_BYTES // 2 + offset
+              for site, offset in zip(pointer_sites, offsets.targets)}
     value = {**target, **{site: 0 for site in index_sites}}
+    value.update({site: word for site, word in words.items() if site not in value})
     uniform, slots, symbol_fill, fault_fill = _pointer_words(accesses, registers, homes, target,
                                                              value)
     regions = []
@@ -264,12 +376,152 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
                               tuple(sorted(slots.get("pointee", {}).items())), "pointee"))
     return Layout(tuple(sorted(registers.items(), key=lambda kv: GPR_FAMILIES.index(kv[0]))),
                   tuple(regions), NORMAL_FILL if fault_fill is None else fault_fill,
-                  tuple(sorted(symbol_fill.items())), tuple(pointer_sites))
+                  tuple(sorted(symbol_fill.items())), tuple(pointer_sites),
+                  tuple(zip(symbols, offsets.symbols)), offsets.counter,
+                  _division_starts(uses, chained, registers, value, own))
 
 
-def _initial_registers(semantics, accesses, counter):
-    """(register -> initial value, register -> (region, offset)) for every register but
-    the counter: index-only registers small, implicit data registers 0, the rest homes."""
+def _division_starts(uses, chained, registers, words, own=frozenset()
+                     ) -> tuple[DivisionStart, ...]:
+    """What each division divides first: the initial value or loaded word its divisor and
+    dividend are exact copies of (the first iteration's origins); no divisor where the block
+    sets it itself (`own`)."""
+    def start(origins, own_word=None):
+        for kind, who, off in origins or ():
+            if off is None:
+                continue
+            if kind == "init" and who in registers:
+                return (registers[who] + off) & ((1 << 64) - 1)
+            if kind == "load":
+                return words.get(who, NORMAL_FILL)
+        return own_word
+    out = {}
+    for u in uses:
+        if u.instruction not in out:
+            divisor = None if u.instruction in own else \
+                words.get(u.instruction, NORMAL_FILL) if u.divisor is None else start(u.divisor)
+            out[u.instruction] = DivisionStart(u.instruction, u.width, divisor, start(u.low),
+                                               u.instruction in chained)
+    return tuple(out[i] for i in sorted(out))
+
+
+def _same_address(a: _Access, b: _Access) -> bool:
+    """Two accesses to one fixed address: the same exact origins of base and index (no
+    offset lost to arithmetic), scale, displacement and symbols."""
+    exact = all(off is not None for _, _, off in a.base | a.index) and (a.base or a.symbols)
+    return bool(exact) and (a.base, a.index, a.scale, a.disp, a.symbols) == \
+        (b.base, b.index, b.scale, b.disp, b.symbols)
+
+
+def _own_divisors(uses: list[_DivisionUse], accesses: list[_Access]) -> frozenset[int]:
+    """The divisions whose divisor the block sets itself, so the layout cannot choose it: a
+    register divisor that is no exact copy of a register at entry or of a loaded word (`mov
+    ebx, 0x1d0135` before `div rbx`), a memory divisor the block stores to before it, at the
+    same address, in the same iteration (`mov [rcx + 64], rbx` before `div qword ptr [rcx +
+    64]`)."""
+    own, seen = set(), set()
+    for u in uses:
+        if u.instruction in seen:
+            continue                    # the first iteration's origins: what it starts with
+        seen.add(u.instruction)
+        if u.divisor is not None:
+            if not any(off is not None for _, _, off in u.divisor):
+                own.add(u.instruction)
+            continue
+        # the first iteration's accesses come first: those before the division's own load
+        k = next((n for n, a in enumerate(accesses) if a.instruction == u.instruction and a.load),
+                 None)
+        if k is not None and any(not a.load and a.instruction < u.instruction
+                                 and _same_address(a, accesses[k]) for a in accesses[:k]):
+            own.add(u.instruction)
+    return frozenset(own)
+
+
+def _chained(uses: list[_DivisionUse], own=frozenset()) -> set[int]:
+    """The divisions whose dividend is an earlier quotient and which can divide by 1: every
+    quotient in their dividend comes from such a division of their own width (a quotient is
+    then its dividend again) and every remainder in their high half too (a division by 1
+    leaves 0: x / 1 with a nonzero high half would overflow). Mixed widths and remainders of
+    other divisions keep DIVISOR, below which such a remainder stays; a division whose divisor
+    the block sets itself (`own`) cannot be made to divide by 1."""
+    low: dict[int, set] = {}
+    high: dict[int, set] = {}
+    width = {}
+    for u in uses:
+        low.setdefault(u.instruction, set()).update(u.low)
+        high.setdefault(u.instruction, set()).update(u.high)
+        width[u.instruction] = u.width
+    chained = {i for i, origins in low.items()
+               if i not in own and any(k == "quotient" for k, _, _ in origins)}
+    while True:
+        drop = {i for i in chained
+                if any(k == "quotient" and (j not in chained or width[j] != width[i])
+                       for k, j, _ in low[i])
+                or any(k == "remainder" and j not in chained for k, j, _ in high[i])}
+        if not drop:
+            return chained
+        chained -= drop
+
+
+# what a register or a loaded word feeding a division starts as; a value that feeds two
+# roles takes the first of these (a divisor must not be 0, a high half must stay below it)
+_ROLES = ("divisor", "high", "dividend")
+
+
+def _division_values(uses: list[_DivisionUse], own=frozenset()):
+    """(chained divisions, register -> (role, value), loading instruction -> word):
+    what the divisor, the dividend and its high half of each division are copies of (exact
+    origins only: a value that arithmetic made is the block's own) starts as DIVISOR (1 for
+    a division whose dividend is an earlier quotient), DIVIDEND and 0; `own`: the divisions
+    whose divisor the block sets itself."""
+    chained = _chained(uses, own)
+    registers: dict[str, tuple[str, int]] = {}
+    words: dict[int, tuple[str, int]] = {}
+
+    def give(origins, role, val):
+        for kind, who, off in origins:
+            if off is None:
+                continue
+            if kind == "init":
+                old = registers.get(who)
+                if old is None or _ROLES.index(role) < _ROLES.index(old[0]):
+                    registers[who] = (role, val - off if val - off > 0 else val)
+            elif kind == "load":
+                old = words.get(who)
+                if old is None or _ROLES.index(role) < _ROLES.index(old[0]):
+                    words[who] = (role, val)
+
+    for u in uses:
+        divisor = 1 if u.instruction in chained else DIVISOR
+        # x / 1 keeps x where x fits the quotient: a byte division's ax must be below 128
+        dividend = DIVIDEND & ~0xFF00 if u.instruction in chained and u.width == 8 else DIVIDEND
+        if u.divisor is None:                  # in memory: the word the division loads
+            old = words.get(u.instruction)
+            if old is None or old[0] != "divisor":
+                words[u.instruction] = ("divisor", divisor)
+        else:
+            give(u.divisor, "divisor", divisor)
+        give(u.low, "dividend", dividend)
+        give(u.high, "high", 0)
+    # distinct registers, distinct values: a second divisor DIVISOR + 2, a second dividend
+    # DIVIDEND + 2 (the quotients stay as wide; x / 1 must stay 1, and high halves 0)
+    seen: dict[int, int] = {}
+    values = {}
+    for reg in GPR_FAMILIES:
+        if reg in registers:
+            role, val = registers[reg]
+            if val > 1:
+                k = seen.get(val, 0)
+                seen[val] = k + 1
+                val += 2 * k
+            values[reg] = (role, val)
+    return chained, values, {site: word for site, (_, word) in words.items()}
+
+
+def _initial_registers(semantics, accesses, counter, roles, targets: int, symbols: int):
+    """(register -> initial value, register -> (region, offset), page offsets) for every
+    register but the counter: index-only registers small, what feeds a division its
+    division value, implicit data registers 0, the rest homes."""
     base_regs = {who for a in accesses for kind, who, _ in a.base if kind == "init"}
     index_regs = {who for a in accesses for kind, who, _ in a.index if kind == "init"}
     implicit_data = {r.name for s in semantics for r in s.reads
@@ -277,20 +529,25 @@ def _initial_registers(semantics, accesses, counter):
     explicit_or_address = {r.name for s in semantics for r in s.reads
                            if r.kind == GPR and (r.operand is not None or r.role == ADDRESS)}
     registers = {}
-    for j, reg in enumerate(sorted(index_regs - base_regs)):
+    # a division's value that becomes an index (a remainder: a hash table's bucket) is the
+    # division's: the remainder stays below DIVISOR, inside the base's window
+    for j, reg in enumerate(sorted(index_regs - base_regs - set(roles))):
         registers[reg] = LINE * (j + 1)
     address, others = [], []
     for reg in GPR_FAMILIES:
         if reg in (counter, "rsp") or reg in registers:
             continue
-        if reg in implicit_data and reg not in base_regs and reg not in explicit_or_address:
+        if reg in roles and reg not in base_regs:
+            registers[reg] = roles[reg][1]
+        elif reg in implicit_data and reg not in base_regs and reg not in explicit_or_address:
             registers[reg] = 0
         else:
             (address if reg in base_regs else others).append(reg)
-    homes = _homes(address, others)
+    offsets = _offsets(len(address), targets, symbols, len(others))
+    homes = _homes(address, others, offsets)
     for reg, (name, offset) in homes.items():
         registers[reg] = region_start(WINDOWS[name]) + offset
-    return registers, homes
+    return registers, homes, offsets
 
 
 def _pointer_words(accesses, registers, homes, target, value):
@@ -308,7 +565,7 @@ def _pointer_words(accesses, registers, homes, target, value):
                 return None
             name, offset = homes[who]
             return name, (None if off is None else offset + off)
-        if who not in target:
+        if kind != "load" or who not in target:
             return None
         return "pointee", (None if off is None else target[who] - POINTEE_BASE + off)
 

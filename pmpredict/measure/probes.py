@@ -1,5 +1,6 @@
-"""Front-end probes: the blocks whose timings give the issue width, macro-fusion, the slots of
-a load-op and the cost of a taken loop branch, and how to read them.
+"""Front-end probes: the blocks whose timings give the issue width, macro-fusion (per first
+instruction), the slots of a load-op (per class), the block within which stores pair, the stack
+engine's sync, the window and the cost of a taken loop branch, and how to read them.
 
 Engine layer (pure: no I/O). Every probe is x86-64 code in Intel syntax. A *block* probe is
 timed as `pmpredict measure` times a basic block (unrolled u and 2u times, the difference
@@ -26,10 +27,30 @@ end's, so a subject that costs one more slot shows as 1 / width more cycles.
   against fillers + `add r64, [base + disp]` and `add r64, [base + index + disp]`: a
   micro-fused load-op costs no more slots than the register form, an unlaminated one one
   more.
-* **Paired stores** (`paired_stores`): four stores into one aligned 32-byte block against
-  four into four lines: a core that commits two consecutive stores into one block at once
-  (Zen 4) runs the first twice as fast; one that commits a store a cycle (Skylake) runs both
-  alike.
+  The same for vector load-ops (`vector_load_op_slots`, `indexed_vector_load_op_slots`):
+  `vpaddd x, x, x` against `vpaddd x, x, [base + disp]` and `[base + index + disp]` (cores
+  differ by class: Intel's rule since Haswell keeps a two-operand `add r, [b + i]`
+  micro-fused and unlaminates a three-operand `vpaddd`; Zen 4 measures two slots for the
+  integer one and one for the vector one).
+* **Paired stores** (`paired_stores`, `paired_store_bytes`): two 8-byte stores a copy, at
+  offsets (8, 16) from the base (one 32-byte block), (24, 32) (one line, two blocks), (8, 72)
+  (adjacent lines of one 128-byte block) and (8, 200) (lines apart; the harness's base
+  register is the start of a page). A store a cycle where they do not pair (every core in
+  scope), two where they do: the largest reach that pairs is the block (Zen 4: 32 bytes;
+  a core that commits two stores to one line together: 64; stores 192 bytes apart pairing:
+  anywhere, a page for the engine).
+* **Stack sync** (`stack_sync_latency`): `push r8; add rsp, 8` against `sub rsp, 8; add rsp,
+  8`. The push updates rsp in the stack engine; the add names rsp, so a sync uop applies
+  the engine's offset first: the loop-carried chain is sync + add, against two plain ALU
+  operations on rsp (one cycle each on every core): the sync is the difference.
+* **Window** (`window`): copies of `vmovaps xmm0, xmm15` + a chain of WINDOW_CHAIN `vdivss
+  xmm0, xmm0, xmm14` (about 220 cycles, few scheduler entries) + zero idioms, S instructions
+  a copy, for S on a geometric grid. Each copy's chain is its own, so while two copies fit in
+  the reorder buffer their chains overlap and a copy takes well under the chain's time; from
+  the S where one copy no longer leaves room for the next one's chain, a copy takes at least
+  the chain (measured alone, loop-carried). The window is the largest S before that. Zero
+  idioms take a reorder-buffer entry and nothing else (no port, no scheduler entry); `nop`s
+  would not do (Zen 4 keeps a window of more than 700 of them).
 * **Taken loop branch** (`taken_branch`): loops whose body is k = 0..7 zero idioms; the
   fewest cycles per iteration any of them takes is the least a loop iteration costs (the
   whole series is kept: it also shows the width, k + 1 slots with the fused dec/jnz).
@@ -40,11 +61,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from pmpredict.model.machine import FUSION_KEYS
+
 FILLERS = 6                     # fillers per subject: enough to make a block front-end bound
 MAX_LOOP_BODY = 7               # loop probes: bodies of 0..MAX_LOOP_BODY fillers
 SNAP = 0.03                     # a width this close (relative) to an integer is that integer
 FUSED_BELOW = 0.5               # adjacent order saves more than this share of a slot: fused
-PAIRED_BELOW = 0.75             # stores into one block this much faster than apart: paired
+PAIRED_BELOW = 0.75             # cycles per store below which two stores commit together
+# first instructions that fuse alike on every core (Intel since Sandy Bridge, AMD since Zen):
+# one fact read twice; a disagreement is noise on one probe
+FUSION_ALIKE = (("cmp", "test"), ("add", "sub"), ("inc", "dec"))
 # first instructions of a macro-fusible pair: (name, lines per subject register, condition
 # under which the jump is not taken)
 FUSION_SUBJECTS = (
@@ -106,28 +132,75 @@ LOAD_OP_SUBJECTS = (
     ("register", "add {r}, r12"),
     ("load-op", "add {r}, qword ptr [rsi + {d}]"),
     ("indexed load-op", "add {r}, qword ptr [rsi + rdi + {d}]"),
+    ("vector register", "vpaddd {v}, xmm0, xmm0"),
+    ("vector load-op", "vpaddd {v}, xmm0, xmmword ptr [rsi + {d}]"),
+    ("vector indexed load-op", "vpaddd {v}, xmm0, xmmword ptr [rsi + rdi + {d}]"),
 )
+VECTOR_SUBJECTS = ("xmm7", "xmm8")       # beside the fillers' xmm1..xmm6
+# (load-op probe, its register reference, the pipeline key)
+LOAD_OP_KEYS = (("load-op", "register", "load_op_slots"),
+                ("indexed load-op", "register", "indexed_load_op_slots"),
+                ("vector load-op", "vector register", "vector_load_op_slots"),
+                ("vector indexed load-op", "vector register", "indexed_vector_load_op_slots"))
 
 
 def _load_op_probes() -> list[Probe]:
     out = []
     for name, subject in LOAD_OP_SUBJECTS:
         lines = []
-        for k, r in enumerate(SUBJECT_REGISTERS):
-            lines += fillers() + [subject.format(r=r, d=64 * (k + 1))]
+        for k, (r, v) in enumerate(zip(SUBJECT_REGISTERS, VECTOR_SUBJECTS)):
+            lines += fillers() + [subject.format(r=r, v=v, d=64 * (k + 1))]
         out.append(Probe(f"slots: {name}", tuple(lines)))
     return out
 
 
-STORE_REGISTERS = ("r8", "r9", "r10", "r11")
+# two 8-byte stores a copy, at these offsets from the base (the start of a page): the reach
+# over which they pair, and the block the engine then pairs stores in (paired_store_bytes)
+STORE_PAIRS = (
+    ("one 32-byte block", (8, 16), 32),
+    ("one line, two 32-byte blocks", (24, 32), 64),
+    ("adjacent lines", (8, 72), 128),
+    # stores 192 bytes apart pair: anywhere, as far as a probe can tell; for the engine
+    # (which pairs stores of one base register only) a page
+    ("lines apart", (8, 200), 4096),
+)
+STORE_REGISTERS = ("r8", "r9")
 
 
 def _store_probes() -> list[Probe]:
-    """Four 8-byte stores into one aligned 32-byte block, and into four cache lines (the
-    harness's base registers point at line starts)."""
-    return [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {64 + step * k}], {r}"
-                                           for k, r in enumerate(STORE_REGISTERS)))
-            for name, step in (("one block", 8), ("distinct lines", 64))]
+    return [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {d}], {r}"
+                                           for d, r in zip(offsets, STORE_REGISTERS)))
+            for name, offsets, _ in STORE_PAIRS]
+
+
+STACK_PROBES = (
+    ("push, add rsp", ("push r8", "add rsp, 8")),      # the sync uop + the add, a copy
+    ("sub rsp, add rsp", ("sub rsp, 8", "add rsp, 8")),  # two ALU operations on rsp
+)
+
+
+def _stack_probes() -> list[Probe]:
+    return [Probe(f"stack: {name}", lines) for name, lines in STACK_PROBES]
+
+
+WINDOW_CHAIN = 20                 # dependent divisions per copy (about 220 cycles on Zen 4)
+# instructions per copy: a geometric grid (5% apart) from 128 to about 1000, past every
+# reorder buffer in scope (Skylake 224, Zen 4 320, Golden Cove 512)
+WINDOW_SIZES = tuple(round(128 * 1.05 ** i) for i in range(43))
+NO_OVERLAP = 0.97                 # a copy this close to the chain's own time: no overlap
+
+
+def _window_copy(size: int) -> tuple[str, ...]:
+    chain = ["vmovaps xmm0, xmm15"] + ["vdivss xmm0, xmm0, xmm14"] * WINDOW_CHAIN
+    return tuple(chain + [f"vpxor xmm{r}, xmm{r}, xmm{r}"
+                          for r in (1 + i % 12 for i in range(size - len(chain)))])
+
+
+def _window_probes() -> list[Probe]:
+    """The chain alone (loop-carried: its latency per copy), then a copy of each size. The
+    values stay 1.0f (the harness's vector registers), so every division takes as long."""
+    return [Probe("window: chain", ("vdivss xmm0, xmm0, xmm14",) * WINDOW_CHAIN)] + \
+        [Probe(f"window: {size} instructions", _window_copy(size)) for size in WINDOW_SIZES]
 
 
 def _loop_probes() -> list[Probe]:
@@ -137,7 +210,7 @@ def _loop_probes() -> list[Probe]:
 
 def probes() -> tuple[Probe, ...]:
     return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
-                 + _loop_probes())
+                 + _stack_probes() + _loop_probes() + _window_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------
@@ -149,6 +222,8 @@ class FrontEnd:
     pipeline: dict = field(default_factory=dict)        # model pipeline keys -> values
     details: dict = field(default_factory=dict)         # what each fact rests on (provenance)
     missing: list = field(default_factory=list)         # probes that gave no number
+    how: dict = field(default_factory=dict)             # pipeline key -> what it rests on, short
+    suspect: list = field(default_factory=list)         # readings a disturbance may explain
 
 
 def snap_width(ipc: float) -> float:
@@ -174,6 +249,16 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     out.details["instructions_per_cycle"] = {n: _round(v) for n, v in widths.items()}
     if ipc("nops"):
         out.details["nops_per_cycle"] = _round(ipc("nops"))
+    # the facts that need no width: stores, the stack engine, the window
+    _read_stores(cycles, out)
+    _read_stack(cycles, out)
+    _read_window(cycles, out)
+    loops = {int(n.split()[1]): cycles.get(n) for n in by_name if n.startswith("loop:")}
+    measured = [c for c in loops.values() if c is not None]
+    out.details["loop_cycles_per_iteration"] = {str(k): _round(v) for k, v in sorted(loops.items())}
+    if measured:
+        out.pipeline["taken_branch"] = _snap_cycles(min(measured))
+        out.how["taken_branch"] = f"loops of 0..{MAX_LOOP_BODY} zero idioms: the fewest cycles"
     if best is None:
         return out
     if floor:
@@ -182,51 +267,146 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
             out.details["width_from"] = "floor"
             best = floor
     out.r_max = snap_width(best)
-    slot = 1.0 / out.r_max
+    _read_fusion(cycles, out, 1.0 / out.r_max)
+    _read_load_ops(cycles, out, 1.0 / out.r_max)
+    return out
 
+
+def _read_fusion(cycles, out: FrontEnd, slot: float) -> None:
+    """Per first instruction: fused when the adjacent order saves more than half a slot a
+    pair. Instructions that fuse alike everywhere (FUSION_ALIKE) and read differently are
+    read from their mean (and the reading is suspect)."""
     fused, saved = {}, {}
     for name, _, _ in FUSION_SUBJECTS:
         a, b = cycles.get(f"fusion {name}: adjacent"), cycles.get(f"fusion {name}: apart")
         if a is not None and b is not None:
             saved[name] = (b - a) / len(SUBJECT_REGISTERS) / slot
             fused[name] = saved[name] > FUSED_BELOW
-    if "cmp" in saved and "test" in saved and fused["cmp"] != fused["test"]:
-        # one fact read twice (every core that fuses one fuses the other: Intel since Nehalem,
-        # AMD since Zen); noise on one probe decided one of them: both from their mean
-        fused["cmp"] = fused["test"] = (saved["cmp"] + saved["test"]) / 2 > FUSED_BELOW
+    for one, other in FUSION_ALIKE:
+        if one in saved and other in saved and fused[one] != fused[other]:
+            # noise on one probe decided one of them: both from their mean
+            fused[one] = fused[other] = (saved[one] + saved[other]) / 2 > FUSED_BELOW
+            out.suspect.append(f"{one} and {other} read differently for macro-fusion")
     out.details["macro_fusion"] = fused
     out.details["macro_fusion_slots_saved"] = {n: _round(v) for n, v in saved.items()}
-    if "cmp" in fused:
-        out.pipeline["macro_fusion"] = 1 if fused["cmp"] else 0
+    for name, is_fused in fused.items():
+        key = FUSION_KEYS[name]
+        out.pipeline[key] = 1 if is_fused else 0
+        out.how[key] = (f"{'/'.join(n for n in fused if FUSION_KEYS[n] == key)} + jcc adjacent "
+                        f"against apart: {'fused' if is_fused else 'not fused'}")
 
-    reg = cycles.get("slots: register")
+
+def _read_load_ops(cycles, out: FrontEnd, slot: float) -> None:
+    """1 + the extra cycles of a load-op over its register form, in slots."""
     slots = {}
-    for name, key in (("load-op", "load_op_slots"), ("indexed load-op", "indexed_load_op_slots")):
-        c = cycles.get(f"slots: {name}")
+    for name, reference, key in LOAD_OP_KEYS:
+        c, reg = cycles.get(f"slots: {name}"), cycles.get(f"slots: {reference}")
         if reg is not None and c is not None:
             extra = (c - reg) / len(SUBJECT_REGISTERS) / slot
             out.pipeline[key] = slots[name] = int(min(3, max(1, 1 + round(extra))))
+            subject = dict(LOAD_OP_SUBJECTS)[name].format(r="r64", v="xmm", d="disp") \
+                .replace("rsi", "base").replace("rdi", "index")
+            out.how[key] = f"{subject} against its register form: {slots[name]} slot(s)"
     out.details["load_op_slots"] = slots
 
-    one, apart = cycles.get("stores: one block"), cycles.get("stores: distinct lines")
-    if one and apart:
-        out.details["stores_per_cycle"] = {"one block": _round(len(STORE_REGISTERS) / one),
-                                           "distinct lines": _round(len(STORE_REGISTERS) / apart)}
-        out.pipeline["paired_stores"] = 1 if one < PAIRED_BELOW * apart else 0
 
-    loops = {int(n.split()[1]): cycles.get(n) for n in by_name if n.startswith("loop:")}
-    measured = [c for c in loops.values() if c is not None]
-    out.details["loop_cycles_per_iteration"] = {str(k): _round(v) for k, v in sorted(loops.items())}
-    if measured:
-        out.pipeline["taken_branch"] = _snap_cycles(min(measured))
-    return out
+def _read_stores(cycles, out: FrontEnd) -> None:
+    """Cycles per store of each pair of stores; the largest reach that pairs (a store a cycle
+    otherwise, on every core in scope) is the block. Noise only slows a probe, so a pairing
+    reading is believed; pairings that do not nest (a farther pair pairing, a nearer one
+    not), or a reading between the two rates, are suspect."""
+    per_store = {}
+    for name, _, _ in STORE_PAIRS:
+        c = cycles.get(f"stores: {name}")
+        if c:
+            per_store[name] = c / len(STORE_REGISTERS)
+    if not per_store:
+        return
+    out.details["cycles_per_store"] = {n: _round(v) for n, v in per_store.items()}
+    paired = [(name, offsets, size) for name, offsets, size in STORE_PAIRS
+              if name in per_store and per_store[name] < PAIRED_BELOW]
+    unclear = [n for n, v in per_store.items() if PAIRED_BELOW - 0.1 < v < 0.9]
+    if unclear:
+        out.suspect.append("stores read between one and two a cycle: " + ", ".join(unclear))
+    if len(per_store) < len(STORE_PAIRS) and not paired:
+        return                              # a store probe without a number: not "none"
+    if not paired:
+        out.details["store_pairing"] = "none"
+        out.pipeline["paired_stores"] = 0
+        out.how["paired_stores"] = "two stores a copy, 8 to 192 bytes apart: one a cycle"
+        return
+    name, offsets, size = paired[-1]
+    nearer = [n for n, _, s in STORE_PAIRS if s < size]
+    if any(n in per_store and per_store[n] >= PAIRED_BELOW for n in nearer):
+        out.suspect.append(f"stores pair {name} but not nearer")
+    out.details["store_pairing"] = name
+    out.pipeline["paired_stores"], out.pipeline["paired_store_bytes"] = 1, size
+    out.how["paired_stores"] = out.how["paired_store_bytes"] = (
+        f"two stores at [base + {offsets[0]}], [base + {offsets[1]}] ({name}) "
+        f"{per_store[name]:.2f} cycles each" + ("" if paired[-1] == STORE_PAIRS[-1] else
+                                                  ", farther apart one a cycle"))
+
+
+def _read_stack(cycles, out: FrontEnd) -> None:
+    """The sync: push + add's chain minus one ALU operation on rsp (half the reference)."""
+    push, alu = cycles.get("stack: push, add rsp"), cycles.get("stack: sub rsp, add rsp")
+    if push is None or not alu:
+        return
+    out.details["stack_cycles"] = {"push r8; add rsp, 8": _round(push),
+                                   "sub rsp, 8; add rsp, 8": _round(alu)}
+    one = alu / 2
+    if one > 1 + 0.1:             # one cycle on every core: the reference was slowed
+        out.suspect.append(f"sub rsp, 8; add rsp, 8 runs at {one:.2f} cycles an operation")
+    sync = push - one
+    if sync < -0.1:
+        out.suspect.append(f"push; add rsp runs faster ({push:.2f}) than an ALU operation")
+    nearest = round(sync)
+    sync = float(max(0, nearest)) if abs(sync - nearest) <= 0.1 else round(max(0.0, sync), 2)
+    out.pipeline["stack_sync_latency"] = sync
+    out.how["stack_sync_latency"] = (f"push r8; add rsp, 8 {push:.2f} cycles, minus an ALU "
+                                     f"operation on rsp ({one:.2f})")
+
+
+def _read_window(cycles, out: FrontEnd) -> None:
+    """The largest copy whose chain still overlaps the next copy's: every larger copy takes
+    at least the chain's time (NO_OVERLAP), every smaller one less. A smaller copy that takes
+    the chain's time is suspect (a disturbance), as is a grid with no copy that overlaps."""
+    chain = cycles.get("window: chain")
+    sizes = [(s, cycles.get(f"window: {s} instructions")) for s in WINDOW_SIZES]
+    sizes = [(s, c) for s, c in sizes if c is not None]
+    if not chain or not sizes:
+        return
+    ratio = {s: c / chain for s, c in sizes}
+    out.details["window_chain_cycles"] = _round(chain)
+    out.details["window_copy_per_chain"] = {str(s): _round(r) for s, r in ratio.items()}
+    tail = len(sizes)
+    while tail > 0 and ratio[sizes[tail - 1][0]] >= NO_OVERLAP:
+        tail -= 1
+    if tail == 0:
+        out.suspect.append(f"no copy of {sizes[0][0]} or more instructions overlaps the next")
+        return
+    early = [s for s, _ in sizes[:tail] if ratio[s] >= NO_OVERLAP]
+    if early:
+        out.suspect.append(f"copies of {', '.join(map(str, early))} instructions take the "
+                           "chain's time, larger ones less")
+    window = sizes[tail - 1][0]
+    if tail == len(sizes):
+        out.details["window_at_least"] = window
+        out.how["window"] = (f"copies of up to {window} instructions still overlap: at least "
+                             "that")
+    else:
+        out.how["window"] = (f"a chain of {WINDOW_CHAIN} vdivss ({chain:.0f} cycles) + zero "
+                             f"idioms: copies of {window} instructions overlap, of "
+                             f"{sizes[tail][0]} not")
+    out.pipeline["window"] = window
 
 
 def doubts(front: FrontEnd, floor: float | None = None) -> list[str]:
     """Why a reading may come from a disturbed front end (a busy sibling thread slows every
     probe; measuring again later helps): probes without a number, a width below the floor,
-    a loop iteration slower than one cycle (the fastest loop on every recent core), cmp and
-    test disagreeing on macro-fusion."""
+    a loop iteration slower than one cycle (the fastest loop on every recent core), and what
+    the reading found suspect (first instructions that fuse alike everywhere reading
+    differently, store pairings that do not nest, ...)."""
     out = [f"no number for {name}" for name in front.missing]
     best = max((v for v in front.details.get("instructions_per_cycle", {}).values() if v),
                default=None)
@@ -234,12 +414,7 @@ def doubts(front: FrontEnd, floor: float | None = None) -> list[str]:
         out.append(f"the width probes ({best:.2f} per cycle) are below the floor ({floor:.2f})")
     if front.pipeline.get("taken_branch", 1.0) > 1.0:
         out.append(f"a loop iteration takes {front.pipeline['taken_branch']} cycles")
-    saved = front.details.get("macro_fusion_slots_saved", {})
-    if "cmp" in saved and "test" in saved and \
-            (saved["cmp"] > FUSED_BELOW) != (saved["test"] > FUSED_BELOW):
-        # every core that fuses one fuses the other (Intel since Nehalem, AMD since Zen)
-        out.append("cmp and test read differently for macro-fusion")
-    return out
+    return out + list(front.suspect)
 
 
 def _round(x):

@@ -12,10 +12,17 @@ ASSUMED = {
     "store_forward_latency": 5.0,
     "window": 192,               # reorder-buffer entries
     "taken_branch": 1.0,         # one taken branch per cycle: a loop iteration takes >= 1 cycle
+    # cmp/test + jcc fuse into one uop (every x86 core since Core 2 and Zen); a first
+    # instruction the model has no fusion fact for goes as cmp (model.machine.FUSION_KEYS)
+    "macro_fusion": 1,
     "address_update_latency": 1.0,   # base register -> its write-back update
     # the stack engine's sync uop before an explicit use of the stack pointer (one ALU operation)
     "stack_sync_latency": 1.0,
     # stores that pair (pipeline paired_stores) commit together within one aligned block of
     # this many bytes (measured on Zen 4: 32)
     "paired_store_bytes": 32,
+    # a load into part of a register (mov cl, [m]; an AArch64 load into a lane): the old
+    # value -> the result, the merge after the load (measured on Zen 4: `movb 24(%rsi), %cl`
+    # in a loop 1.0 cycle, not the load's 4 + 1)
+    "merge_latency": 1.0,
 }

@@ -44,13 +44,24 @@ PIPELINE_KEYS = {
     "load_latency": "L1 load-to-use latency, cycles (address ready -> value ready)",
     "store_forward_latency": "store -> load of the same address, cycles (data ready -> value ready)",
     "taken_branch": "front-end cycles a taken loop branch costs at least per iteration",
-    "macro_fusion": "1 if cmp/test/add/sub/and/inc/dec + jcc fuse into one uop, else 0",
+    "macro_fusion": "1 if cmp/test + jcc fuse into one uop, else 0 (the other first "
+                    "instructions: their own keys, else as cmp, assumed)",
+    "macro_fusion_add": "1 if add r, r/imm + jcc fuse into one uop, else 0",
+    "macro_fusion_sub": "1 if sub r, r/imm + jcc fuse into one uop, else 0",
+    "macro_fusion_and": "1 if and r, r/imm + jcc fuse into one uop, else 0",
+    "macro_fusion_inc": "1 if inc r + jcc fuse into one uop, else 0",
+    "macro_fusion_dec": "1 if dec r + jcc fuse into one uop, else 0",
     "address_update_latency": "cycles from a base register to its write-back update (AArch64 "
                               "pre/post-index, push/pop, string ops)",
     "load_op_slots": "front-end slots of a load-op (add r, [base + disp]): 1 micro-fused, "
                      "2 unlaminated",
     "indexed_load_op_slots": "front-end slots of a load-op with an index register "
                              "(add r, [base + index + disp])",
+    "vector_load_op_slots": "front-end slots of a vector load-op (vpaddd x, x, [base + disp]; "
+                            "load_op_slots where absent)",
+    "indexed_vector_load_op_slots": "front-end slots of a vector load-op with an index register "
+                                    "(vpaddd x, x, [base + index + disp]; indexed_load_op_slots "
+                                    "where absent)",
     "atomic_cycles": "cycles a locked read-modify-write takes back to back (atomics are "
                      "serialised: the least each costs in a loop)",
     "paired_stores": "1 if two consecutive stores into one aligned block of paired_store_bytes "
@@ -61,8 +72,13 @@ PIPELINE_KEYS = {
 }
 # the name of this machine's model (pmpredict.host.model), measured on demand
 HOST_MODEL = "host"
+# the pipeline key that says whether a first instruction (its mnemonic) + jcc macro-fuse;
+# a first instruction without a key of its own goes as cmp (macro_fusion), assumed
+FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion", "add": "macro_fusion_add",
+               "sub": "macro_fusion_sub", "and": "macro_fusion_and", "inc": "macro_fusion_inc",
+               "dec": "macro_fusion_dec"}
 # pipeline keys whose value is a yes/no fact: 0 or 1
-PIPELINE_FLAGS = {"macro_fusion", "paired_stores"}
+PIPELINE_FLAGS = {"paired_stores", *FUSION_KEYS.values()}
 
 
 def abstract_port_names(n: int) -> tuple[str, ...]:

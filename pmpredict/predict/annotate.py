@@ -9,6 +9,8 @@ Engine layer (no I/O). For each instruction:
     where it has them; a memory operand's latency is the load's (address -> value) for a pure
     load, else the operation's plus the load-to-use latency; store data and store addresses
     cost 0 (the store-forwarding latency counts from the store's data to the load's value);
+    the old value of a partially written register (`mov cl, [m]`) costs the merge's own
+    latency, not the load's (_merge_latency);
   * what it writes (register families and flags) and its memory accesses (deps.MemRef).
 What the model does not know (a latency, the load latency, the window...) is assumed from
 ASSUMED (model/defaults.py) and listed, per instruction and per machine fact.
@@ -19,9 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from pmpredict.predict.deps import MemRef, Node, Source
-from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, InstructionSemantics
-from pmpredict.isa.base import ATOMIC
+from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, MERGE, InstructionSemantics
+from pmpredict.isa.base import ATOMIC, VECTOR
 from pmpredict.model.defaults import ASSUMED
+from pmpredict.model.machine import FUSION_KEYS
 
 # what atomics read and write besides their operands, in the dependency graph: the core runs
 # them one after another (each waits for the one before, in this iteration or the last), so
@@ -81,6 +84,18 @@ class PipelineFacts:
     stack_sync_latency: float = ASSUMED["stack_sync_latency"]
     stack_sync_measured: bool = False
     paired_store_bytes: int = ASSUMED["paired_store_bytes"]   # stores pair within such a block
+    # macro-fusion of each first instruction (mnemonic) the model gives (FUSION_KEYS);
+    # macro_fusion above is cmp/test's, ASSUMED where the model does not give it
+    fusion: dict[str, bool] = field(default_factory=dict)
+    vector_load_op_slots: int = 1           # a vector load-op (vpaddd x, x, [base + disp])
+    indexed_vector_load_op_slots: int = 1   # ... whose address has an index
+
+    def fuses(self, mnemonic: str) -> tuple[bool, bool]:
+        """(whether `mnemonic` + jcc fuse, whether the model says so): a first instruction
+        without a fact of its own goes as cmp."""
+        if mnemonic in self.fusion:
+            return self.fusion[mnemonic], True
+        return self.macro_fusion, False
 
     def counts(self, beyond_model: str) -> bool:
         """Whether the machine's facts count an instruction that costs more than its form
@@ -104,10 +119,12 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
     doubts = front.get("doubts") if isinstance(front, dict) else None
     fusion = pipe.get("macro_fusion")
     sync = pipe.get("stack_sync_latency")
-    return PipelineFacts(
+    slots = {key: int(pipe[key]) for key in ("load_op_slots", "indexed_load_op_slots")
+             if pipe.get(key) is not None}
+    facts = PipelineFacts(
         model.r_max, int(fact("window")), float(fact("load_latency")),
         float(fact("store_forward_latency")), float(taken),
-        bool(fusion) if fusion is not None else True,
+        bool(fusion) if fusion is not None else bool(ASSUMED["macro_fusion"]),
         float(pipe.get("address_update_latency", ASSUMED["address_update_latency"])),
         assumed, int(pipe.get("load_op_slots", 1)), int(pipe.get("indexed_load_op_slots", 1)),
         bool(pipe.get("paired_stores")),
@@ -115,6 +132,14 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
         float(pipe["atomic_cycles"]) if pipe.get("atomic_cycles") else None,
         float(sync) if sync is not None else ASSUMED["stack_sync_latency"], sync is not None,
         int(pipe.get("paired_store_bytes", ASSUMED["paired_store_bytes"])))
+    facts.fusion = {m: bool(pipe[key]) for m, key in FUSION_KEYS.items()
+                    if pipe.get(key) is not None}
+    # a class without slots of its own: the integer load-op's (what older models measured)
+    facts.vector_load_op_slots = int(pipe.get("vector_load_op_slots",
+                                              slots.get("load_op_slots", 1)))
+    facts.indexed_vector_load_op_slots = int(pipe.get("indexed_vector_load_op_slots",
+                                                      slots.get("indexed_load_op_slots", 1)))
+    return facts
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:
@@ -143,14 +168,25 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
         out.append(entry[1].at(i))
     if stack_engine:
         _stack_syncs(out, stack_engine, loop, machine)
-    if machine.macro_fusion:
-        for a, b in zip(out, out[1:]):
-            if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
-                    and (b.uops or b.form is None):
-                if b.uops:
-                    a.uops = ()          # the pair runs as the jump's uop; a jump the model
-                b.slot, b.fused = 0, True    # lacks leaves the pair the first one's uops
+    for a, b in zip(out, out[1:]):
+        if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
+                and (b.uops or b.form is None) and _fuse(a, b, machine):
+            if b.uops:
+                a.uops = ()          # the pair runs as the jump's uop; a jump the model
+            b.slot, b.fused = 0, True    # lacks leaves the pair the first one's uops
     return out, machine
+
+
+def _fuse(a: Annotated, b: Annotated, machine: PipelineFacts) -> bool:
+    """Whether the first instruction `a` and the jcc `b` after it macro-fuse: as the model
+    says for a's mnemonic; where it does not, as cmp (itself assumed fused where the model
+    has no macro_fusion), and then machine.assumed says so under the fact's key (only for
+    the first instructions this kernel pairs with a jcc)."""
+    mnemonic = a.semantics.mnemonic
+    fused, given = machine.fuses(mnemonic)
+    if not given:
+        machine.assumed[FUSION_KEYS.get(mnemonic, f"macro_fusion_{mnemonic}")] = int(fused)
+    return fused
 
 
 def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
@@ -201,6 +237,8 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
             lat = max(lats) if lats else 0.0       # a store's address: no register result
         elif sem.stores and not sem.loads and r.kind != FLAG:
             lat = 0.0                               # store data: see store_forward_latency
+        elif r.role == MERGE:
+            lat = _merge_latency(r, form, base, pure_load, operand_latency(r.operand), assumed)
         else:
             lat = operand_latency(r.operand)
             if lat is None:
@@ -228,6 +266,27 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
         assumed.append("reads/writes guessed (instruction not in the semantics tables)")
     return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
                      eliminated=eliminated, idiom=idiom, assumed=assumed)
+
+
+def _merge_latency(r, form, base: float, pure_load: bool, measured, assumed: list) -> float:
+    """The old value of a partially written register -> the result (a MERGE read): the
+    merge's own latency. Measured (the model's latency of the destination operand,
+    chains.py) where the model has it. Else, for a pure load (`mov cl, [m]`, an AArch64
+    load into a lane), the load is not on that path: it starts before the old value is
+    there, which only has to arrive for the merge: ASSUMED merge_latency, stated (Zen 4 runs
+    `movb 24(%rsi), %cl` in a loop at 1.0 cycle, Raptor Cove at 1.5, not at the load latency
+    + 1). Where the instruction computes the new bits itself (`imul cx, dx, 3`, `sete cl`,
+    an insert from a register `ins v0.d[1], v1.d[0]`, a merge-masked operation), the merge is
+    that operation, one uop taking the old register as one more input: its latency stays
+    (Zen 4 measures `imul cx, dx, 3` at 4 cycles from the old rcx, as from dx)."""
+    if measured is not None:
+        return measured
+    if not pure_load:
+        return base
+    lat = ASSUMED["merge_latency"]
+    if form:                      # (not in the model: its whole latency is assumed already)
+        assumed.append(f"merge: {lat:g} cycle from the old {r.name}")
+    return lat
 
 
 def _stack_syncs(out: list[Annotated], register: str, loop: bool, facts: PipelineFacts) -> None:
@@ -270,10 +329,15 @@ def _stack_syncs(out: list[Annotated], register: str, loop: bool, facts: Pipelin
 
 
 def _slots(sem: InstructionSemantics, machine: PipelineFacts) -> int:
-    """Front-end slots: a load-op takes the machine's (2 where it is unlaminated)."""
+    """Front-end slots: a load-op takes the machine's (2 where it is unlaminated), by class:
+    a vector load-op (one whose data is a vector register: vpaddd x, x, [m]) and an integer
+    one (add r, [m]), each with and without an index (cores differ by class: Zen 4 splits
+    add r, [b + i] and not vpaddd x, x, [b + i])."""
     if not sem.loads or sem.stores or _pure_load(sem):
         return 1
     indexed = any(m.index for m in sem.memory if m.load)
+    if any(r.role == DATA and r.kind == VECTOR for r in sem.reads + sem.writes):
+        return machine.indexed_vector_load_op_slots if indexed else machine.vector_load_op_slots
     return machine.indexed_load_op_slots if indexed else machine.load_op_slots
 
 

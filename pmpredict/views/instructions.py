@@ -54,7 +54,8 @@ def text(report) -> str:
         if extra:
             tag += f" ({extra})"
         if r.annotated and r.annotated.assumed and r.form is not None:
-            tag += " [latency assumed]"
+            latency = any(n.startswith("latency ") for n in r.annotated.assumed)
+            tag += " [latency assumed]" if latency else " [assumed]"
         out.append(f"{r.line:>5}  {cut(r.text, tw):<{tw}}  {cells}  {lat} {cp} {lcd} {slack}  {tag}")
     out.append("-" * len(head))
     total = " ".join(f"{report.port_load.get(p, 0.0):>{cw}.2f}" for p in ports)

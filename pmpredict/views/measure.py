@@ -51,4 +51,5 @@ def text(result, *, path: str = "", large_spread: float = 0.0) -> str:
              f"  kernel: {kernel['description']}, lines {kernel['lines'][0]}-{kernel['lines'][1]}"]
     lines += [f"  (line {d.line}: '{d.text}' left out: the harness provides the loop)"
               for d in result.dropped]
+    lines += [f"  Note: {note}" for note in result.notes]
     return "\n".join(lines) + "\n"

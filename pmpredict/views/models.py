@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pmpredict.model.machine import PIPELINE_KEYS
 from pmpredict.views.common import finite
 
 
@@ -39,11 +40,7 @@ def _host_lines(info: dict) -> list[str]:
     if "damaged" in info:
         return [head + f": {info['damaged']}", f"{'':8s} {info['path']}"]
     pipe = info["pipeline"]
-    front = ", ".join(f"{k} {pipe[k]:g}" for k in ("macro_fusion", "load_op_slots",
-                                                   "indexed_load_op_slots", "paired_stores",
-                                                   "taken_branch", "load_latency",
-                                                   "store_forward_latency", "atomic_cycles")
-                      if k in pipe)
+    front = ", ".join(f"{k} {pipe[k]:g}" for k in PIPELINE_KEYS if k in pipe)
     width = f"r_max {info['r_max']:g}" if info["r_max"] else "r_max unknown"
     return [f"{'host':8s} {info['isa']:8s} {info['ports']:2d} ports {info['forms']:4d} forms"
             f"  ({info['with_latency']} with latencies; {info['unusable']} unusable here)"

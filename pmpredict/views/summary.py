@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pmpredict.asm.detect import SYNTAX_NAMES
 from pmpredict.predict.bottlenecks import BOUND_KINDS, FRONTEND_BOTTLENECK, Bounds
 from pmpredict.views.common import BEYOND_MODEL_NAMES, chain_text, number, resource_names
@@ -45,17 +47,27 @@ def assumptions(report) -> list[str]:
         facts = {"window": "window {:g} instructions", "load_latency": "load latency {:g}",
                  "store_forward_latency": "store forwarding {:g}",
                  "taken_branch": "a taken loop branch {:g} cycle"}
-        out.append(", ".join(facts[k].format(v) for k, v in m.assumed.items())
+        out.append(", ".join(_fact_text(facts, k, v) for k, v in m.assumed.items())
                    + " (not in the model)")
     if m and m.doubts:
         out.append("the model's front end as measured, in doubt (the machine was busy?): "
                    + "; ".join(m.doubts))
-    rows = report.assumed_latencies
-    known = [r for r in rows if r.form is not None]
-    if known:
-        lines = ", ".join(str(r.line) for r in known[:8]) + (", ..." if len(known) > 8 else "")
-        out.append(f"latency of {len(known)} instruction{'s' if len(known) > 1 else ''} "
-                   f"not in the model: 1 assumed (line{'s' if len(known) > 1 else ''} {lines})")
+    # what was assumed for single instructions of the model, each said once with its lines
+    # (a latency the model lacks, a stack sync, a merge, whether an idiom takes a port)
+    notes: dict[str, list[int]] = {}
+    for r in report.assumed_latencies:
+        if r.form is not None:
+            for note in r.annotated.assumed:
+                notes.setdefault(note, []).append(r.line)
+    for note, lines in notes.items():
+        latency = _ASSUMED_LATENCY.fullmatch(note)
+        where = _lines(lines)
+        if latency:
+            n = len(lines)
+            out.append(f"latency of {n} instruction{'s' if n > 1 else ''} not in the model: "
+                       f"{latency.group(1)} assumed ({where})")
+        else:
+            out.append(f"{note} ({where})")
     fused = report.fused_unknown
     if fused:
         out.append(f"{', '.join(r.text.split()[0] for r in fused)} (not in the model) fused with "
@@ -66,6 +78,23 @@ def assumptions(report) -> list[str]:
         out.append("reads/writes guessed for " + ", ".join(sorted({r.key.split()[0]
                                                                     for r in unknown})))
     return out
+
+
+def _fact_text(facts: dict, key: str, value) -> str:
+    """A pipeline fact as the Assumed line says it: "window 192 instructions", "macro-fusion of
+    add + jcc"."""
+    if key.startswith("macro_fusion"):
+        first = key[len("macro_fusion_"):] or "cmp/test"
+        return f"{'' if value else 'no '}macro-fusion of {first} + jcc"
+    return facts.get(key, key.replace("_", " ") + " {:g}").format(value)
+
+
+_ASSUMED_LATENCY = re.compile(r"latency (\S+) assumed")       # annotate's note
+
+
+def _lines(lines: list[int]) -> str:
+    shown = ", ".join(str(n) for n in lines[:8]) + (", ..." if len(lines) > 8 else "")
+    return f"line{'s' if len(lines) > 1 else ''} {shown}"
 
 
 def _ports_told(report) -> str:

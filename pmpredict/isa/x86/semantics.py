@@ -67,7 +67,7 @@ from pmpredict.isa.x86.keys import (_CONDITIONS, _SUFFIX_WIDTH, GPR_FAMILIES, GP
                                     GPR_POOLS, VECTOR_WIDTHS, is_x86_branch, is_x86_jump,
                                     normalize_x86, widest_x86_vector, x86_register)
 from pmpredict.isa.keys import FormKey
-from pmpredict.isa.forms import form_isa
+from pmpredict.isa.forms import FormTemplate, form_isa, parse_form
 from pmpredict.isa.syntax import Immediate, Indirect, Memory, Register, Rounding, Symbol
 from pmpredict.isa.base import (ADDRESS, ADDRESS_ONLY, ATOMIC, BARRIER, DATA, DIVIDER, FLAG,
                                 FP_ADD, FP_MULTIPLY, GPR, INT_MULTIPLY, LOAD, MASK, MERGE,
@@ -236,6 +236,25 @@ def _divide(w, ops, prefixes):
     if w == 8:
         return _Implicit(reads=(("rax", 16, DATA),), writes=(("rax", 16),))
     return _Implicit(reads=(("rax", w, DATA), ("rdx", w, DATA)), writes=(("rax", w), ("rdx", w)))
+
+
+@dataclass(frozen=True)
+class Division:
+    """What an integer division (div, idiv) needs of its values not to raise #DE (SIGFPE on
+    Linux): a divisor (its one operand, `width` bits) that is not zero, and a dividend whose
+    quotient fits in `width` bits (idiv: in width - 1 bits and a sign). The dividend is twice
+    the width, `high`:`low` (rdx:rax, edx:eax, dx:ax; unsigned, the high half below the
+    divisor is enough), or ax for a byte divisor (`high` None: the dividend lies in rax
+    alone, ah its high half). The quotient goes to `low` (rax, al), the remainder to
+    `remainder` (rdx, edx, dx; ah: rax)."""
+    signed: bool
+    width: int
+    low: str = "rax"
+    high: str | None = "rdx"
+    remainder: str = "rdx"
+
+
+_DIVISIONS = {"div": False, "idiv": True}
 
 
 def _accumulator(w, ops, prefixes):
@@ -946,6 +965,29 @@ class X86Semantics(IsaSemantics):
                  for i, (op, k, access) in enumerate(zip(ops, key.operands, res.access))]
         return "_".join([key.mnemonic.upper(), ",_".join(texts)]) if texts else \
             key.mnemonic.upper()
+
+    def division(self, what) -> Division | None:
+        """The operand facts of an integer division (Division), for a form (a form string or
+        FormTemplate) or an instruction's semantics (InstructionSemantics); None for every
+        other instruction (vector and x87 divisions do not trap on a zero divisor)."""
+        if isinstance(what, InstructionSemantics):
+            mnemonic = what.mnemonic
+            width = next((r.width for r in what.reads if r.operand == 0 and r.kind == GPR
+                          and r.role == DATA), None) \
+                or next((m.width for m in what.memory if m.operand == 0), None)
+        else:
+            if not isinstance(what, FormTemplate):
+                try:
+                    what = parse_form(what, self.name)
+                except ValueError:
+                    return None
+            mnemonic = what.mnemonic.lower()
+            width = what.operands[0].width if len(what.operands) == 1 else None
+        if mnemonic not in _DIVISIONS or width not in (8, 16, 32, 64):
+            return None
+        if width == 8:
+            return Division(_DIVISIONS[mnemonic], 8, high=None, remainder="rax")
+        return Division(_DIVISIONS[mnemonic], width)
 
     def _form(self, template) -> FormSemantics:
         ops = _form_ops(template)
