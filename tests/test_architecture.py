@@ -109,3 +109,21 @@ def test_every_function_level_import_says_what_it_defers():
     assert seen > 0, "no function-level import found: is the walk broken?"
     assert not unexplained, ("function-level imports without a `# deferred:` comment (move a light "
                              "import to the top of the module):\n" + "\n".join(unexplained))
+
+
+def test_every_package_of_the_tree_is_installed():
+    """pyproject.toml lists the packages (package-dir maps infer/, exporters/ and grammars/):
+    a package missing there is absent from a plain `pip install .` (isa/x86 was, while the
+    editable install the tests run from still found it)."""
+    tomllib = pytest.importorskip("tomllib")
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    found = set()
+    for inside, source in INSTALLED.items():
+        for folder, dirs, files in os.walk(os.path.join(ROOT, source)):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            if "__init__.py" in files:
+                rel = os.path.relpath(folder, os.path.join(ROOT, source))
+                found.add(".".join([inside.replace("/", ".")] + ([] if rel == "." else
+                                                                rel.split(os.sep))))
+    assert found <= listed, sorted(found - listed)
