@@ -182,6 +182,21 @@ def test_suspicious_variants():
     assert not measure_set.suspicious(ok)
     assert measure_set.suspicious(ok + [(80, Timing(95.0, 95.0, 95.0, 95.0))])
     assert measure_set.suspicious([(50, Timing(50.0, 50.1, 50.0, 50.0, dirty=1))])
+    # kept although the canary said the core's other hardware thread was busy
+    assert measure_set.suspicious([(50, Timing(50.0, 50.1, 50.0, 50.0, busy=1))])
+    assert not measure_set.suspicious([(50, Timing(50.0, 50.1, 50.0, 50.0, contended=3))])
+
+
+def test_canary_is_throughput_bound_and_every_timing_says_how_often_it_ran_slow():
+    from pmpredict.measure.calibrate import host_calibration
+    ghz, canary = host_calibration()
+    # 96 adds in 8 chains of 12: at most 8 a cycle (the chains); every x86-64 core has 3 or
+    # more integer ALUs, so even sharing the core with a busy sibling it runs above 1.5
+    assert ghz > 0.5 and 1.5 < canary <= 8.0
+    block = measure_block("add %rbx, %rax\n", "att")
+    assert block.cycles == pytest.approx(1.0, rel=INCIDENTAL)
+    for v in block.timing.variants:           # retaken samples are not among those kept
+        assert v.contended >= 0 and 0 <= v.busy <= v.samples
 
 
 def test_host_forms_assemble_and_span_the_categories():

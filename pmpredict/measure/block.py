@@ -266,7 +266,7 @@ def _variant(copies: int, t: Timing) -> UnrollVariant:
                          spread=None if t.error else round(t.spread, 4), samples=t.samples,
                          confirmed=t.confirmed,
                          pass_cycles=tuple(round(p / copies, 5) for p in t.passes),
-                         error=t.error or None)
+                         error=t.error or None, contended=t.contended, busy=t.busy)
 
 
 def _timing(factors: tuple[int, int], timings: list[Timing], symbols: list[str]) -> BlockTiming:
@@ -274,10 +274,12 @@ def _timing(factors: tuple[int, int], timings: list[Timing], symbols: list[str])
     measured = per_copy(*zip(factors, timings))
     cycles = measured["cycles"]
     # stable: both variants reproduced their fastest runs within a process and across two
-    # processes, and differ by the copies alone (a large spread with a confirmed minimum is a
+    # processes, no sample was kept while the canary said the core was shared, and they differ
+    # by the copies alone (a large spread with a confirmed minimum is a
     # busy machine, shown but not held against it)
     stable = bool(cycles is not None and measured["method"] == "difference"
-                  and all(t.confirmed and not t.dirty and passes_agree(t) for t in timings))
+                  and all(t.confirmed and not t.dirty and not t.busy and passes_agree(t)
+                          for t in timings))
     return BlockTiming(
         cycles=None if cycles is None else round(cycles, 5),
         spread=None if measured["spread"] is None else round(measured["spread"], 4),

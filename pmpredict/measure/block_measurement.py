@@ -27,6 +27,8 @@ class UnrollVariant:
     confirmed: bool                      # its fastest runs were reproduced
     pass_cycles: tuple[float, ...]       # cycles per copy in each harness process
     error: str | None = None
+    contended: int = 0                   # samples taken again: a busy sibling thread (canary)
+    busy: int = 0                        # samples kept although the canary ran slow
 
     def to_json(self) -> dict:
         out = {"unroll": self.unroll, "cycles": self.cycles_per_copy,
@@ -34,12 +36,17 @@ class UnrollVariant:
                "confirmed": self.confirmed, "passes": list(self.pass_cycles)}
         if self.error:
             out["error"] = self.error
+        if self.contended:
+            out["contended"] = self.contended
+        if self.busy:
+            out["busy"] = self.busy
         return out
 
     @classmethod
     def from_json(cls, data: dict) -> "UnrollVariant":
         return cls(data["unroll"], data["cycles"], data["loop_cycles"], data["spread"],
-                   data["samples"], data["confirmed"], tuple(data["passes"]), data.get("error"))
+                   data["samples"], data["confirmed"], tuple(data["passes"]), data.get("error"),
+                   data.get("contended", 0), data.get("busy", 0))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from pmpredict.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, HARN
 from pmpredict.measure.layout import NORMAL_FILL, Layout
 
 # Bump when the generated code or the timing method changes: it is part of the cache key.
-HARNESS_VERSION = 5
+HARNESS_VERSION = 6
 
 # Value of every allocatable general-purpose register at kernel entry: small (a bit offset
 # of `bt mem, reg` stays inside the operand's cache line), odd and non-zero (bsf/bsr/tzcnt of

@@ -82,9 +82,9 @@ VARIANT_SPREAD = 0.10
 
 
 def suspicious(variants: list[tuple[int, Timing]]) -> bool:
-    """Worth a second measurement: a run was kept although always interrupted, or the
-    unroll variants disagree."""
-    if any(t.dirty for _, t in variants):
+    """Worth a second measurement: a run was kept although always interrupted or while the
+    canary said the core was shared, or the unroll variants disagree."""
+    if any(t.dirty or t.busy for _, t in variants):
         return True
     per = [c / copies for copies, t in variants if (c := kernel_cycles(t)) is not None]
     return len(per) > 1 and max(per) > (1 + VARIANT_SPREAD) * min(per)

@@ -23,12 +23,23 @@
  * different registers never share physical memory), one more for everything else.
  *
  * Protocol on stdout, one flushed line per event:
- *   C <ghz>                                   calibration at start
+ *   C <ghz> <canary_ipc>                      calibration at start; the canary's adds per
+ *                                             cycle when the core was quietest
  *   B <kernel>                                kernel about to take a sample
  *   R <kernel> <steady> <short> <long> <spread> <n> <ghz> <dirty> <samples> <confirmed>
+ *     <contended> <busy>
  *        cycles per loop iteration (steady, short, long); spread: (median - min) / min of
  *        the long runs; dirty: runs kept although every attempt was interrupted;
- *        confirmed: the minima were reproduced before the sample budget ran out
+ *        confirmed: the minima were reproduced before the sample budget ran out;
+ *        contended: samples thrown away and taken again because the canary ran slow;
+ *        busy: samples kept although the canary ran slow (the budget for retakes was spent)
+ *
+ * The canary: a busy sibling hardware thread (another guest on the same physical core)
+ * competes for the execution ports. A dependent chain (the calibration) hardly notices; a
+ * throughput-bound kernel does. So next to every sample a throughput-bound canary (8
+ * independent add chains, more adds than any core has ALUs) runs, and its time relative to
+ * the calibration chain's is compared with the quietest seen: a sample whose canary ran
+ * CANARY_SLOWER slower was taken on a shared core and is taken again.
  *   F <kernel> <reason>                       kernel failed (signal name, timeout, pages, layout)
  * Arguments: target_ns samples max_samples cpu(-1: stay) alarm_s [kernel indices...] (none: all)
  */
@@ -75,6 +86,38 @@ __asm__(
     "  ret\n"
     ".size pm_calibrate, .-pm_calibrate\n");
 void pm_calibrate(char *base, long iters);
+
+/* The canary: 96 adds in 8 independent chains of 12, throughput-bound on every x86-64 core
+   (at most 5 integer ALUs, so at least 19 cycles an iteration against a chain of 12). */
+__asm__(
+    ".text\n"
+    ".p2align 6\n"
+    ".globl pm_canary\n"
+    ".type pm_canary, @function\n"
+    "pm_canary:\n"
+    "  push %rbx\n"
+    "  mov $1, %ebx\n"
+    "  .p2align 6\n"
+    "1:\n"
+    "  .rept 12\n"
+    "  add %rbx, %rax\n"
+    "  add %rbx, %rcx\n"
+    "  add %rbx, %rdx\n"
+    "  add %rbx, %rdi\n"
+    "  add %rbx, %r8\n"
+    "  add %rbx, %r9\n"
+    "  add %rbx, %r10\n"
+    "  add %rbx, %r11\n"
+    "  .endr\n"
+    "  dec %rsi\n"
+    "  jnz 1b\n"
+    "  pop %rbx\n"
+    "  ret\n"
+    ".size pm_canary, .-pm_canary\n");
+void pm_canary(char *base, long iters);
+#define CANARY_ADDS 96
+/* a canary this much slower (relative to the calibration chain) than the quietest: shared */
+#define CANARY_SLOWER 0.15
 
 /* The same on the vector unit: 100 dependent paddq (latency 1 on every x86-64 core). A busy
    sibling thread (another guest on the same physical core) competes for the integer ALUs
@@ -215,7 +258,8 @@ static long iterations_for(kernel_fn fn, char *base, double target_ns) {
     }
 }
 
-static long cal_iters;
+static long cal_iters, canary_iters;
+static double canary_quiet = 1e300;   /* the smallest canary / calibration time ratio seen */
 
 /* ns per cycle, one calibration run of each chain: the faster (contention only slows) */
 static double calibration_run(char *base) {
@@ -224,13 +268,25 @@ static double calibration_run(char *base) {
     return (scalar < vector ? scalar : vector) / ((double)cal_iters * CAL_ADDS);
 }
 
+/* The canary's time over the calibration's, per add: 1 / (adds per cycle); the quietest is
+   remembered. Returns 1 when it ran CANARY_SLOWER slower than the quietest (a shared core). */
+static int canary_slow(char *base, double ns_per_cycle) {
+    double ratio = timed(pm_canary, base, canary_iters) /
+                   ((double)canary_iters * CANARY_ADDS) / ns_per_cycle;
+    if (ratio < canary_quiet) canary_quiet = ratio;
+    return ratio > canary_quiet * (1 + CANARY_SLOWER);
+}
+
 /* ns per cycle at start (reported on the C line): the fastest of `samples` runs */
 static double calibrate(char *base, int samples) {
     double v[MAX_SAMPLES];
     if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
     cal_iters = iterations_for(pm_calibrate, base, CAL_NS);
+    canary_iters = iterations_for(pm_canary, base, CAL_NS / 2);
     for (int s = 0; s < samples; s++) v[s] = calibration_run(base);
-    return minimum(v, samples);
+    double c = minimum(v, samples);
+    for (int s = 0; s < samples; s++) canary_slow(base, c);
+    return c;
 }
 
 /* What is known about one kernel while its samples are being taken. */
@@ -238,17 +294,28 @@ struct pm_state {
     long n;                       /* iterations of the short run (0: not sized yet) */
     int samples, finished;
     long dirty;                   /* runs kept although every attempt was interrupted */
+    int contended, busy;          /* samples retaken / kept although the canary ran slow */
     double cal[MAX_SAMPLES], run_a[MAX_SAMPLES], run_b[MAX_SAMPLES];
 };
 
-/* One sample of a kernel: a calibration run, a run of n and a run of 2n iterations. */
-static void sample(const struct pm_kernel *k, struct pm_state *st, char *base, double target_ns) {
+/* One sample of a kernel: a calibration run, a run of n and a run of 2n iterations, with a
+   canary run before and after. A sample during which the canary ran slow is not kept (it is
+   taken again) until max_samples of them were thrown away; then it is kept and counted busy. */
+static void sample(const struct pm_kernel *k, struct pm_state *st, char *base, double target_ns,
+                   int max_samples) {
     long accepted_before = dirty_accepted;
     if (st->n == 0) st->n = iterations_for(k->fn, base, target_ns);
     int s = st->samples;
     st->cal[s] = calibration_run(base);
+    int slow = canary_slow(base, st->cal[s]);
     st->run_a[s] = timed(k->fn, base, st->n) / st->n;
     st->run_b[s] = timed(k->fn, base, 2 * st->n) / (2.0 * st->n);
+    slow |= canary_slow(base, st->cal[s]);
+    if (slow && st->contended < max_samples) {
+        st->contended++;
+        return;
+    }
+    st->busy += slow;
     st->samples = s + 1;
     st->dirty += dirty_accepted - accepted_before;
 }
@@ -272,9 +339,9 @@ static void report(const struct pm_kernel *k, struct pm_state *st) {
     double long_ns = minimum(st->run_b, s);
     int ok = minima_confirmed(st);
     double spread = (median(st->run_b, s) - long_ns) / long_ns;
-    printf("R %d %.6f %.6f %.6f %.6f %ld %.6f %ld %d %d\n", k->index,
+    printf("R %d %.6f %.6f %.6f %.6f %ld %.6f %ld %d %d %d %d\n", k->index,
            (2 * long_ns - short_ns) / c, short_ns / c, long_ns / c, spread, st->n, 1.0 / c,
-           st->dirty, s, ok);
+           st->dirty, s, ok, st->contended, st->busy);
     fflush(stdout);
 }
 
@@ -369,7 +436,7 @@ int main(int argc, char **argv) {
     page_fd = memfd_create("pmpredict-pages", 0);
 
     double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples);
-    printf("C %.6f\n", 1.0 / ns_per_cycle);
+    printf("C %.6f %.4f\n", 1.0 / ns_per_cycle, 1.0 / canary_quiet);
     fflush(stdout);
 
     /* The kernels take their samples in turns (round robin): a disturbance lasting a few
@@ -411,7 +478,7 @@ int main(int argc, char **argv) {
             if (sig == 0) {
                 armed = 1;
                 alarm(alarm_s);
-                sample(k, st, base, target_ns);
+                sample(k, st, base, target_ns, max_samples);
                 alarm(0);
                 armed = 0;
                 if ((st->samples >= samples && minima_confirmed(st)) || st->samples >= max_samples) {

@@ -69,6 +69,8 @@ class Timing:
     dirty: int = 0                   # runs kept although every attempt was interrupted
     samples: int = 0                 # samples taken (calibration, n and 2n runs each)
     confirmed: bool = True           # the fastest runs were reproduced within the budget
+    contended: int = 0               # samples taken again: the canary ran slow (a busy sibling)
+    busy: int = 0                    # samples kept although the canary ran slow
     passes: tuple = ()               # cycles of each harness process (run_kernels passes > 1)
 
     @property
@@ -196,7 +198,8 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
                 steady, short, long_, spread = (float(x) for x in parts[2:6])
                 results[i] = Timing(steady, short, long_, spread, int(parts[6]), ghz=float(parts[7]),
                                     dirty=int(parts[8]), samples=int(parts[9]),
-                                    confirmed=parts[10] == "1")
+                                    confirmed=parts[10] == "1", contended=int(parts[11]),
+                                    busy=int(parts[12]))
                 current = None
                 on_result(i)
             elif tag == "F":

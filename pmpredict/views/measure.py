@@ -42,6 +42,14 @@ def text(result, *, path: str = "", large_spread: float = 0.0) -> str:
     if not result.stable:
         notes.append("unstable: the fastest runs did not repeat, or the two unroll variants "
                      "disagree; the machine is busy or the block has several steady states")
+    retaken = sum(v.contended for v in result.variants)
+    busy = sum(v.busy for v in result.variants)
+    if busy:
+        notes.append(f"{busy} samples kept while the core's other hardware thread was busy "
+                     "(the canary ran slow): the figure may be high")
+    elif retaken:
+        notes.append(f"{retaken} samples taken again: the core's other hardware thread was "
+                     "busy (the canary ran slow)")
     if result.cached:
         notes.append("cached: --no-cache measures again")
     kernel = result.kernel
