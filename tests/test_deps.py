@@ -5,7 +5,7 @@ from fractions import Fraction
 
 import pytest
 
-from pmpredict.predict.deps import (Edge, Graph, MemRef, Node, Source, build_graph, critical_path,
+from pmpredict.predict.deps import (Edge, Forwarding, Graph, MemRef, Node, Source, build_graph, critical_path,
                                     loop_carried_chains, loop_carried_cycles)
 
 
@@ -125,6 +125,27 @@ def test_store_forwarding_through_the_same_address():
     assert [(e.src, e.dst, e.distance, e.latency) for e in mem] == [(1, 2, 0, 4.5)]
     # add (1) -> store (0) -> forwarded load (4.5) -> add: 5.5 cycles per iteration
     assert loop_carried_cycles(g).ratio == 5.5
+
+
+def test_forwarding_latency_by_what_is_forwarded():
+    # Zen 4 forwards general-purpose data in 1 cycle (memory renaming), vector data in 9:
+    # one model latency for both made vector spills 9x too fast or scalar ones 9x too slow
+    forwarding = Forwarding(1.0, indexed=2.0, vector=9.0)
+
+    def link(width, index=None):
+        ref = MemRef(("rbx", index, 8, 64, ()), ("rbx",) + ((index,) if index else ()), width,
+                     False, True)
+        load = MemRef(ref.address, ref.registers, width, True, False, 5.0)
+        nodes = [Node((Source("x", 0), Source("rbx", 0)), (), (ref,), 0),
+                 Node((Source("rbx", 5),), ("x",), (load,), 5)]
+        g = build_graph(nodes, 5, forwarding)
+        return loop_carried_cycles(g).ratio, g.forwarded
+    assert link(64) == (1.0, {"plain"})
+    assert link(64, "rcx") == (2.0, {"indexed"})
+    assert link(128) == (9.0, {"vector"})
+    assert link(256, "rcx") == (9.0, {"vector"})
+    # a number is the one latency of every kind (what older callers pass)
+    assert build_graph([], 5, 4.0).forwarded == set()
 
 
 def test_no_forwarding_when_the_base_changes_or_the_store_is_narrower():

@@ -42,7 +42,12 @@ FORMAT_VERSION = 1
 PIPELINE_KEYS = {
     "window": "reorder-buffer entries (instructions in flight)",
     "load_latency": "L1 load-to-use latency, cycles (address ready -> value ready)",
-    "store_forward_latency": "store -> load of the same address, cycles (data ready -> value ready)",
+    "store_forward_latency": "store -> load of the same address, cycles (data ready -> value "
+                             "ready): general-purpose data, base + displacement",
+    "store_forward_latency_indexed": "the same through an address with an index register "
+                                     "(store_forward_latency where absent, assumed)",
+    "store_forward_latency_vector": "the same for vector data, a store wider than 64 bits "
+                                    "(store_forward_latency where absent, assumed)",
     "taken_branch": "front-end cycles a taken loop branch costs at least per iteration",
     "macro_fusion": "1 if cmp/test + jcc fuse into one uop, else 0 (the other first "
                     "instructions: their own keys, else as cmp, assumed)",
@@ -77,6 +82,9 @@ HOST_MODEL = "host"
 FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion", "add": "macro_fusion_add",
                "sub": "macro_fusion_sub", "and": "macro_fusion_and", "inc": "macro_fusion_inc",
                "dec": "macro_fusion_dec"}
+# the pipeline key of each kind of store forwarding besides the plain one (predict.deps.Forwarding)
+FORWARDING_KEYS = {"indexed": "store_forward_latency_indexed",
+                   "vector": "store_forward_latency_vector"}
 # pipeline keys whose value is a yes/no fact: 0 or 1
 PIPELINE_FLAGS = {"paired_stores", *FUSION_KEYS.values()}
 

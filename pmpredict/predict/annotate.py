@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from pmpredict.predict.deps import MemRef, Node, Source
+from pmpredict.predict.deps import Forwarding, MemRef, Node, Source
 from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, MERGE, InstructionSemantics
 from pmpredict.isa.base import ATOMIC, VECTOR
 from pmpredict.model.defaults import ASSUMED
-from pmpredict.model.machine import FUSION_KEYS
+from pmpredict.model.machine import FORWARDING_KEYS, FUSION_KEYS
 
 # what atomics read and write besides their operands, in the dependency graph: the core runs
 # them one after another (each waits for the one before, in this iteration or the last), so
@@ -89,6 +89,21 @@ class PipelineFacts:
     fusion: dict[str, bool] = field(default_factory=dict)
     vector_load_op_slots: int = 1           # a vector load-op (vpaddd x, x, [base + disp])
     indexed_vector_load_op_slots: int = 1   # ... whose address has an index
+    # store -> load forwarding through an indexed address, and of vector data; None: the model
+    # does not say (store_forward_latency is taken, and said to be assumed where it is used)
+    store_forward_indexed: float | None = None
+    store_forward_vector: float | None = None
+
+    def forwarding(self) -> Forwarding:
+        return Forwarding(self.store_forward_latency, self.store_forward_indexed,
+                          self.store_forward_vector)
+
+    def assume_forwarding(self, kinds) -> None:
+        """Say which forwarding latencies a kernel used without the model giving them."""
+        given = {"indexed": self.store_forward_indexed, "vector": self.store_forward_vector}
+        for kind in sorted(kinds):
+            if kind in given and given[kind] is None:
+                self.assumed[FORWARDING_KEYS[kind]] = self.store_forward_latency
 
     def fuses(self, mnemonic: str) -> tuple[bool, bool]:
         """(whether `mnemonic` + jcc fuse, whether the model says so): a first instruction
@@ -139,6 +154,9 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
                                               slots.get("load_op_slots", 1)))
     facts.indexed_vector_load_op_slots = int(pipe.get("indexed_vector_load_op_slots",
                                                       slots.get("indexed_load_op_slots", 1)))
+    for kind, key in FORWARDING_KEYS.items():
+        if pipe.get(key) is not None:
+            setattr(facts, f"store_forward_{kind}", float(pipe[key]))
     return facts
 
 

@@ -18,7 +18,9 @@ numbered by value, pointer bumps (add/sub of a constant, push/pop) move an offse
 `mov [rdi], rax; add rdi, 8; mov rbx, [rdi - 8]` forwards, and a store an iteration ago
 forwards to a load whose pointer has moved by the loop's step since. The edge weight is the
 store-forwarding latency plus what the load's own latency adds after the load (consumer
-latency of the memory operand minus the L1 load latency).
+latency of the memory operand minus the L1 load latency). The forwarding latency depends on
+what is forwarded (`Forwarding`): Zen 4 forwards a general-purpose store to a load of the same
+address in 1 cycle (memory renaming), with or without an index register, but vector data in 9.
 
 Loop-carried bound: the maximum over dependency cycles of (sum of weights) / (iterations the
 cycle spans), computed exactly: every cycle passes through at least one distance-1 edge
@@ -67,6 +69,29 @@ class Node:
 
 
 @dataclass(frozen=True)
+class Forwarding:
+    """Store -> load forwarding latency (store data ready -> load value ready) by what is
+    forwarded: general-purpose data through a base + displacement address, through an address
+    with an index register, and vector data (a store wider than 64 bits). None: as `plain`."""
+    plain: float
+    indexed: float | None = None
+    vector: float | None = None
+
+    def latency(self, store: MemRef, load: MemRef) -> float:
+        if self.vector is not None and store.width is not None and store.width > 64:
+            return self.vector
+        if self.indexed is not None and load.address[1] is not None:
+            return self.indexed
+        return self.plain
+
+    def kind(self, store: MemRef, load: MemRef) -> str:
+        """Which of the three a forwarding edge uses: "vector", "indexed" or "plain"."""
+        if store.width is not None and store.width > 64:
+            return "vector"
+        return "indexed" if load.address[1] is not None else "plain"
+
+
+@dataclass(frozen=True)
 class Edge:
     src: int
     dst: int
@@ -79,6 +104,7 @@ class Edge:
 class Graph:
     n: int
     edges: list[Edge] = field(default_factory=list)
+    forwarded: set = field(default_factory=set)     # Forwarding.kind of every memory edge
 
     def in_edges(self) -> list[list[Edge]]:
         out = [[] for _ in range(self.n)]
@@ -144,7 +170,10 @@ def _contains(store: tuple, store_width, load: tuple, load_width) -> bool:
     return soff <= loff and loff * 8 + load_width <= soff * 8 + store_width
 
 
-def build_graph(nodes: list[Node], load_latency: float, store_forward_latency: float) -> Graph:
+def build_graph(nodes: list[Node], load_latency: float,
+                store_forward_latency: "Forwarding | float") -> Graph:
+    forwarding = store_forward_latency if isinstance(store_forward_latency, Forwarding) \
+        else Forwarding(float(store_forward_latency))
     n = len(nodes)
     graph = Graph(n)
     last_writer: dict[str, int] = {}
@@ -166,16 +195,18 @@ def build_graph(nodes: list[Node], load_latency: float, store_forward_latency: f
                 addresses = _Addresses(nodes)
             edge = _forwarding_store(nodes, addresses, i, k)
             if edge is not None:
-                j, distance = edge
-                weight = store_forward_latency + max(0.0, ref.latency - load_latency)
+                j, distance, store = edge
+                weight = forwarding.latency(store, ref) + max(0.0, ref.latency - load_latency)
                 graph.edges.append(Edge(j, i, weight, distance, "mem"))
+                graph.forwarded.add(forwarding.kind(store, ref))
         for r in node.writes:
             current[r] = i
     return graph
 
 
-def _forwarding_store(nodes, addresses: _Addresses, i: int, k: int) -> tuple[int, int] | None:
-    """(store node, distance) whose data the k-th access (a load) of node i reads: the latest
+def _forwarding_store(nodes, addresses: _Addresses, i: int, k: int
+                      ) -> tuple[int, int, MemRef] | None:
+    """(store node, distance, its store access) whose data the k-th access (a load) of node i reads: the latest
     earlier store, this iteration or the previous one, that covers its bytes."""
     load = nodes[i].memory[k]
     at = addresses.where[i][k]
@@ -192,7 +223,7 @@ def _forwarding_store(nodes, addresses: _Addresses, i: int, k: int) -> tuple[int
                 if there is None:
                     continue
             if _contains(there, ref.width, at, load.width):
-                return j, 1 if previous else 0
+                return j, 1 if previous else 0, ref
     return None
 
 

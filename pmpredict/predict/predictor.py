@@ -303,8 +303,8 @@ class Predictor:
         every bound kind's value (bottlenecks.BOUND_KINDS)."""
         model, facts = self.model, annotation.facts
         throughput, neck, balance, pressure, port_load = self._ports(annotation.annotated)
-        graph = build_graph(list(annotation.nodes), facts.load_latency,
-                            facts.store_forward_latency)
+        graph = build_graph(list(annotation.nodes), facts.load_latency, facts.forwarding())
+        facts.assume_forwarding(graph.forwarded)
         chains = tuple(_on_rows(c, annotation.node_rows) for c in loop_carried_chains(graph))
         path_ = critical_path(graph, [node.latency for node in annotation.nodes])
         path_ = Path(path_.length, tuple(dict.fromkeys(annotation.node_rows[i]

@@ -46,6 +46,9 @@ def assumptions(report) -> list[str]:
     if m and m.assumed:
         facts = {"window": "window {:g} instructions", "load_latency": "load latency {:g}",
                  "store_forward_latency": "store forwarding {:g}",
+                 "store_forward_latency_indexed": "store forwarding through an indexed "
+                                                  "address {:g}",
+                 "store_forward_latency_vector": "vector store forwarding {:g}",
                  "taken_branch": "a taken loop branch {:g} cycle"}
         out.append(", ".join(_fact_text(facts, k, v) for k, v in m.assumed.items())
                    + " (not in the model)")
