@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from pmpredict.measure.codegen import Kernel, harness_source
+from pmpredict.measure.cpu import core_types, measurement_cpus
 
 CC_FLAGS = ["-O1", "-w"]
 
@@ -99,9 +100,12 @@ class RunOptions:
                 "max_samples": self.max_samples}
 
     def harness_args(self, exe: str, indices=()) -> list[str]:
-        """The command line of a harness binary (see harness.c) for these options."""
+        """The command line of a harness binary (see harness.c) for these options. On a hybrid
+        CPU a harness not pinned elsewhere is pinned to a CPU of the measured core type (it
+        would stay on whichever core it started on)."""
+        cpu = self.cpu if self.cpu >= 0 or not core_types() else measurement_cpus()[0]
         return [exe, repr(self.target_ns), str(self.samples), str(max(self.samples,
-                self.max_samples)), str(self.cpu), str(self.alarm_s), *map(str, indices)]
+                self.max_samples)), str(cpu), str(self.alarm_s), *map(str, indices)]
 
 
 class HostError(RuntimeError):
@@ -294,7 +298,7 @@ def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1
     if most <= 1:
         _run_pass(exe, range(len(sub)), opts, done)
         return
-    cpus = sorted(os.sched_getaffinity(0)) if opts.cpu < 0 else [opts.cpu]
+    cpus = measurement_cpus() if opts.cpu < 0 else [opts.cpu]
     per_kernel: dict[int, list[Timing]] = {j: [] for j in range(len(sub))}
     todo = list(range(len(sub)))
     for p in range(most):
