@@ -15,7 +15,7 @@ from pmpredict.commands.stopping import sigterm_as_interrupt
 from pmpredict.errors import InputError
 
 # the order of `pmpredict --help`
-COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models"]
+COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models", "anica"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,137 @@
+"""`pmpredict anica` end to end: a planted model error found from the command line, the JSON
+shape, resuming from a checkpoint, bad input, and the HTML report rendered in a real headless
+browser (Chromium)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+
+import pytest
+
+from pmpredict.cli import main
+from pmpredict.formats.model_files import load_model, save_model
+
+# skl's vpaddq ymm: 2 uops on 5 ports; the plant puts them on one port, so that independent
+# instances take 2 cycles each instead of 0.4
+PLANTED_FORM = "VPADDQ_((REG:W:V:256)),_((REG:R:V:256)),_((REG:R:V:256))"
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    skl = load_model("skl")
+    (mask, count), = skl.uops[PLANTED_FORM]
+    assert bin(mask).count("1") >= 3
+    uops = dict(skl.uops)
+    uops[PLANTED_FORM] = ((mask & -mask, count),)
+    path = tmp_path_factory.mktemp("planted") / "skl-planted.json"
+    save_model(skl.with_uops(uops, name="skl-planted"), str(path))
+    return str(path)
+
+
+def _anica(args, capsys=None):
+    status = main(["anica", "--workers", "0", "--no-cache", "--quiet", *args])
+    if capsys is None:
+        return status, "", ""
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def campaign(planted, tmp_path_factory):
+    """One campaign of skl against the planted copy: its JSON report and HTML page."""
+    where = tmp_path_factory.mktemp("campaign")
+    report, html = where / "report.json", where / "report.html"
+    status = subprocess.run([sys.executable, "-m", "pmpredict", "anica", "--workers", "0",
+                             "--no-cache", "--quiet", "-p", "pmpredict:skl",
+                             "-p", f"pmpredict:{planted}", "--budget-calls", "2000",
+                             "--samples", "30", "--seed", "3", "--json", "--html", str(html),
+                             "--checkpoint", str(where / "ck.json")],
+                            capture_output=True, text=True, timeout=600)
+    assert status.returncode == 0, status.stderr
+    report.write_text(status.stdout)
+    return json.loads(status.stdout), html
+
+
+def test_a_planted_port_error_is_found_and_named(planted, campaign):
+    report, html = campaign
+    assert report["format"] == "pmpredict-anica" and report["reference"] == "pmpredict:skl"
+    assert report["counters"]["calls"] >= 2000
+    found = [d for d in report["discoveries"] if "vpaddq" in d["mnemonics"]]
+    assert found and found[0]["interesting_ratio"] >= 0.9
+    d = found[0]
+    assert set(d) >= {"rank", "description", "forms", "mnemonics", "interesting_ratio",
+                      "samples", "mean_disagreement", "covered", "witnesses", "abstract"}
+    # every witness: the planted model predicts it at least 1.5x the original (threshold 0.5)
+    for w in d["witnesses"]:
+        a, b = w["cycles"]["pmpredict:skl"], w["cycles"][f"pmpredict:{os.path.basename(planted)}"]
+        assert b >= 1.5 * a
+    assert html.read_text().startswith("<!DOCTYPE html>")
+
+
+def test_resume_from_the_checkpoint_goes_on_where_it_stopped(planted, tmp_path, capsys):
+    common = ["-p", "pmpredict:skl", "-p", f"pmpredict:{planted}", "--samples", "20",
+              "--seed", "5", "--json", "--checkpoint", str(tmp_path / "ck.json")]
+    status, out, _ = _anica(common + ["--budget-calls", "200"], capsys)
+    first = json.loads(out)
+    status, out, _ = _anica(common + ["--budget-calls", "600", "--resume",
+                                      str(tmp_path / "ck.json")], capsys)
+    resumed = json.loads(out)
+    assert status == 0 and resumed["counters"]["calls"] >= 600
+    assert resumed["counters"]["random_blocks"] >= first["counters"]["random_blocks"]
+    # the same campaign from the start in one go ends in the same state
+    status, out, _ = _anica(["-p", "pmpredict:skl", "-p", f"pmpredict:{planted}", "--samples",
+                             "20", "--seed", "5", "--json", "--checkpoint",
+                             str(tmp_path / "ck2.json"), "--budget-calls", "600"], capsys)
+    whole = json.loads(out)
+    assert [d["description"] for d in whole["discoveries"]] == \
+        [d["description"] for d in resumed["discoveries"]]
+    assert whole["counters"]["calls"] == resumed["counters"]["calls"]
+
+
+@pytest.mark.parametrize("args, says", [
+    (["-p", "pmpredict:skl"], "two or more --predictor"),
+    (["-p", "pmpredict:skl", "-p", "gcc:native"], "unknown tool"),
+    (["-p", "pmpredict:skl", "-p", "pmpredict:no-such-model"], "no-such-model"),
+    (["-p", "pmpredict:skl", "-p", "pmpredict:zen", "--min-length", "4", "--max-length", "2"],
+     "--min-length"),
+])
+def test_bad_input_is_one_line_and_status_2(args, says, tmp_path, capsys):
+    status, out, err = _anica(args + ["--checkpoint", str(tmp_path / "c.json")], capsys)
+    assert status == 2 and says in err and err.count("\n") == 1 and out == ""
+
+
+def test_a_checkpoint_of_other_settings_is_refused(planted, tmp_path, capsys):
+    ck = str(tmp_path / "ck.json")
+    _anica(["-p", "pmpredict:skl", "-p", f"pmpredict:{planted}", "--budget-calls", "64",
+            "--checkpoint", ck], capsys)
+    status, _, err = _anica(["-p", "pmpredict:skl", "-p", f"pmpredict:{planted}",
+                             "--budget-calls", "64", "--seed", "9", "--resume", ck], capsys)
+    assert status == 2 and "other settings" in err
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt install chromium)")
+def test_the_html_report_renders_in_a_headless_browser(campaign, tmp_path):
+    _, html = campaign
+    page = html.read_text()
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", html.as_uri()], capture_output=True,
+                         text=True, timeout=120)
+    assert "vpaddq" in dom.stdout and "Where pmpredict:skl" in dom.stdout, dom.stderr[-500:]
+    shot = tmp_path / "report.png"
+    subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1000,800",
+                    html.as_uri()], capture_output=True, timeout=120)
+    data = shot.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    # a page with text and tables on it, not a blank one: a blank 1000x800 PNG is ~3 KB
+    assert len(data) > 20_000
