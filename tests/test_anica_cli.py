@@ -135,3 +135,30 @@ def test_the_html_report_renders_in_a_headless_browser(campaign, tmp_path):
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     # a page with text and tables on it, not a blank one: a blank 1000x800 PNG is ~3 KB
     assert len(data) > 20_000
+
+
+def test_sigterm_stops_with_a_checkpoint_and_the_resumed_campaign_ends_as_an_unbroken_one(
+        planted, tmp_path):
+    import signal
+    ck = str(tmp_path / "ck.json")
+    common = [sys.executable, "-m", "pmpredict", "anica", "--workers", "0", "--no-cache",
+              "-p", "pmpredict:skl", "-p", f"pmpredict:{planted}", "--samples", "20",
+              "--seed", "8", "--json", "--budget-calls", "800"]
+    proc = subprocess.Popen(common + ["--checkpoint", ck], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()            # the first progress line: a round is done
+    assert first.startswith("anica "), first
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    stopped = json.loads(out)
+    assert stopped["ended"] == "interrupted" and "--resume" in err
+    assert stopped["counters"]["calls"] < 800
+    resumed = subprocess.run(common + ["--resume", ck], capture_output=True, text=True,
+                             timeout=300)
+    whole = subprocess.run(common + ["--checkpoint", str(tmp_path / "ck2.json")],
+                           capture_output=True, text=True, timeout=300)
+    a, b = json.loads(resumed.stdout), json.loads(whole.stdout)
+    assert a["counters"]["calls"] == b["counters"]["calls"]
+    assert [d["description"] for d in a["discoveries"]] == \
+        [d["description"] for d in b["discoveries"]]

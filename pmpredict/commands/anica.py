@@ -18,6 +18,7 @@ from pmpredict.errors import InputError
 from pmpredict.formats.files import check_output
 
 DEFAULT_BUDGET_S = 600.0
+CHECKPOINT_EVERY_S = 30.0        # a campaign killed outright loses at most this much
 
 
 def register(sub):
@@ -59,7 +60,7 @@ def register(sub):
     p.add_argument("--timeout", type=float_in(0.0, 1e6, low_open=True), default=60.0,
                    metavar="SEC", help="per block and predictor call (default 60)")
     p.add_argument("--checkpoint", metavar="FILE",
-                   help="campaign state, written after every round and when stopped "
+                   help=f"campaign state, written every {CHECKPOINT_EVERY_S:g} s and when stopped "
                         "(default: in the cache directory, named by the campaign's settings)")
     p.add_argument("--resume", metavar="FILE", help="continue a campaign from its checkpoint")
     p.add_argument("--cache", metavar="FILE.sqlite",
@@ -172,13 +173,21 @@ def run(args):
         start = time.monotonic()
         progress = None if args.quiet else _Progress(budget_s, args.budget_calls, spent)
 
+        # the state between two units of work: what a stop in the middle of one goes back to
+        # (a unit interrupted inside its predictor call has drawn random numbers it never used)
+        boundary = {"state": campaign.state(), "saved": time.monotonic()}
+
         def should_stop() -> bool:
             calls = campaign.counters["calls"]
+            boundary["state"] = campaign.state()
+            if time.monotonic() - boundary["saved"] >= CHECKPOINT_EVERY_S:
+                save("running", campaign)
+                boundary["saved"] = time.monotonic()
             return ((budget_s is not None and spent + time.monotonic() - start >= budget_s)
                     or (args.budget_calls is not None and calls >= args.budget_calls))
 
-        def save(how: str) -> CampaignOutcome:
-            outcome = CampaignOutcome.of(campaign, evaluator, predictors, schemes,
+        def save(how: str, at) -> CampaignOutcome:
+            outcome = CampaignOutcome.of(at, evaluator, predictors, schemes,
                                          spent + time.monotonic() - start, how, checkpoint)
             save_checkpoint(checkpoint, outcome)
             return outcome
@@ -186,9 +195,11 @@ def run(args):
         how = "budget"
         try:
             campaign.run(should_stop, progress)
+            at = campaign
         except KeyboardInterrupt:
             how = "interrupted"
-        outcome = save(how)
+            at = Campaign(schemes, evaluator, config, state=boundary["state"])
+        outcome = save(how, at)
         if progress:
             progress.close()
     finally:
