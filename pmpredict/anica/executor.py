@@ -14,7 +14,9 @@ back: timing the hardware while the workers compute beside it would time them to
 
 from __future__ import annotations
 
+import logging
 import math
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -81,8 +83,13 @@ class DaskRunner:
         if address:
             self.client = Client(address, timeout="30s")
         else:
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None)
+            with warnings.catch_warnings():
+                # "port 8787 is already in use": another local cluster has it; ours takes a
+                # free port, and the user need not hear of it
+                warnings.simplefilter("ignore", UserWarning)
+                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
+                                            processes=True, dashboard_address=None,
+                                            scheduler_port=0, silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
         self._scattered: dict[int, object] = {}
 
