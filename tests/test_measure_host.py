@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+import os
 import platform
 import shutil
 import subprocess
@@ -235,6 +236,21 @@ def test_cli_measure_experiments_round_trip(tmp_path):
     measured = load_experiments(str(out))
     assert measured.experiments[0].cycles == pytest.approx(1.0, rel=INCIDENTAL)
     assert measured.experiments[1].cycles == pytest.approx(1.0, rel=0.1)
+
+
+def test_cli_measure_with_a_cache_that_cannot_be_opened_is_a_located_error(tmp_path):
+    from pmpredict.measure.cache import ResultCache
+    from pmpredict.measure.cpu import cpu_identity
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    path = ResultCache(str(tmp_path / "probe"), cpu_identity()).path
+    (cache / os.path.basename(path)).mkdir(exist_ok=True)      # a directory where the file goes
+    block = tmp_path / "b.s"
+    block.write_text("add %rbx, %rax\n")
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "measure", str(block), "--cache",
+                           str(cache)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "cannot open the measurement cache" in proc.stderr
 
 
 @pytest.mark.parametrize("args, where", [

@@ -19,6 +19,7 @@ import os
 import sqlite3
 import time
 
+from pmpredict.errors import InputError
 from pmpredict.measure.codegen import HARNESS_VERSION
 from pmpredict.userdirs import cache_dir
 
@@ -48,14 +49,21 @@ class ResultCache:
         self._db = None
         self._memory: dict[str, dict] = {}
         if cache_dir:
-            os.makedirs(cache_dir, exist_ok=True)
             tag = hashlib.sha256(cpu.encode()).hexdigest()[:12]
             self.path = os.path.join(cache_dir, f"measure-{tag}.sqlite")
-            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self._set_wal()
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS results "
-                             "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            try:
+                os.makedirs(cache_dir, exist_ok=True)
+                self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S,
+                                           isolation_level=None)
+                self._set_wal()
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute("CREATE TABLE IF NOT EXISTS results "
+                                 "(key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            except (OSError, sqlite3.Error) as exc:
+                # a cache that cannot be opened (a directory in its place, a damaged file, a
+                # read-only disk) is the user's to fix: said in one line, not a traceback
+                raise InputError(self.path, f"cannot open the measurement cache: {exc}") \
+                    from None
             self._import_json_lines(os.path.join(cache_dir, f"measure-{tag}.jsonl"))
 
     def _set_wal(self) -> None:
