@@ -71,14 +71,14 @@ def test_infer_needs_experiments_or_measure(capsys):
     from pmpredict.cli import main
     assert main(["infer", "-o", "x.json"]) == 2                 # one line, as every bad input
     err = capsys.readouterr().err
-    assert "one of the arguments --experiments/-e --measure is required" in err
+    assert "one of the arguments --experiments/-e --measure --oracle is required" in err
     assert err.startswith("pmpredict: error: <command line>: ") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize("flags, message", [
     (["-e", "x.json", "--design", "pairs"], "--design goes with --measure"),
     (["-e", "x.json", "--no-latencies"], "--no-latencies goes with --measure"),
-    (["-e", "x.json", "--forms", "core"], "--forms goes with --measure"),
+    (["-e", "x.json", "--forms", "core"], "--forms goes with --measure or --oracle"),
     (["--measure", "--forms", "core", "--kernel-only"], "--kernel-only goes with --forms-from"),
     (["--measure", "--syntax", "att"], "--syntax goes with --forms-from")])
 def test_flags_of_measuring_are_refused_elsewhere(tmp_path, capsys, flags, message):

@@ -14,7 +14,8 @@ import time
 
 from pmpredict.errors import InputError
 from pmpredict.formats.files import check_output
-from pmpredict.commands.common import (emit, float_in, int_in, name_value, r_max_value,
+from pmpredict.commands.common import (emit, float_in, int_in, load_model, name_value,
+                                       print_json, r_max_value,
                                        training_saver)
 from pmpredict.commands.progress import ProgressDisplay
 from pmpredict.commands.stopping import STOPPED, deadline_check
@@ -33,7 +34,14 @@ def register(sub):
     source.add_argument("--measure", action="store_true",
                         help="the whole pipeline on this host: measure the forms' experiments "
                              "(see --design), latencies and front end here (cached, resumable; "
-                             "kept in OUT.json.measurements/), then infer (ports default to 10)")
+                             "kept in OUT.json.measurements/), then infer (ports default to 10); "
+                             "with --method cegis: measure on this host only what CEGIS asks "
+                             "for, over the forms of --forms (cached)")
+    source.add_argument("--oracle", metavar="M",
+                        help="with --method cegis or counters (cegis is the default here): a "
+                             "model file or built-in name as the ground truth, its cycles by "
+                             "the exact simulator (see --oracle-noise); its forms, or those "
+                             "of --forms")
     forms = p.add_mutually_exclusive_group()
     forms.add_argument("--forms", metavar="FILE",
                        help="with --measure: form list, one PMEvo form string a line, or a "
@@ -62,9 +70,30 @@ def register(sub):
     # settings default to None ("not given"): pmpredict.infer.job fills in the defaults, or
     # the checkpoint's on --resume (where a given value must agree with the checkpoint)
     p.add_argument("--seed", type=int_in(0), help="random seed, >= 0 (default 0)")
-    p.add_argument("--method", choices=("exact", "pmevo", "pmevo+exact"),
+    p.add_argument("--method", choices=("exact", "pmevo", "pmevo+exact", "cegis", "counters"),
                    help="exact: singleton start + exact uop moves (default); pmevo: PMEvo's EA + "
-                        "count local search; pmevo+exact: EA then exact moves")
+                        "count local search; pmevo+exact: EA then exact moves; cegis: "
+                        "counter-example-guided SMT inference, asking the oracle for the "
+                        "experiments it needs (Ritter ch. 4); counters: blocking instructions "
+                        "and a total-uops counter, every form's uops justified by named "
+                        "experiments (ch. 6; needs a uop counter: --oracle, or a PMU here)")
+    p.add_argument("--oracle-noise", type=float_in(0.0, 0.5), metavar="X",
+                   help="with --oracle: relative noise of its cycles, each times (1 + u), u "
+                        "uniform in [-X, X], fixed per experiment by --seed (default 0)")
+    p.add_argument("--max-uops", type=int_in(1, 8), metavar="N",
+                   help="cegis: uops per form at most (1, the default: the two-level model; "
+                        "more: three-level, slower)")
+    p.add_argument("--max-length", type=int_in(2, 1000), metavar="L",
+                   help="cegis, counters: ask for experiments of at most L forms (default: "
+                        "any length, so the result is complete)")
+    p.add_argument("--encoding", choices=("flow", "hall"),
+                   help="cegis, counters: relateThroughput as the thesis' flow constraints "
+                        "(flow, the default) or as every port set's bottleneck bound (hall: "
+                        "2^P - 1 constraints per experiment, slower beyond 4 ports)")
+    p.add_argument("--explain", action="store_true",
+                   help="cegis, counters: print what justifies the mapping (counters: each "
+                        "form's experiments and what each establishes; cegis: the experiments "
+                        "measured)")
     p.add_argument("--start", choices=("shared", "fitted", "singleton", "random"),
                    help="exact: starting mapping; shared: one uop on ~1/t ports, forms of equal "
                         "throughput share a port set (default); fitted: the same with the (count, "
@@ -88,7 +117,9 @@ def register(sub):
     p.add_argument("--max-sweeps", type=int_in(0, 1_000_000), metavar="N",
                    help="at most N refinement sweeps per start (default 14)")
     p.add_argument("--epsilon", type=float_in(0.0, 1.0),
-                   help="congruence tolerance (symmetric relative difference, default 0.05)")
+                   help="congruence tolerance (symmetric relative difference, default 0.05); "
+                        "cegis, counters: tolerance on cycles per instruction (default 0 with "
+                        "an exact --oracle, else 0.02)")
     p.add_argument("--r-max", type=r_max_value, metavar="IPC",
                    help="front-end cap used in the fitness")
     p.add_argument("--time-limit", type=float_in(0.0, 1e9, low_open=True), metavar="SEC",
@@ -181,8 +212,10 @@ def _close(display) -> None:
 
 def _check_measure_flags(args) -> None:
     """Flags that only mean something with --measure (or --forms-from) are refused without."""
+    if args.forms and not args.measure and not args.oracle:
+        raise InputError("<command line>", "--forms goes with --measure or --oracle")
     if not args.measure:
-        given = [name for name, value in (("--forms", args.forms), ("--forms-from", args.forms_from),
+        given = [name for name, value in (("--forms-from", args.forms_from),
                                           ("--design", args.design),
                                           ("--no-latencies", args.no_latencies)) if value]
         if given:
@@ -219,9 +252,13 @@ def run(args):
     ckpt_path = args.checkpoint or args.output + ".ckpt"
     check_output(ckpt_path, "checkpoint")
     _check_measure_flags(args)
+    method = _method(args)
+    _check_method_flags(args, method)
     should_stop = deadline_check(args.time_limit, time.monotonic())
     display = None if args.quiet else ProgressDisplay()
     argv = getattr(args, "argv", None) or sys.argv[1:]
+    if method in ONLINE_METHODS:
+        return _run_online(args, method, ckpt_path, argv, should_stop, display)
     infer = _inference_job(args, ckpt_path, argv, should_stop, display)
     if args.measure:
         if args.resume:
@@ -243,6 +280,154 @@ def run(args):
     if outcome.interrupted is not None:
         return 130                        # Ctrl-C or SIGTERM, as everywhere in the CLI
     return 0 if outcome.model is not None else 1
+
+
+# --- cegis and counters: the methods that choose their own experiments ----------------------
+
+ONLINE_METHODS = ("cegis", "counters")
+# flags of the PMEvo methods only, and of the online methods only
+PMEVO_ONLY = ("start", "restarts", "distill", "distill_sweeps", "population", "generations",
+              "volume_weight", "max_sweeps")
+ONLINE_ONLY = ("oracle_noise", "max_uops", "max_length", "encoding", "explain")
+
+
+def _method(args) -> str:
+    """The method asked for: --method, else a resumed checkpoint's, else cegis with --oracle
+    (the only methods an oracle serves), else exact."""
+    # deferred: checkpoints load numpy
+    from pmpredict.infer.checkpoint import load_checkpoint
+
+    if args.resume:
+        config = load_checkpoint(args.resume).get("config") or {}
+        saved = config.get("method") or (config.get("infer") or {}).get("method")
+        if args.method and saved and args.method != saved and \
+                (saved in ONLINE_METHODS or args.method in ONLINE_METHODS):
+            raise InputError(args.resume, f"this checkpoint belongs to a --method {saved} run, "
+                                          f"not --method {args.method}")
+        if saved in ONLINE_METHODS:
+            return saved
+    if args.method:
+        return args.method
+    return "cegis" if args.oracle else "exact"
+
+
+def _check_method_flags(args, method: str) -> None:
+    """Flags of another method are refused, as is an oracle for the PMEvo methods."""
+    online = method in ONLINE_METHODS
+    for name in (ONLINE_ONLY if not online else PMEVO_ONLY):
+        value = getattr(args, name)
+        if value not in (None, False):
+            which = "--method cegis or counters" if not online else \
+                "--method exact, pmevo or pmevo+exact"
+            raise InputError("<command line>", f"--{name.replace('_', '-')} goes with {which}")
+    if args.oracle and not online:
+        raise InputError("<command line>", "--oracle goes with --method cegis or counters")
+    if online and args.experiments:
+        raise InputError("<command line>", f"--method {method} chooses its own experiments: "
+                                           "give --oracle M or --measure, not --experiments")
+    if online and args.design:
+        raise InputError("<command line>", f"--design goes with the PMEvo methods (--method "
+                                           f"{method} measures what it asks for)")
+    if online and args.measure and not (args.forms or args.forms_from):
+        raise InputError("<command line>", f"--measure with --method {method} needs --forms "
+                                           "FILE or --forms-from (it does not scale to the "
+                                           "catalogue)")
+
+
+def _oracle(args, seed: int):
+    """(ModelOracle of --oracle, its model) ; the model's forms or those of --forms."""
+    # deferred: the oracle loads numpy and the simulator
+    from pmpredict.infer.oracles import ModelOracle
+
+    truth = load_model(args.oracle)
+    forms = list(truth.uops)
+    if args.forms:
+        # deferred: form lists load the measure package
+        from pmpredict.measure import load_form_list
+        forms = load_form_list(args.forms)
+        missing = [f for f in forms if f not in truth.uops]
+        if missing:
+            raise InputError(args.forms, f"form {missing[0]!r} is not in the oracle model "
+                                         f"{truth.name!r}")
+    return ModelOracle(truth, args.oracle_noise or 0.0, seed, name=truth.name), truth, forms
+
+
+def _run_online(args, method, ckpt_path, argv, should_stop, display):
+    """--method cegis|counters: the settings, the oracle (a model, or this host), the run,
+    the model and its explanation."""
+    # deferred: the SMT solver (z3) and the simulator load only for these methods
+    from pmpredict.infer.online_job import (load_online_resume, online_settings, run_online)
+    from pmpredict.infer.uop_counters import CounterUnavailable, HostUopCounter, ModelUopCounter
+    from pmpredict.views import infer as view
+
+    requested = {"n_ports": args.ports, "max_uops": args.max_uops,
+                 "max_length": args.max_length, "epsilon": args.epsilon, "r_max": args.r_max,
+                 "encoding": args.encoding, "seed": args.seed}
+    resumed_raw = None
+    if args.resume:
+        # deferred: checkpoints load numpy
+        from pmpredict.infer.checkpoint import load_checkpoint
+        resumed_raw = load_checkpoint(args.resume)
+    if args.oracle:
+        probe_seed = args.seed if args.seed is not None else \
+            (resumed_raw or {}).get("config", {}).get("settings", {}).get("seed", 0)
+        oracle, truth, forms = _oracle(args, probe_seed)
+        counter = ModelUopCounter(truth) if method == "counters" else None
+        default_ports, exact, isa = len(truth.ports), not args.oracle_noise, truth.isa
+        inputs = [args.oracle]
+    else:
+        counter = None
+        if method == "counters":
+            try:
+                counter = HostUopCounter()
+            except CounterUnavailable as exc:
+                raise InputError("<host>", str(exc)) from None
+        # deferred: measuring loads numpy and the harness
+        from pmpredict.host.workflow import HOST_PORTS
+        from pmpredict.infer.oracles import HostOracle
+        from pmpredict.measure import default_cache_dir
+        forms, _ = _forms_to_measure(args)
+        oracle = HostOracle(default_cache_dir(), should_stop=should_stop, progress=display)
+        default_ports, exact, isa = HOST_PORTS, False, "x86"
+        inputs = ["<host>"]
+        if args.r_max is None and resumed_raw is None:
+            requested["r_max"] = _host_width(display)
+    resumed = load_online_resume(args.resume, method, forms, oracle) if args.resume else None
+    settings = online_settings(method, requested, exact_oracle=exact,
+                               default_ports=default_ports, resumed=resumed,
+                               resume_path=args.resume)
+    outcome = run_online(method, oracle, forms, settings, checkpoint_path=ckpt_path,
+                         counter=counter, resumed=resumed, should_stop=should_stop,
+                         progress=display and display.online,
+                         name=args.name or os.path.splitext(os.path.basename(args.output))[0],
+                         command="pmpredict " + shlex.join(argv), isa=isa, inputs=inputs)
+    _close(display)
+    if outcome.model is not None:
+        save_model(outcome.model, args.output)
+    hint = resume_command(argv, ckpt_path)
+    if args.json:
+        print_json(view.online_json(outcome, output=args.output, resume=hint,
+                                    explain=args.explain))
+    else:
+        if args.explain and outcome.model is not None:
+            sys.stdout.write(view.explain_text(outcome))
+        if not args.quiet or not outcome.finished:
+            sys.stderr.write(view.online_text(outcome, output=args.output, resume=hint))
+    if outcome.interrupted is not None:
+        return 130
+    return 0 if outcome.model is not None else 1
+
+
+def _host_width(display):
+    """This machine's issue width (the front-end probes, cached): the R_max cap (4.3)."""
+    # deferred: the probes load the harness
+    from pmpredict.measure import default_cache_dir
+    from pmpredict.measure.frontend import measure_frontend
+    from pmpredict.measure import HostError
+    try:
+        return measure_frontend(cache_dir=default_cache_dir(), progress=display).facts.r_max
+    except HostError as exc:
+        raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
 
 
 def _inference_job(args, ckpt_path: str, argv: list[str], should_stop, display):

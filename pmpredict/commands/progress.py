@@ -102,6 +102,21 @@ class ProgressDisplay:
         self._show(("infer", start, phase), f"infer {start} {phase} {what}",
                    int(info["step"]), None, details, final=False)
 
+    def online(self, info: dict) -> None:
+        """A step of cegis or counters: the phase, experiments (or forms) done, the size bound
+        of the experiments asked for, and an ETA where the total is known."""
+        phase, total = info["phase"], info.get("total")
+        details = ""
+        if info.get("bound") is not None:
+            details += f"  experiments of <= {info['bound']} forms"
+        if info.get("step"):
+            details += f"  ({info['step']})"
+        if info.get("eta"):
+            details += f", eta {duration(info['eta'])}"
+        details += f", {duration(info.get('elapsed', 0.0))}"
+        self._show(("online", phase), f"infer {phase}", int(info.get("done", 0)), total, details,
+                   final=total is not None and info.get("done", 0) >= total)
+
     # --- output ------------------------------------------------------------------------------
 
     def note(self, text: str, stream=None) -> None:
