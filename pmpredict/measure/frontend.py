@@ -35,8 +35,9 @@ _ISA = semantics.get(HARNESS_ISA)             # which spellings are jumps
 _LABEL = re.compile(r"^\d+:")                 # a numeric local label: a probe's jump target
 ROUNDS = 3                            # timings of the probes at most, while the reading is in doubt
 # the probes' generation, in a model's provenance.front_end: 2 added the fusion of each first
-# instruction, vector load-op slots, the store pairing block, the stack sync and the window
-FRONT_END_VERSION = 2
+# instruction, vector load-op slots, the store pairing block, the stack sync and the window;
+# 3 the widest store that pairs
+FRONT_END_VERSION = 3
 
 
 @dataclass

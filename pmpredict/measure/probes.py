@@ -167,10 +167,24 @@ STORE_PAIRS = (
 STORE_REGISTERS = ("r8", "r9")
 
 
+# two vector stores a copy, each pair within one 32-byte block (16-byte stores) or one line
+# (32-byte stores): whether stores that wide pair (paired_store_width; Zen 4: 8-byte stores
+# pair, 16- and 32-byte ones do not, a store a cycle)
+WIDE_STORE_PAIRS = (
+    ("two 16-byte stores in one 32-byte block", ("xmmword", "xmm8", 0), ("xmmword", "xmm9", 16),
+     16, 32),
+    ("two 32-byte stores in one line", ("ymmword", "ymm8", 0), ("ymmword", "ymm9", 32), 32, 64),
+)
+
+
 def _store_probes() -> list[Probe]:
-    return [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {d}], {r}"
-                                           for d, r in zip(offsets, STORE_REGISTERS)))
-            for name, offsets, _ in STORE_PAIRS]
+    narrow = [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {d}], {r}"
+                                             for d, r in zip(offsets, STORE_REGISTERS)))
+              for name, offsets, _ in STORE_PAIRS]
+    wide = [Probe(f"stores: {name}", tuple(f"vmovdqu {size} ptr [rsi + {d}], {r}"
+                                           for size, r, d in (a, b)))
+            for name, a, b, _, _ in WIDE_STORE_PAIRS]
+    return narrow + wide
 
 
 STACK_PROBES = (
@@ -345,6 +359,27 @@ def _read_stores(cycles, out: FrontEnd) -> None:
         f"two stores at [base + {offsets[0]}], [base + {offsets[1]}] ({name}) "
         f"{per_store[name]:.2f} cycles each" + ("" if paired[-1] == STORE_PAIRS[-1] else
                                                   ", farther apart one a cycle"))
+    _read_wide_stores(cycles, size, out)
+
+
+def _read_wide_stores(cycles, block: int, out: FrontEnd) -> None:
+    """The widest store that pairs: 8 bytes (the pairs above), 16 or 32 when two vector stores
+    that wide within the pairing block pair too. A pair that spans more than the block says
+    nothing of its width."""
+    width, said = 8, []
+    for name, _, _, size, reach in WIDE_STORE_PAIRS:
+        c = cycles.get(f"stores: {name}")
+        if c is None or reach > block:
+            continue
+        each = c / 2
+        out.details.setdefault("cycles_per_store", {})[name] = _round(each)
+        if PAIRED_BELOW - 0.1 < each < 0.9:
+            out.suspect.append(f"{name}: between one and two a cycle")
+        if each < PAIRED_BELOW and width == size // 2:
+            width = size
+        said.append(f"{name} {each:.2f} cycles each")
+    out.pipeline["paired_store_width"] = width
+    out.how["paired_store_width"] = "8-byte stores pair" + (f"; {'; '.join(said)}" if said else "")
 
 
 def _read_stack(cycles, out: FrontEnd) -> None:

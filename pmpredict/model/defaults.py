@@ -21,6 +21,9 @@ ASSUMED = {
     # stores that pair (pipeline paired_stores) commit together within one aligned block of
     # this many bytes (measured on Zen 4: 32)
     "paired_store_bytes": 32,
+    # ... and only stores at most this wide (bytes) pair (Zen 4: two 8-byte stores to one block
+    # commit together, two 16-byte ones do not)
+    "paired_store_width": 8,
     # a load into part of a register (mov cl, [m]; an AArch64 load into a lane): the old
     # value -> the result, the merge after the load (measured on Zen 4: `movb 24(%rsi), %cl`
     # in a loop 1.0 cycle, not the load's 4 + 1)

@@ -72,6 +72,7 @@ PIPELINE_KEYS = {
     "paired_stores": "1 if two consecutive stores into one aligned block of paired_store_bytes "
                      "commit at once, else 0",
     "paired_store_bytes": "the size of the aligned block within which stores pair (bytes)",
+    "paired_store_width": "the widest store that pairs (bytes): 8, 16 or 32",
     "stack_sync_latency": "cycles the stack engine's sync uop adds before an explicit use of the "
                           "stack pointer",
 }

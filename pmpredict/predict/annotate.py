@@ -93,6 +93,9 @@ class PipelineFacts:
     # does not say (store_forward_latency is taken, and said to be assumed where it is used)
     store_forward_indexed: float | None = None
     store_forward_vector: float | None = None
+    # the widest store (bytes) that pairs, and whether the model does not say (then assumed)
+    paired_store_width: int = ASSUMED["paired_store_width"]
+    paired_store_width_assumed: bool = True
 
     def forwarding(self) -> Forwarding:
         return Forwarding(self.store_forward_latency, self.store_forward_indexed,
@@ -154,6 +157,9 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
                                               slots.get("load_op_slots", 1)))
     facts.indexed_vector_load_op_slots = int(pipe.get("indexed_vector_load_op_slots",
                                                       slots.get("indexed_load_op_slots", 1)))
+    if pipe.get("paired_store_width") is not None:
+        facts.paired_store_width = int(pipe["paired_store_width"])
+        facts.paired_store_width_assumed = False
     for kind, key in FORWARDING_KEYS.items():
         if pipe.get(key) is not None:
             setattr(facts, f"store_forward_{kind}", float(pipe[key]))

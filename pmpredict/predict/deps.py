@@ -232,7 +232,8 @@ def _forwarding_store(nodes, addresses: _Addresses, i: int, k: int
 EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of a pair (bits)
 
 
-def paired_stores(nodes: list[Node], block_bytes: int) -> dict[int, int]:
+def paired_stores(nodes: list[Node], block_bytes: int,
+                  max_width: int | None = None) -> dict[int, int]:
     """Stores that commit together with the store before them, on a core that commits two
     consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
     paired_store_bytes; Zen 4 measures 0.5 cycles per store for two stores at [rbp + 8],
@@ -246,7 +247,11 @@ def paired_stores(nodes: list[Node], block_bytes: int) -> dict[int, int]:
     staying in it. In each run of same-block stores, the 2nd, 4th... pair up (EVERY
     iteration). A run that spans the whole loop pairs across iterations: with an even number
     of stores as before, with an odd number each store is the second of a pair every other
-    iteration (EVEN or ODD: iteration parity, the first iteration being even)."""
+    iteration (EVEN or ODD: iteration parity, the first iteration being even).
+
+    Only stores of at most `max_width` bytes pair (None: any width; the pipeline's
+    paired_store_width: Zen 4 pairs 8-byte stores, not 16- or 32-byte ones); a wider store
+    ends a run."""
     addresses = _Addresses(nodes)
     stores = [(i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
               if ref.store]
@@ -268,7 +273,13 @@ def paired_stores(nodes: list[Node], block_bytes: int) -> dict[int, int]:
     wrap = last is not None and last[0] == first[0] and (
         same_block(first, last) if last[1] == at(m - 1)[1]
         else abs(first[1] - last[1]) <= block_bytes // 2)
-    same = [wrap] + [same_block(at(j), at(j - 1)) for j in range(1, m)]
+    def narrow(j: int) -> bool:
+        i, k = stores[j]
+        width = nodes[i].memory[k].width
+        return max_width is None or width is None or width <= 8 * max_width
+
+    same = [wrap and narrow(0) and narrow(m - 1)] + [
+        same_block(at(j), at(j - 1)) and narrow(j) and narrow(j - 1) for j in range(1, m)]
     out: dict[int, int] = {}
     if all(same):
         for j, (i, _) in enumerate(stores):

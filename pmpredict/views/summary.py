@@ -49,6 +49,7 @@ def assumptions(report) -> list[str]:
                  "store_forward_latency_indexed": "store forwarding through an indexed "
                                                   "address {:g}",
                  "store_forward_latency_vector": "vector store forwarding {:g}",
+                 "paired_store_width": "only stores of up to {:g} bytes pair",
                  "taken_branch": "a taken loop branch {:g} cycle"}
         out.append(", ".join(_fact_text(facts, k, v) for k, v in m.assumed.items())
                    + " (not in the model)")
