@@ -15,7 +15,7 @@ from pmpredict.commands.stopping import sigterm_as_interrupt
 from pmpredict.errors import InputError
 
 # the order of `pmpredict --help`
-COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models", "anica"]
+COMMANDS = ["predict", "simulate", "evaluate", "infer", "measure", "export", "align", "models", "anica", "serve"]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,146 @@
+"""`pmpredict serve`: a resident predictor for editors and compiler explorers, JSON lines on
+standard input and output (docs/SERVICE.md).
+
+Models, their prepared predictors and the per-instruction work they memoise stay loaded
+between requests, so a request costs the prediction alone. One request a line, one answer a
+line, in order; a bad request gets an error answer and the service goes on. It ends at the
+end of its input or on {"op": "shutdown"}.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from pmpredict.errors import InputError
+
+REQUEST_KEYS = {"id", "op", "text", "file", "path", "model", "syntax", "isa", "lines", "region",
+                "format", "views", "costs"}
+EXTRA_VIEWS = ("timeline", "bottlenecks")
+
+
+def register(sub):
+    p = sub.add_parser(
+        "serve", help="answer predict requests as JSON lines on stdin/stdout (resident)",
+        description="A resident predictor: each input line is a JSON request, e.g. "
+                    '{"id": 1, "text": "vaddpd %ymm0, %ymm1, %ymm1\\n", "model": "skl"} or '
+                    '{"id": 2, "file": "loop.s"}; each answer one JSON line {"id", "result"} '
+                    '(the object `predict --json` prints, Fields\' costs with "costs": true; '
+                    'with "format": "text" the text report as "text") or {"id", "error": {"path", "line", "column", '
+                    '"message"}}. Models stay loaded between requests. See docs/SERVICE.md.')
+    p.add_argument("--model", "-m", metavar="M",
+                   help="the model of requests that name none (default: as `predict`: this "
+                        "machine's model once measured, else skl / a72 by the ISA)")
+    p.set_defaults(func=run)
+
+
+class Service:
+    """Requests in, answers out; models and predictors kept by (spec, ISA)."""
+
+    def __init__(self, default_model: str | None = None):
+        self.default_model = default_model
+        self.predictors: dict[tuple, object] = {}
+
+    def predictor(self, spec: str | None, isa: str, path: str, costs: bool):
+        """The prepared predictor of a model; Fields' costs (a simulation per bottleneck and
+        pair: most of a small kernel's time) only where a request asks for them."""
+        # deferred: the engines, once per model
+        from pmpredict.commands import predict_files as job
+        from pmpredict.predict.predictor import Predictor
+        key = (spec, isa, costs)
+        if key not in self.predictors:
+            if spec is None:
+                model = job.default_models([_FakeSource(isa)])[0][isa]
+            else:
+                model = job.model_for(spec, isa, path)
+            self.predictors[key] = Predictor(model, criticality=costs)
+        return self.predictors[key]
+
+    def answer(self, request: dict) -> dict:
+        # deferred: parsing and the views, loaded with the first request
+        from pmpredict.asm.parse import parse_file, parse_source
+        from pmpredict.commands.predict_files import kernels_of
+        from pmpredict.views import DEFAULT_VIEWS, render_text, to_json
+        unknown = sorted(set(request) - REQUEST_KEYS)
+        if unknown:
+            raise InputError("<request>", f"unknown key {unknown[0]!r}")
+        views = tuple(request.get("views") or ())
+        if any(v not in EXTRA_VIEWS for v in views):
+            raise InputError("<request>", f"views are {', '.join(EXTRA_VIEWS)}")
+        fmt = request.get("format", "json")
+        if fmt not in ("json", "text"):
+            raise InputError("<request>", "format is json or text")
+        if ("text" in request) == ("file" in request):
+            raise InputError("<request>", 'give "text" (assembly) or "file" (a path), one')
+        if "text" in request:
+            if not isinstance(request["text"], str):
+                raise InputError("<request>", '"text" must be a string')
+            path = str(request.get("path") or "<request>")
+            program = parse_source(request["text"], path, syntax=request.get("syntax"),
+                                   isa=request.get("isa"))
+        else:
+            path = str(request["file"])
+            program = parse_file(path, syntax=request.get("syntax"), isa=request.get("isa"))
+        kernels = kernels_of(program, request.get("lines"), request.get("region"))
+        costs = request.get("costs", False)
+        if not isinstance(costs, bool):
+            raise InputError("<request>", '"costs" is true or false')
+        predictor = self.predictor(request.get("model") or self.default_model, program.isa, path,
+                                   costs or "bottlenecks" in views)
+        reports = [predictor.predict(k, program.syntax, path) for k in kernels]
+        if fmt == "text":
+            return {"text": "\n".join(render_text(r, DEFAULT_VIEWS + views) for r in reports)}
+        results = [to_json(r, views) for r in reports]
+        result = results[0] if len(results) == 1 else dict(results[0], regions=results)
+        return {"result": result}
+
+
+class _FakeSource:
+    """What predict_files.default_models looks at of a source: its ISA."""
+
+    def __init__(self, isa: str):
+        self.isa = isa
+        self.path = "<request>"
+
+
+def _error(exc: InputError) -> dict:
+    return {"path": exc.path, "line": exc.line, "column": exc.column, "message": exc.message}
+
+
+def serve(lines, write, service: Service) -> int:
+    """Answer every request line; the number answered."""
+    answered = 0
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        start = time.perf_counter()
+        rid = None
+        try:
+            try:
+                request = json.loads(line)
+            except ValueError as exc:
+                raise InputError("<stdin>", f"not a JSON request: {exc}", number) from None
+            if not isinstance(request, dict):
+                raise InputError("<stdin>", "a request is a JSON object", number)
+            rid = request.get("id")
+            if request.get("op") == "shutdown":
+                write({"id": rid, "result": "bye"})
+                return answered + 1
+            if request.get("op") not in (None, "predict"):
+                raise InputError("<request>", "op is predict or shutdown")
+            out = {"id": rid, **service.answer(request)}
+        except InputError as exc:
+            out = {"id": rid, "error": _error(exc)}
+        out["ms"] = round((time.perf_counter() - start) * 1000, 3)
+        write(out)
+        answered += 1
+    return answered
+
+
+def run(args):
+    def write(obj) -> None:
+        sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    serve(sys.stdin, write, Service(args.model))
+    return 0

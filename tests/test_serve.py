@@ -1,0 +1,80 @@
+"""`pmpredict serve`: JSON-lines requests answered as `predict` answers them, errors located
+and the service going on, models kept between requests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pmpredict.commands.serve import Service, serve
+
+EXAMPLE = "examples/mix_avx2.s"
+
+
+def _ask(requests, service=None):
+    out = []
+    serve([json.dumps(r) if isinstance(r, dict) else r for r in requests], out.append,
+          service or Service())
+    return out
+
+
+def test_an_answer_with_costs_is_the_predict_json_of_the_file():
+    cli = subprocess.run([sys.executable, "-m", "pmpredict", "predict", EXAMPLE, "--model", "skl",
+                          "--json"], capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    answer, = _ask([{"id": 7, "file": EXAMPLE, "model": "skl", "costs": True}])
+    assert answer["id"] == 7 and answer["result"] == json.loads(cli.stdout)
+
+
+def test_without_costs_the_prediction_is_the_same():
+    with_costs, without = _ask([{"file": EXAMPLE, "model": "skl", "costs": True},
+                                {"file": EXAMPLE, "model": "skl"}])
+    for key in ("cycles", "bounds", "bottleneck", "port_load"):
+        assert with_costs["result"][key] == without["result"][key]
+
+
+def test_models_stay_loaded_between_requests():
+    service = Service()
+    _ask([{"text": "addq $8, %rax\n", "model": "skl"}] * 3, service)
+    assert len(service.predictors) == 1
+
+
+def test_bad_requests_get_located_errors_and_the_service_goes_on():
+    answers = _ask(["not json", '["a list"]', {"id": 3, "file": "no-such-file.s"},
+                    {"id": 4, "text": "addq %rax\n", "file": "x.s"},
+                    {"id": 5, "text": "addq %rax, %rbx\n", "model": "no-such-model"},
+                    {"id": 6, "text": "addq %rax, %rbx\n", "colour": "red"},
+                    {"id": 7, "text": "addq $8, %rax\n", "model": "skl"},
+                    {"op": "shutdown", "id": 8},
+                    {"id": 9, "text": "never read\n"}])
+    errors = [a.get("error") for a in answers]
+    assert errors[0]["line"] == 1 and "not a JSON request" in errors[0]["message"]
+    assert errors[1]["line"] == 2 and "JSON object" in errors[1]["message"]
+    assert errors[2]["path"] == "no-such-file.s"
+    assert "one" in errors[3]["message"] and errors[4]["path"] == "no-such-model"
+    assert "colour" in errors[5]["message"]
+    assert answers[6]["result"]["cycles"] > 0 and answers[7]["result"] == "bye"
+    assert len(answers) == 8                              # nothing after the shutdown
+
+
+def test_text_format_and_extra_views():
+    text, = _ask([{"text": "addq $8, %rax\n", "model": "skl", "format": "text",
+                   "views": ["timeline"]}])
+    assert text["text"].startswith("File:") and "Timeline" in text["text"]
+    bad, = _ask([{"text": "addq %rax, %rbx\n", "views": ["colours"]}])
+    assert "views are" in bad["error"]["message"]
+
+
+def test_the_command_answers_on_stdout_a_line_each():
+    requests = "\n".join(json.dumps(r) for r in [
+        {"id": 1, "text": "addq $8, %rax\n", "model": "skl"},
+        {"id": 2, "text": "vaddpd %ymm0, %ymm1, %ymm1\n", "model": "zen"}]) + "\n"
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "serve"], input=requests,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2]
+    assert all(a["result"]["cycles"] > 0 and a["ms"] >= 0 for a in answers)
