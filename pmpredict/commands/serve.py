@@ -43,8 +43,9 @@ class Service:
         self.predictors: dict[tuple, object] = {}
 
     def predictor(self, spec: str | None, isa: str, path: str, costs: bool):
-        """The prepared predictor of a model; Fields' costs (a simulation per bottleneck and
-        pair: most of a small kernel's time) only where a request asks for them."""
+        """The prepared predictor of a model: its simulation compiled (numba: ~0.8 s once, then
+        a few ms a kernel); Fields' costs (a simulation per bottleneck and pair) only where a
+        request asks for them."""
         # deferred: the engines, once per model
         from pmpredict.commands import predict_files as job
         from pmpredict.predict.predictor import Predictor
@@ -54,7 +55,7 @@ class Service:
                 model = job.default_models([_FakeSource(isa)])[0][isa]
             else:
                 model = job.model_for(spec, isa, path)
-            self.predictors[key] = Predictor(model, criticality=costs)
+            self.predictors[key] = Predictor(model, criticality=costs, compiled=True)
         return self.predictors[key]
 
     def answer(self, request: dict) -> dict:
