@@ -78,3 +78,32 @@ def test_the_command_answers_on_stdout_a_line_each():
     answers = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [a["id"] for a in answers] == [1, 2]
     assert all(a["result"]["cycles"] > 0 and a["ms"] >= 0 for a in answers)
+
+
+def test_a_socket_service_and_the_predict_client_give_what_predict_gives(tmp_path):
+    sock = str(tmp_path / "pm.sock")
+    server = subprocess.Popen([sys.executable, "-m", "pmpredict", "serve", "--socket", sock,
+                               "--model", "skl"], stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stderr.readline().startswith("pmpredict: serving on")
+        ask = lambda *extra: subprocess.run([sys.executable, "-m", "pmpredict", "predict",
+                                             EXAMPLE, "--service", sock, *extra],
+                                            capture_output=True, text=True, timeout=120)
+        direct = lambda *extra: subprocess.run([sys.executable, "-m", "pmpredict", "predict",
+                                                EXAMPLE, "--model", "skl", *extra],
+                                               capture_output=True, text=True, timeout=120)
+        assert json.loads(ask("--json").stdout) == json.loads(direct("--json").stdout)
+        assert ask().stdout == direct().stdout
+        missing = ask("--strict")
+        assert missing.returncode == 2 and "--strict goes without --service" in missing.stderr
+        gone = subprocess.run([sys.executable, "-m", "pmpredict", "predict", "nofile.s",
+                               "--service", sock], capture_output=True, text=True, timeout=120)
+        assert gone.returncode == 2 and "nofile.s" in gone.stderr
+    finally:
+        import socket
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(sock)
+            s.sendall(b'{"op": "shutdown"}\n')
+            s.recv(100)
+        server.wait(timeout=30)
+    assert server.returncode == 0

@@ -47,6 +47,9 @@ def register(sub):
                         help="one JSON object per kernel per line (for many files or regions)")
     p.add_argument("--jobs", "-j", type=int_in(1, 1024), default=1, metavar="N",
                    help="predict many kernels in N processes (default 1)")
+    p.add_argument("--service", metavar="PATH",
+                   help="ask the running `pmpredict serve --socket PATH` instead (models stay "
+                        "loaded there; docs/SERVICE.md)")
     p.set_defaults(func=run)
 
 def _host_model(sources):
@@ -65,6 +68,10 @@ def _host_model(sources):
 
 
 def run(args):
+    if args.service:
+        # deferred: the client only where a service is asked
+        from pmpredict.commands.service_client import predict_via_service
+        return predict_via_service(args)
     # deferred: lark and the engines (predict_files), the views (lark); --help imports this
     from pmpredict.commands import predict_files as job
     from pmpredict.commands.batch import render_all

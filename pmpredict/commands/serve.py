@@ -32,6 +32,9 @@ def register(sub):
     p.add_argument("--model", "-m", metavar="M",
                    help="the model of requests that name none (default: as `predict`: this "
                         "machine's model once measured, else skl / a72 by the ISA)")
+    p.add_argument("--socket", metavar="PATH",
+                   help="listen on this Unix socket instead of stdin/stdout (a connection at a "
+                        "time; `pmpredict predict FILE --service PATH` is its client)")
     p.set_defaults(func=run)
 
 
@@ -60,7 +63,7 @@ class Service:
 
     def answer(self, request: dict) -> dict:
         # deferred: parsing and the views, loaded with the first request
-        from pmpredict.asm.parse import parse_file, parse_source
+        from pmpredict.asm.parse import parse_source
         from pmpredict.commands.predict_files import kernels_of
         from pmpredict.views import DEFAULT_VIEWS, render_text, to_json
         unknown = sorted(set(request) - REQUEST_KEYS)
@@ -81,8 +84,11 @@ class Service:
             program = parse_source(request["text"], path, syntax=request.get("syntax"),
                                    isa=request.get("isa"))
         else:
-            path = str(request["file"])
-            program = parse_file(path, syntax=request.get("syntax"), isa=request.get("isa"))
+            # deferred: reading files with located errors
+            from pmpredict.formats.files import read_text
+            path = str(request.get("path") or request["file"])
+            program = parse_source(read_text(str(request["file"])), path,
+                                   syntax=request.get("syntax"), isa=request.get("isa"))
         kernels = kernels_of(program, request.get("lines"), request.get("region"))
         costs = request.get("costs", False)
         if not isinstance(costs, bool):
@@ -140,8 +146,52 @@ def serve(lines, write, service: Service) -> int:
 
 
 def run(args):
+    service = Service(args.model)
+    if args.socket:
+        return _serve_socket(args.socket, service)
+
     def write(obj) -> None:
         sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
         sys.stdout.flush()
-    serve(sys.stdin, write, Service(args.model))
+    serve(sys.stdin, write, service)
     return 0
+
+
+def _serve_socket(path: str, service: Service) -> int:
+    """Connections one at a time, each a stream of request lines; until Ctrl-C or SIGTERM (or a
+    shutdown request). The socket file is removed at the end."""
+    # deferred: sockets only for --socket
+    import os
+    import socket
+    if os.path.exists(path):
+        raise InputError(path, "exists already (another service? remove it if not)")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(path)
+    except OSError as exc:
+        raise InputError(path, f"cannot listen here: {exc.strerror}") from None
+    server.listen(8)
+    print(f"pmpredict: serving on {path}", file=sys.stderr, flush=True)
+    try:
+        while True:
+            conn, _ = server.accept()
+            with conn, conn.makefile("r", encoding="utf-8") as lines, \
+                    conn.makefile("w", encoding="utf-8") as out:
+                def write(obj) -> None:
+                    out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+                    out.flush()
+                try:
+                    stopped = _ended_by_shutdown(lines, write, service)
+                except (BrokenPipeError, ConnectionResetError):
+                    continue                       # the client went away: the next one
+            if stopped:
+                return 0
+    finally:
+        server.close()
+        os.unlink(path)
+
+
+def _ended_by_shutdown(lines, write, service: Service) -> bool:
+    said = []
+    serve(lines, lambda obj: (said.append(obj.get("result") == "bye"), write(obj)), service)
+    return bool(said) and said[-1]
