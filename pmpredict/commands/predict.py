@@ -88,7 +88,8 @@ def run(args):
     else:
         models = job.models_for(sources, args.model)
     items = job.items(sources)
-    predictors = job.predictors(models, kernels=len(items), exact=args.exact,
+    predictors = job.predictors(models, exact=args.exact,
+                                instructions=sum(len(k.instructions) for _, k, _ in items),
                                 costs=args.json or args.jsonl or args.bottlenecks,
                                 fallback=args.fallback)
     extra = tuple(v for v, on in (("timeline", args.timeline), ("bottlenecks", args.bottlenecks))

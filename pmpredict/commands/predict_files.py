@@ -28,10 +28,13 @@ from pmpredict import models as builtin_models
 from pmpredict.predict.predictor import Predictor
 
 STDIN = "-"
-# from this many kernels on, the simulation runs compiled (numba: ~0.6 s to load, then
-# ~20x faster); sooner when the report includes the bottlenecks' costs (a simulation each)
-COMPILED_FROM = 200
-COMPILED_FROM_WITH_COSTS = 50
+# from this many instructions to simulate (over all kernels) on, the simulation runs compiled
+# (numba: ~0.6 s to load, then ~20x faster; the Python simulation takes ~0.7 ms an
+# instruction; measured: one kernel of 1,000 took 0.76 s in all without it, 1.11 s with it,
+# one of 4,000 2.69 s without, 1.09 s with);
+# sooner when the report includes the bottlenecks' costs (a simulation each)
+COMPILED_FROM = 2000
+COMPILED_FROM_WITH_COSTS = 500
 
 
 @dataclass(frozen=True)
@@ -148,10 +151,11 @@ def with_fallback(spec: str, model):
         raise InputError(spec, str(exc)) from None
 
 
-def predictors(models: dict, *, kernels: int, costs: bool, exact: bool = False,
+def predictors(models: dict, *, instructions: int, costs: bool, exact: bool = False,
                fallback: str | None = None) -> dict:
-    """ISA -> Predictor; compiled simulation from enough kernels to pay for its loading."""
-    compiled = kernels >= (COMPILED_FROM_WITH_COSTS if costs else COMPILED_FROM)
+    """ISA -> Predictor; compiled simulation from enough instructions (over all kernels) to
+    pay for its loading."""
+    compiled = instructions >= (COMPILED_FROM_WITH_COSTS if costs else COMPILED_FROM)
     return {isa: Predictor(model, allow_approx=not exact, compiled=compiled,
                            fallback=with_fallback(fallback, model) if fallback else None)
             for isa, model in models.items()}

@@ -32,7 +32,9 @@ among the edges that are tight under the optimal potentials.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import chain
 
 NEG = float("-inf")
 # relative tolerance for "tight" comparisons of sums of latencies
@@ -181,6 +183,7 @@ def build_graph(nodes: list[Node], load_latency: float,
         for r in node.writes:
             last_writer[r] = i
     addresses = None                    # made at the first load: many bodies have none
+    stores = None                       # ... and the stores by symbolic address
     current: dict[str, int] = {}
     for i, node in enumerate(nodes):
         for s in node.reads:
@@ -193,7 +196,8 @@ def build_graph(nodes: list[Node], load_latency: float,
                 continue
             if addresses is None:
                 addresses = _Addresses(nodes)
-            edge = _forwarding_store(nodes, addresses, i, k)
+                stores = _stores_by_address(nodes, addresses)
+            edge = _forwarding_store(nodes, addresses, stores, i, k)
             if edge is not None:
                 j, distance, store = edge
                 weight = forwarding.latency(store, ref) + max(0.0, ref.latency - load_latency)
@@ -204,26 +208,41 @@ def build_graph(nodes: list[Node], load_latency: float,
     return graph
 
 
-def _forwarding_store(nodes, addresses: _Addresses, i: int, k: int
+def _stores_by_address(nodes, addresses: _Addresses) -> dict[tuple, list[tuple[int, int]]]:
+    """The stores (node, access) of each symbolic address key, in program order: a load can
+    only read from a store of its own key (an address an iteration ago keeps its key), so
+    it looks at those alone instead of at every node (quadratic in the body's length)."""
+    out: dict[tuple, list[tuple[int, int]]] = {}
+    for j, node in enumerate(nodes):
+        for m, ref in enumerate(node.memory):
+            if ref.store:
+                out.setdefault(addresses.where[j][m][0], []).append((j, m))
+    return out
+
+
+def _forwarding_store(nodes, addresses: _Addresses, stores: dict, i: int, k: int
                       ) -> tuple[int, int, MemRef] | None:
-    """(store node, distance, its store access) whose data the k-th access (a load) of node i reads: the latest
-    earlier store, this iteration or the previous one, that covers its bytes."""
+    """(store node, distance, its store access) whose data the k-th access (a load) of node
+    i reads: the latest earlier store, this iteration or the previous one, that covers its
+    bytes."""
     load = nodes[i].memory[k]
     at = addresses.where[i][k]
-    n = len(nodes)
-    for back in range(1, n + 1):
-        j = (i - back) % n
-        previous = j >= i
-        for m, ref in enumerate(nodes[j].memory):
-            if not ref.store:
+    same_key = stores.get(at[0], ())
+    # this iteration's stores before i, latest first; then the previous iteration's from the
+    # last node back to i (the first that covers the load is usually the first looked at)
+    cut = bisect_left(same_key, (i, -1))
+    order = chain(((p, False) for p in range(cut - 1, -1, -1)),
+                  ((p, True) for p in range(len(same_key) - 1, cut - 1, -1)))
+    for p, before in order:
+        j, m = same_key[p]
+        ref = nodes[j].memory[m]
+        there = addresses.where[j][m]
+        if before:
+            there = addresses.previous_iteration(*there)
+            if there is None:
                 continue
-            there = addresses.where[j][m]
-            if previous:
-                there = addresses.previous_iteration(*there)
-                if there is None:
-                    continue
-            if _contains(there, ref.width, at, load.width):
-                return j, 1 if previous else 0, ref
+        if _contains(there, ref.width, at, load.width):
+            return j, 1 if before else 0, ref
     return None
 
 
