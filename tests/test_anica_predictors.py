@@ -149,3 +149,19 @@ def test_dask_local_cluster_gives_the_in_process_answers():
         runner.close()
     assert np.array_equal(np.nan_to_num(local, nan=-1), np.nan_to_num(remote, nan=-1))
     assert math.isnan(remote[-1, 0]) and remote[-1, 1] == 1.0
+
+
+@pytest.mark.slow
+def test_a_running_scheduler_named_by_address_serves_the_campaign():
+    from distributed import LocalCluster
+    blocks = [Block(("add rax, 42",) * k) for k in range(1, 4)]
+    predictors = [parse_spec("pmpredict:skl"), Counting("n")]
+    local = Evaluator(predictors, None, InProcess())(blocks)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster:
+        runner = DaskRunner(cluster.scheduler_address)
+        try:
+            remote = Evaluator(predictors, None, runner)(blocks)
+        finally:
+            runner.close()
+    assert np.array_equal(local, remote)
