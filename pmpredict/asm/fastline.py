@@ -109,6 +109,8 @@ def _instruction(text, m, lex, line, out) -> int | None:
     # no operand token holds a `#`: one starts the comment
     end = text.find("#", m.end())
     end = len(text) if end < 0 else end
+    if text.find(";", m.end(), end) >= 0:
+        return None                # several statements on the line: Lark separates them
     area = text[m.end():end]
     operands = ()
     if area.strip(_BLANK):
