@@ -9,11 +9,10 @@ the checkpoint file and the views are the only things done here.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import time
 
-from pmpredict.commands.common import float_in, int_in
+from pmpredict.commands.common import float_in, int_in, resume_command
 from pmpredict.errors import InputError
 from pmpredict.formats.files import check_output
 
@@ -109,19 +108,6 @@ def _settings_digest(args) -> str:
     key = repr((args.predictor, args.forms, args.threshold, args.min_length, args.max_length,
                 args.samples, args.accept, args.batch, args.seed))
     return hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-def resume_command(argv: list[str], checkpoint: str) -> str:
-    """The command line that continues this campaign."""
-    args, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--resume":
-            skip = True
-        elif not a.startswith("--resume="):
-            args.append(a)
-    return "pmpredict " + shlex.join(args + ["--resume", checkpoint])
 
 
 def run(args):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import sys
 
 from pmpredict.formats.jsonio import dumps, write_json
@@ -102,3 +103,16 @@ def name_value(text: str) -> str:
     if why:
         raise argparse.ArgumentTypeError(why)
     return text
+
+
+def resume_command(argv: list[str], checkpoint: str) -> str:
+    """The command line that continues this run: the same arguments, --resume CKPT."""
+    args, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--resume":
+            skip = True
+        elif not a.startswith("--resume="):
+            args.append(a)
+    return "pmpredict " + shlex.join(args + ["--resume", checkpoint])

@@ -15,6 +15,7 @@ import time
 from pmpredict.errors import InputError
 from pmpredict.formats.files import check_output
 from pmpredict.commands.common import (emit, float_in, int_in, load_model, name_value,
+                                       resume_command,
                                        print_json, r_max_value,
                                        training_saver)
 from pmpredict.commands.progress import ProgressDisplay
@@ -225,19 +226,6 @@ def _check_measure_flags(args) -> None:
                                           ("--syntax", args.syntax)) if value]
         if given:
             raise InputError("<command line>", f"{given[0]} goes with --forms-from")
-
-
-def resume_command(argv: list[str], checkpoint: str) -> str:
-    """The command line that continues this run: the same arguments, --resume CKPT."""
-    args, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--resume":
-            skip = True
-        elif not a.startswith("--resume="):
-            args.append(a)
-    return "pmpredict " + shlex.join(args + ["--resume", checkpoint])
 
 
 def run(args):
