@@ -206,11 +206,22 @@ def test_serial_and_parallel_interaction():
     assert crit.icost[("a", "c")] == pytest.approx(4.0 - 2.0 - 0.0)
 
 
+def _compiled_engines():
+    """The engines that run simulation_arrays' passes compiled: numba always; the C
+    extension where the install built it (where it did not, the test says so)."""
+    from pmpredict.predict import simulation_jit, simulation_native
+    native = pytest.param(simulation_native, id="C", marks=pytest.mark.skipif(
+        not simulation_native.available(), reason="the C extension _simcore was not built "
+                                                   "(no C compiler at install)"))
+    return [pytest.param(simulation_jit, id="numba"), native]
+
+
+@pytest.mark.parametrize("engine", _compiled_engines())
 @pytest.mark.parametrize("seed", range(60))
-def test_compiled_and_plain_runs_are_identical(seed):
-    # one implementation (simulation_arrays), run as plain Python over lists and compiled by
-    # numba over arrays: every time of every instance, the cycles and the slack agree exactly
-    from pmpredict.predict import simulation_jit
+def test_compiled_and_plain_runs_are_identical(seed, engine):
+    # one machine (simulation_arrays), run as plain Python over lists, compiled by numba over
+    # arrays, and in C (_simcore.c, the same arithmetic): every time of every instance, the
+    # cycles and the slack agree exactly
     from pmpredict.predict.criticality import slack
     rnd = random.Random(5000 + seed)
     body = random_body(rnd, deps=True)
@@ -218,12 +229,36 @@ def test_compiled_and_plain_runs_are_identical(seed):
                       rnd.choice([0.0, 1.0, 2.0]))
     ideal = rnd.choice([0, 1, 3])
     plain = simulate(body, machine, ideal_ports=ideal)
-    compiled = simulate(body, machine, ideal_ports=ideal, engine=simulation_jit)
+    compiled = simulate(body, machine, ideal_ports=ideal, engine=engine)
     assert records(compiled) == records(plain)
-    assert slack(body, machine, compiled, simulation_jit) == slack(body, machine, plain)
-    fixed = simulate(body, machine, iterations=30, engine=simulation_jit)
+    assert slack(body, machine, compiled, engine) == slack(body, machine, plain)
+    fixed = simulate(body, machine, iterations=30, engine=engine)
     assert fixed.iterations == 30
     assert records(fixed) == records(simulate(body, machine, iterations=30))
+
+
+def test_the_c_passes_refuse_arrays_that_do_not_fit():
+    # a wrong buffer is a Python error, never a read out of bounds
+    from pmpredict.predict import simulation_native as native
+    if not native.available():
+        pytest.skip("the C extension _simcore was not built (no C compiler at install)")
+    from pmpredict.predict.simulation_arrays import BodyArrays, Limits, Records
+    from array import array
+    body = BodyArrays(native.float_array([1.0]), native.int_array([0, 1]),
+                      native.int_array([1 << 3]), native.int_array([0, 0]), native.int_array([]),
+                      native.int_array([]), native.float_array([]), native.int_array([1]),
+                      native.float_array([1.0]))
+    records = Records(*native.floats(5, 10), *native.ints(2, 10))
+    limits = Limits(4.0, 0, 0.0, 0)
+    with pytest.raises(ValueError, match="beyond the body"):          # port 3 of 1
+        native.run_schedule(body, limits, 10, True, 10, *native.ints(1, 64), 64,
+                            *native.ints(1, 1), records)
+    with pytest.raises(ValueError, match="shorter"):                  # 20 iterations of 10
+        native.run_schedule(body, limits, 20, True, 20, *native.ints(1, 64), 64,
+                            *native.ints(1, 1), records)
+    with pytest.raises(TypeError, match="8-byte"):                    # float32 latencies
+        native.run_schedule(body._replace(latency=array("f", [1.0])), limits, 10, True, 10,
+                            *native.ints(1, 64), 64, *native.ints(1, 1), records)
 
 
 def records(run):

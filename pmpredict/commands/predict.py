@@ -90,7 +90,7 @@ def run(args):
     items = job.items(sources)
     predictors = job.predictors(models, exact=args.exact,
                                 instructions=sum(len(k.instructions) for _, k, _ in items),
-                                costs=args.json or args.jsonl or args.bottlenecks,
+                                costs=args.bottlenecks,
                                 fallback=args.fallback)
     extra = tuple(v for v, on in (("timeline", args.timeline), ("bottlenecks", args.bottlenecks))
                   if on)

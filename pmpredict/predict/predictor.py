@@ -40,6 +40,7 @@ from pmpredict.predict.deps import (EVEN, EVERY, ODD, Cycle, Graph, Path, build_
                                     critical_path, loop_carried_chains, paired_stores)
 from pmpredict.isa.forms import parse_form
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
+from pmpredict.predict import simulation_native
 from pmpredict.predict.simulation import Body, Run
 from pmpredict.predict.simulation import CoreLimits
 from pmpredict.predict.simulation import simulate as simulate_schedule
@@ -191,14 +192,28 @@ class Report:
         return [r for r in self.rows if r.annotated and r.annotated.assumed]
 
 
+def simulation_engine(compiled: bool):
+    """Where the simulation's passes run: the C extension wherever it was built (it loads in
+    a millisecond); else numba's compiled passes when asked (`compiled`: many kernels pay
+    for their ~0.6 s loading); else plain Python (None)."""
+    if simulation_native.available():
+        return simulation_native
+    if compiled:
+        # deferred: numba (~0.4 s, then compiling): only for many kernels does it pay off
+        from pmpredict.predict import simulation_jit
+        return simulation_jit
+    return None
+
+
 class Predictor:
     """A model prepared for many predictions (arrays, form index, matcher built once)."""
 
     def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
                  fallback=None, compiled: bool = False):
         """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
-        lacks are matched in the fallback's. compiled: run the simulation compiled by numba
-        (simulation_jit: ~0.6 s to load once, then many times faster; for many kernels)."""
+        lacks are matched in the fallback's. compiled: where the C passes are not built, run
+        the simulation compiled by numba (simulation_jit: ~0.6 s to load once, then many
+        times faster; for many kernels)."""
         if fallback is not None:
             model = fallback.model
         self.model = model
@@ -207,11 +222,7 @@ class Predictor:
         self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
                         if fallback is None else fallback.matcher(allow_approx))
         self.criticality = criticality
-        self.engine = None
-        if compiled:
-            # deferred: numba (~0.4 s, then compiling): only for many kernels does it pay off
-            from pmpredict.predict import simulation_jit
-            self.engine = simulation_jit
+        self.engine = simulation_engine(compiled)
         self._short: dict[str, str] = {}
         self._port_kinds = None
         # what depends on an instruction alone, by (its text, syntax): a kernel's instructions

@@ -37,9 +37,13 @@ def text(report) -> str:
 
 
 def json(report) -> dict:
+    """Fields' costs: a simulation per bottleneck and pair, so only on request (--bottlenecks)."""
     crit = report.criticality
     if crit is None:
-        return {"interactions": [], "critical_path_share": {}}
-    return {"interactions": [{"a": a, "b": b, "icost": number(v)}
+        return {"bottlenecks": [], "interactions": [], "critical_path_share": {}}
+    return {"bottlenecks": [
+                {"name": c.name, "kind": c.kind, "cost": number(crit.cost.get(c.name, 0.0))}
+                for c in sorted(crit.classes, key=lambda c: -crit.cost.get(c.name, 0.0))],
+            "interactions": [{"a": a, "b": b, "icost": number(v)}
                              for (a, b), v in crit.icost.items()],
             "critical_path_share": {k: number(v) for k, v in crit.path_share.items()}}

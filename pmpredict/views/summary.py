@@ -255,7 +255,6 @@ def _chain_json(report, c) -> dict:
 
 
 def json(report) -> dict:
-    report.criticality                  # the costs are part of the JSON: compute them first
     out = {
         "cycles": number(report.cycles),
         "bottleneck": list(report.bottleneck),
@@ -283,8 +282,4 @@ def json(report) -> dict:
                          for i in cp.nodes]}
     out["loop_carried"] = _chain_json(report, report.chains[0]) if report.chains else None
     out["loop_carried_chains"] = [_chain_json(report, c) for c in report.chains]
-    crit = report.criticality
-    out["bottlenecks"] = [] if crit is None else [
-        {"name": c.name, "kind": c.kind, "cost": number(crit.cost.get(c.name, 0.0))}
-        for c in sorted(crit.classes, key=lambda c: -crit.cost.get(c.name, 0.0))]
     return out

@@ -1,0 +1,463 @@
+/* simulation_arrays' run_schedule, slack_pass and steady_step in C: the same machine, the
+ * same arithmetic in the same order (IEEE doubles, no contraction: built with
+ * -ffp-contract=off), so a run is identical to the plain Python one (tests/test_schedule.py
+ * checks that). Built by the package's install as pmpredict.predict._simcore; where it could
+ * not be built the numba engine stands in (simulation_native.available()).
+ *
+ * Why C and not only numba: numba costs ~0.8 s to import and load its cached code in every
+ * process, more than predicting 2,000 blocks takes; this module loads in a millisecond.
+ *
+ * Arrays come as buffers (array.array, memoryview, numpy): doubles ('d') and 64-bit ints
+ * ('q'), laid out as simulation_arrays' docstring says. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define ISSUE_DELAY 1.0
+#define RETIRE_DELAY 1.0
+#define BY_FRONT_END 0
+#define BY_WINDOW 1
+#define OUT_OF_CAPACITY (-1)
+#define CHECK_EVERY 24
+#define SKIP_EVEN ((int64_t)1 << 60)
+#define SKIP_ODD ((int64_t)1 << 61)
+#define PORT_BITS (SKIP_EVEN - 1)
+
+static double periodic_step(const double *ends, int64_t stride, int64_t offset, int64_t first,
+                            int64_t last)
+{
+    int64_t m = last - first;
+    for (int64_t p = 1; p <= m / 4; p++) {
+        int64_t span = 3 * p > 24 ? 3 * p : 24;
+        if (span + p > m)
+            break;
+        double step = ends[offset + (last - 1) * stride] - ends[offset + (last - 1 - p) * stride];
+        int ok = 1;
+        for (int64_t j = last - span; j < last; j++) {
+            double d = ends[offset + j * stride] - ends[offset + (j - p) * stride];
+            if (fabs(d - step) > 1e-9 * (1 + fabs(step))) {
+                ok = 0;
+                break;
+            }
+        }
+        if (ok)
+            return step / (double)p;
+    }
+    return NAN;
+}
+
+static double steady_step(const double *ends, int64_t stride, int64_t offset, int64_t first,
+                          int64_t last)
+{
+    if (last - first < 2)
+        return 0.0;
+    double step = periodic_step(ends, stride, offset, first, last);
+    if (isnan(step))
+        return (ends[offset + (last - 1) * stride] - ends[offset + first * stride])
+               / (double)(last - 1 - first);
+    return step;
+}
+
+static int64_t first_free(int64_t *free_, int64_t base, int64_t cycle)
+{
+    int64_t c = cycle;
+    while (free_[base + c] != 0)
+        c = free_[base + c] - 1;
+    int64_t top = c;
+    c = cycle;
+    while (free_[base + c] != 0) {
+        int64_t nxt = free_[base + c] - 1;
+        free_[base + c] = top + 1;
+        c = nxt;
+    }
+    return top;
+}
+
+typedef struct {
+    const double *latency;
+    const int64_t *uop_off, *uop_mask, *edge_off, *edge_src, *edge_dist;
+    const double *edge_w;
+    const int64_t *slots;
+    const double *share;
+    int64_t n, n_ports;
+} Body;
+
+typedef struct {
+    double *dispatch, *issue, *ready_at, *result, *retire;
+    int64_t *why_dispatch, *why_ready;
+} Records;
+
+static int64_t run_schedule(const Body *b, double width, int64_t window, double taken_branch,
+                            int64_t ideal_ports, int64_t iterations, int fixed,
+                            int64_t first_check, int64_t *free_, int64_t capacity, int64_t *load,
+                            Records *r)
+{
+    int64_t n = b->n;
+    double cur = 0.0, used = 0.0, rcur = 0.0, rused = 0.0;
+    double first_of_prev = -INFINITY;
+    int64_t check = fixed ? iterations : first_check;
+    for (int64_t k = 0; k < iterations; k++) {
+        if (k == check) {
+            double step = periodic_step(r->retire, n, n - 1, k / 2, k);
+            if (!isnan(step))
+                return k;
+            check += CHECK_EVERY;
+        }
+        for (int64_t i = 0; i < n; i++) {
+            int64_t t = k * n + i;
+            int64_t why = BY_FRONT_END;
+            int64_t slot = b->slots[i];
+            if (slot && used + (double)slot > width + 1e-9) {
+                cur = cur + 1;
+                used = 0.0;
+            }
+            double d = cur;
+            if (i == 0 && taken_branch > 0 && first_of_prev + taken_branch > d)
+                d = first_of_prev + taken_branch;
+            if (window > 0 && t >= window && r->retire[t - window] + 1 > d) {
+                d = r->retire[t - window] + 1;
+                why = BY_WINDOW;
+            }
+            if (d > cur) {
+                cur = d;
+                used = 0.0;
+            }
+            used += (double)slot;
+            if (i == 0)
+                first_of_prev = d;
+            r->dispatch[t] = d;
+            r->why_dispatch[t] = why;
+            double lat = b->latency[i];
+            double ready = d + ISSUE_DELAY + lat;
+            int64_t why_r = -1;
+            for (int64_t e = b->edge_off[i]; e < b->edge_off[i + 1]; e++) {
+                int64_t s = t - i + b->edge_src[e] - b->edge_dist[e] * n;
+                if (s >= 0 && r->result[s] + b->edge_w[e] > ready) {
+                    ready = r->result[s] + b->edge_w[e];
+                    why_r = s;
+                }
+            }
+            r->ready_at[t] = ready;
+            r->why_ready[t] = why_r;
+            double earliest = ready - lat;
+            int64_t c0 = (int64_t)floor(earliest + 1e-9);
+            if (c0 + 1 >= capacity)
+                return OUT_OF_CAPACITY;
+            double first = -1.0, last = -1.0;
+            for (int64_t u = b->uop_off[i]; u < b->uop_off[i + 1]; u++) {
+                int64_t mask = b->uop_mask[u];
+                int64_t c;
+                if (mask > PORT_BITS) {
+                    if (((mask & SKIP_EVEN) != 0 && k % 2 == 0)
+                        || ((mask & SKIP_ODD) != 0 && k % 2 == 1))
+                        continue;
+                    mask &= PORT_BITS;
+                }
+                if (ideal_ports != 0 && (mask & ~ideal_ports) == 0) {
+                    c = c0;
+                } else {
+                    int64_t best_c = -1, best_p = -1;
+                    double best_r = 0.0;
+                    int64_t m = mask;
+                    int64_t p = 0;
+                    while (m != 0) {
+                        if (p >= b->n_ports)
+                            return -2;          /* a port the body has no share for */
+                        if (m & 1) {
+                            c = first_free(free_, p * capacity, c0);
+                            if (c + 1 >= capacity)
+                                return OUT_OF_CAPACITY;
+                            double ratio = b->share[p] > 0 ? (double)load[p] / b->share[p]
+                                                           : INFINITY;
+                            if (best_p < 0 || c < best_c || (c == best_c && ratio < best_r)) {
+                                best_c = c;
+                                best_r = ratio;
+                                best_p = p;
+                            }
+                        }
+                        m >>= 1;
+                        p += 1;
+                    }
+                    c = best_c;
+                    free_[best_p * capacity + c] = c + 2;
+                    load[best_p] += 1;
+                }
+                double start = (double)c >= earliest - 1e-9 ? (double)c : earliest;
+                if (first < 0 || start < first)
+                    first = start;
+                if (start > last)
+                    last = start;
+            }
+            double res;
+            if (first >= 0) {
+                double a = ready + (first - earliest);
+                double bb = last + (lat < 1.0 ? lat : 1.0);
+                res = bb > a ? bb : a;
+                r->issue[t] = first;
+            } else {
+                res = ready;
+                r->issue[t] = earliest;
+            }
+            r->result[t] = res;
+            double rt = res + RETIRE_DELAY;
+            if (t > 0 && r->retire[t - 1] > rt)
+                rt = r->retire[t - 1];
+            rt = ceil(rt - 1e-9);
+            if (rt > rcur) {
+                rcur = rt;
+                rused = 0.0;
+            } else if (slot && rused + (double)slot > width + 1e-9) {
+                rcur = rcur + 1;
+                rused = 0.0;
+            }
+            rused += (double)slot;
+            r->retire[t] = rcur;
+        }
+    }
+    return iterations;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int slack_pass(const Body *b, int64_t iterations, int64_t window, const double *result,
+                      const double *retire, int64_t measured_from, double *late_result,
+                      double *late_retire, double *late_dispatch, double *slack)
+{
+    int64_t n = b->n, total = n * iterations;
+    late_retire[total - 1] = retire[total - 1];
+    for (int64_t t = total - 1; t >= 0; t--) {
+        int64_t i = t % n;
+        if (t + 1 < total) {
+            if (late_retire[t + 1] < late_retire[t])
+                late_retire[t] = late_retire[t + 1];
+            if (late_dispatch[t + 1] < late_dispatch[t])
+                late_dispatch[t] = late_dispatch[t + 1];
+        }
+        if (window > 0 && t + window < total && late_dispatch[t + window] - 1 < late_retire[t])
+            late_retire[t] = late_dispatch[t + window] - 1;
+        if (late_retire[t] - RETIRE_DELAY < late_result[t])
+            late_result[t] = late_retire[t] - RETIRE_DELAY;
+        double x = late_result[t] - b->latency[i] - ISSUE_DELAY;
+        if (x < late_dispatch[t])
+            late_dispatch[t] = x;
+        for (int64_t e = b->edge_off[i]; e < b->edge_off[i + 1]; e++) {
+            int64_t s = t - i + b->edge_src[e] - b->edge_dist[e] * n;
+            if (s >= 0 && late_result[t] - b->edge_w[e] < late_result[s])
+                late_result[s] = late_result[t] - b->edge_w[e];
+        }
+    }
+    int64_t start = measured_from * n;
+    int64_t most = iterations - measured_from + 1;
+    double *values = malloc(sizeof(double) * (size_t)(most > 0 ? most : 1));
+    if (values == NULL)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t count = 0;
+        for (int64_t t = start + i; t < total; t += n)
+            values[count++] = late_result[t] - result[t];
+        if (count > 0) {
+            qsort(values, (size_t)count, sizeof(double), compare_doubles);
+            double v = values[count / 2];
+            slack[i] = v > 0.0 ? v : 0.0;
+        } else {
+            slack[i] = 0.0;
+        }
+    }
+    free(values);
+    return 0;
+}
+
+/* ---- the Python side: buffers in, numbers out ---- */
+
+typedef struct {
+    Py_buffer views[24];
+    int count;
+} Held;
+
+static void release(Held *h)
+{
+    for (int k = 0; k < h->count; k++)
+        PyBuffer_Release(&h->views[k]);
+    h->count = 0;
+}
+
+/* a buffer of `itemsize`-byte items ('d' or 'q'), writable when asked */
+static void *take(Held *h, PyObject *obj, char kind, int writable, Py_ssize_t *len)
+{
+    Py_buffer *v = &h->views[h->count];
+    if (PyObject_GetBuffer(obj, v, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS
+                                    | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return NULL;
+    h->count++;
+    const char *fmt = v->format ? v->format : "B";
+    if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')
+        fmt++;
+    int ok = v->itemsize == 8 && (kind == 'd' ? fmt[0] == 'd' : (fmt[0] == 'q' || fmt[0] == 'l'));
+    if (!ok) {
+        PyErr_Format(PyExc_TypeError, "_simcore: a buffer of '%c' (8-byte items) expected, got '%s'",
+                     kind, fmt);
+        return NULL;
+    }
+    if (len)
+        *len = v->len / 8;
+    return v->buf;
+}
+
+static int take_body(Held *h, PyObject *body, Body *b)
+{
+    if (!PyTuple_Check(body) || PyTuple_GET_SIZE(body) != 9) {
+        PyErr_SetString(PyExc_TypeError, "_simcore: body must be a BodyArrays (9 arrays)");
+        return -1;
+    }
+    Py_ssize_t n, n_ports;
+    if (!(b->latency = take(h, PyTuple_GET_ITEM(body, 0), 'd', 0, &n))
+        || !(b->uop_off = take(h, PyTuple_GET_ITEM(body, 1), 'q', 0, NULL))
+        || !(b->uop_mask = take(h, PyTuple_GET_ITEM(body, 2), 'q', 0, NULL))
+        || !(b->edge_off = take(h, PyTuple_GET_ITEM(body, 3), 'q', 0, NULL))
+        || !(b->edge_src = take(h, PyTuple_GET_ITEM(body, 4), 'q', 0, NULL))
+        || !(b->edge_dist = take(h, PyTuple_GET_ITEM(body, 5), 'q', 0, NULL))
+        || !(b->edge_w = take(h, PyTuple_GET_ITEM(body, 6), 'd', 0, NULL))
+        || !(b->slots = take(h, PyTuple_GET_ITEM(body, 7), 'q', 0, NULL))
+        || !(b->share = take(h, PyTuple_GET_ITEM(body, 8), 'd', 0, &n_ports)))
+        return -1;
+    b->n = n;
+    b->n_ports = n_ports;
+    return 0;
+}
+
+static PyObject *py_run_schedule(PyObject *self, PyObject *args)
+{
+    PyObject *body, *free_obj, *load_obj, *records;
+    double width, taken_branch;
+    long long window, ideal_ports, iterations, first_check, capacity;
+    int fixed;
+    if (!PyArg_ParseTuple(args, "OdLdLLpLOLOO", &body, &width, &window, &taken_branch,
+                          &ideal_ports, &iterations, &fixed, &first_check, &free_obj, &capacity,
+                          &load_obj, &records))
+        return NULL;
+    Held h = {.count = 0};
+    Body b;
+    Records r;
+    int64_t *free_, *load;
+    Py_ssize_t n_free, n_rec;
+    if (take_body(&h, body, &b) < 0)
+        goto fail;
+    if (!PyTuple_Check(records) || PyTuple_GET_SIZE(records) != 7) {
+        PyErr_SetString(PyExc_TypeError, "_simcore: records must be Records (7 arrays)");
+        goto fail;
+    }
+    if (!(free_ = take(&h, free_obj, 'q', 1, &n_free)) || !(load = take(&h, load_obj, 'q', 1, NULL))
+        || !(r.dispatch = take(&h, PyTuple_GET_ITEM(records, 0), 'd', 1, &n_rec))
+        || !(r.issue = take(&h, PyTuple_GET_ITEM(records, 1), 'd', 1, NULL))
+        || !(r.ready_at = take(&h, PyTuple_GET_ITEM(records, 2), 'd', 1, NULL))
+        || !(r.result = take(&h, PyTuple_GET_ITEM(records, 3), 'd', 1, NULL))
+        || !(r.retire = take(&h, PyTuple_GET_ITEM(records, 4), 'd', 1, NULL))
+        || !(r.why_dispatch = take(&h, PyTuple_GET_ITEM(records, 5), 'q', 1, NULL))
+        || !(r.why_ready = take(&h, PyTuple_GET_ITEM(records, 6), 'q', 1, NULL)))
+        goto fail;
+    /* every record n * iterations long at least, the ports' records n_ports * capacity */
+    if (n_rec < b.n * iterations || n_free < b.n_ports * capacity) {
+        PyErr_SetString(PyExc_ValueError, "_simcore: arrays shorter than the run");
+        goto fail;
+    }
+    int64_t done;
+    Py_BEGIN_ALLOW_THREADS
+    done = run_schedule(&b, width, window, taken_branch, ideal_ports, iterations, fixed,
+                        first_check, free_, capacity, load, &r);
+    Py_END_ALLOW_THREADS
+    release(&h);
+    if (done == -2) {
+        PyErr_SetString(PyExc_ValueError, "_simcore: a uop mask names a port beyond the body's");
+        return NULL;
+    }
+    return PyLong_FromLongLong(done);
+fail:
+    release(&h);
+    return NULL;
+}
+
+static PyObject *py_slack_pass(PyObject *self, PyObject *args)
+{
+    PyObject *body, *result_obj, *retire_obj, *lr_obj, *lt_obj, *ld_obj, *slack_obj;
+    long long iterations, window, measured_from;
+    if (!PyArg_ParseTuple(args, "OLLOOLOOOO", &body, &iterations, &window, &result_obj,
+                          &retire_obj, &measured_from, &lr_obj, &lt_obj, &ld_obj, &slack_obj))
+        return NULL;
+    Held h = {.count = 0};
+    Body b;
+    const double *result, *retire;
+    double *lr, *lt, *ld, *slack;
+    Py_ssize_t n_res, n_late, n_slack;
+    if (take_body(&h, body, &b) < 0
+        || !(result = take(&h, result_obj, 'd', 0, &n_res))
+        || !(retire = take(&h, retire_obj, 'd', 0, NULL))
+        || !(lr = take(&h, lr_obj, 'd', 1, &n_late)) || !(lt = take(&h, lt_obj, 'd', 1, NULL))
+        || !(ld = take(&h, ld_obj, 'd', 1, NULL)) || !(slack = take(&h, slack_obj, 'd', 1, &n_slack)))
+        goto fail;
+    if (b.n == 0 || iterations < 1 || n_res < b.n * iterations || n_late < b.n * iterations
+        || n_slack < b.n) {
+        PyErr_SetString(PyExc_ValueError, "_simcore: arrays shorter than the run");
+        goto fail;
+    }
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = slack_pass(&b, iterations, window, result, retire, measured_from, lr, lt, ld, slack);
+    Py_END_ALLOW_THREADS
+    release(&h);
+    if (failed)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+fail:
+    release(&h);
+    return NULL;
+}
+
+static PyObject *py_steady_step(PyObject *self, PyObject *args)
+{
+    PyObject *ends_obj;
+    long long stride, offset, first, last;
+    if (!PyArg_ParseTuple(args, "OLLLL", &ends_obj, &stride, &offset, &first, &last))
+        return NULL;
+    Held h = {.count = 0};
+    Py_ssize_t len;
+    const double *ends = take(&h, ends_obj, 'd', 0, &len);
+    if (ends == NULL) {
+        release(&h);
+        return NULL;
+    }
+    if (last - first >= 2 && (offset + (last - 1) * stride >= len || offset + first * stride < 0)) {
+        release(&h);
+        PyErr_SetString(PyExc_ValueError, "_simcore: ends shorter than the run");
+        return NULL;
+    }
+    double step = steady_step(ends, stride, offset, first, last);
+    release(&h);
+    return PyFloat_FromDouble(step);
+}
+
+static PyMethodDef methods[] = {
+    {"run_schedule", py_run_schedule, METH_VARARGS,
+     "run_schedule(body, width, window, taken_branch, ideal_ports, iterations, fixed, "
+     "first_check, free, capacity, load, records) -> iterations simulated, or -1"},
+    {"slack_pass", py_slack_pass, METH_VARARGS,
+     "slack_pass(body, iterations, window, result, retire, measured_from, late_result, "
+     "late_retire, late_dispatch, slack)"},
+    {"steady_step", py_steady_step, METH_VARARGS,
+     "steady_step(ends, stride, offset, first, last) -> cycles per iteration"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_simcore",
+                                    "The simulation's passes in C (see simulation_native.py).",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit__simcore(void)
+{
+    return PyModule_Create(&module);
+}

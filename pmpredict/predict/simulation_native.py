@@ -1,0 +1,64 @@
+"""simulation_arrays' passes run by the C extension pmpredict.predict._simcore (built by the
+package's install), over array.array buffers: the engine every prediction uses where the
+extension exists. The same machine and the same arithmetic as the plain Python passes, so a
+run is identical (tests/test_schedule.py); it loads in a millisecond where numba's compiled
+passes take ~0.8 s to load.
+
+available() says whether the extension was built; without it predictor.engine_for falls
+back to numba (many kernels) or plain Python (one).
+"""
+
+from __future__ import annotations
+
+import mmap
+from array import array
+
+try:
+    from pmpredict.predict import _simcore
+except ImportError:                     # not built (no C compiler at install): numba stands in
+    _simcore = None
+
+# from this many items on an int array is anonymous memory, zeroed by the kernel on first
+# touch: the ports' records are sized for the worst case and mostly never touched
+LAZY_FROM = 1 << 16
+
+
+def available() -> bool:
+    return _simcore is not None
+
+
+def run_schedule(body, limits, iterations, fixed, first_check, free, capacity, load, records):
+    width, window, taken_branch, ideal_ports = limits
+    return _simcore.run_schedule(body, float(width), window, float(taken_branch), ideal_ports,
+                                 iterations, fixed, first_check, free, capacity, load, records)
+
+
+def slack_pass(body, iterations, window, result, retire, measured_from, late, slack):
+    _simcore.slack_pass(body, iterations, window, result, retire, measured_from, *late, slack)
+
+
+def steady_step(ends, stride, offset, first, last):
+    return _simcore.steady_step(ends, stride, offset, first, last)
+
+
+def floats(rows, n, value=0.0):
+    one = array("d", [value])
+    return [one * n for _ in range(rows)]
+
+
+def ints(rows, n):
+    if n >= LAZY_FROM:
+        return [memoryview(mmap.mmap(-1, 8 * n)).cast("q") for _ in range(rows)]
+    return [array("q", bytes(8 * n)) for _ in range(rows)]
+
+
+def float_array(values):
+    return array("d", values)
+
+
+def int_array(values):
+    return array("q", values)
+
+
+def to_list(values):
+    return values.tolist()
