@@ -251,14 +251,14 @@ def test_the_c_passes_refuse_arrays_that_do_not_fit():
     records = Records(*native.floats(5, 10), *native.ints(2, 10))
     limits = Limits(4.0, 0, 0.0, 0)
     with pytest.raises(ValueError, match="beyond the body"):          # port 3 of 1
-        native.run_schedule(body, limits, 10, True, 10, *native.ints(1, 64), 64,
+        native.run_schedule(body, limits, 10, True, 10, native.port_records(64), 64,
                             *native.ints(1, 1), records)
     with pytest.raises(ValueError, match="shorter"):                  # 20 iterations of 10
-        native.run_schedule(body, limits, 20, True, 20, *native.ints(1, 64), 64,
+        native.run_schedule(body, limits, 20, True, 20, native.port_records(64), 64,
                             *native.ints(1, 1), records)
     with pytest.raises(TypeError, match="8-byte"):                    # float32 latencies
         native.run_schedule(body._replace(latency=array("f", [1.0])), limits, 10, True, 10,
-                            *native.ints(1, 64), 64, *native.ints(1, 1), records)
+                            native.port_records(64), 64, *native.ints(1, 1), records)
 
 
 def records(run):

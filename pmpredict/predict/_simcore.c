@@ -8,7 +8,7 @@
  * process, more than predicting 2,000 blocks takes; this module loads in a millisecond.
  *
  * Arrays come as buffers (array.array, memoryview, numpy): doubles ('d') and 64-bit ints
- * ('q'), laid out as simulation_arrays' docstring says. */
+ * ('q'), laid out as simulation_arrays' docstring says; the ports' records 32-bit ints ('i'). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
@@ -60,7 +60,9 @@ static double steady_step(const double *ends, int64_t stride, int64_t offset, in
     return step;
 }
 
-static int64_t first_free(int64_t *free_, int64_t base, int64_t cycle)
+/* the ports' occupied cycles as 32-bit ints: a cycle number fits (the capacity is checked),
+ * and a long kernel's run needs half the memory */
+static int64_t first_free(int32_t *free_, int64_t base, int64_t cycle)
 {
     int64_t c = cycle;
     while (free_[base + c] != 0)
@@ -69,7 +71,7 @@ static int64_t first_free(int64_t *free_, int64_t base, int64_t cycle)
     c = cycle;
     while (free_[base + c] != 0) {
         int64_t nxt = free_[base + c] - 1;
-        free_[base + c] = top + 1;
+        free_[base + c] = (int32_t)(top + 1);
         c = nxt;
     }
     return top;
@@ -91,7 +93,7 @@ typedef struct {
 
 static int64_t run_schedule(const Body *b, double width, int64_t window, double taken_branch,
                             int64_t ideal_ports, int64_t iterations, int fixed,
-                            int64_t first_check, int64_t *free_, int64_t capacity, int64_t *load,
+                            int64_t first_check, int32_t *free_, int64_t capacity, int64_t *load,
                             Records *r)
 {
     int64_t n = b->n;
@@ -181,7 +183,7 @@ static int64_t run_schedule(const Body *b, double width, int64_t window, double 
                         p += 1;
                     }
                     c = best_c;
-                    free_[best_p * capacity + c] = c + 2;
+                    free_[best_p * capacity + c] = (int32_t)(c + 2);
                     load[best_p] += 1;
                 }
                 double start = (double)c >= earliest - 1e-9 ? (double)c : earliest;
@@ -229,30 +231,32 @@ static int slack_pass(const Body *b, int64_t iterations, int64_t window, const d
                       const double *retire, int64_t measured_from, double *late_result,
                       double *late_retire, double *late_dispatch, double *slack)
 {
+    /* the measured instances only (latest times flow to earlier instances alone): instance t
+     * at u = t - start of the late arrays */
     int64_t n = b->n, total = n * iterations;
-    late_retire[total - 1] = retire[total - 1];
-    for (int64_t t = total - 1; t >= 0; t--) {
-        int64_t i = t % n;
+    int64_t start = measured_from * n;
+    late_retire[total - 1 - start] = retire[total - 1];
+    for (int64_t t = total - 1; t >= start; t--) {
+        int64_t i = t % n, u = t - start;
         if (t + 1 < total) {
-            if (late_retire[t + 1] < late_retire[t])
-                late_retire[t] = late_retire[t + 1];
-            if (late_dispatch[t + 1] < late_dispatch[t])
-                late_dispatch[t] = late_dispatch[t + 1];
+            if (late_retire[u + 1] < late_retire[u])
+                late_retire[u] = late_retire[u + 1];
+            if (late_dispatch[u + 1] < late_dispatch[u])
+                late_dispatch[u] = late_dispatch[u + 1];
         }
-        if (window > 0 && t + window < total && late_dispatch[t + window] - 1 < late_retire[t])
-            late_retire[t] = late_dispatch[t + window] - 1;
-        if (late_retire[t] - RETIRE_DELAY < late_result[t])
-            late_result[t] = late_retire[t] - RETIRE_DELAY;
-        double x = late_result[t] - b->latency[i] - ISSUE_DELAY;
-        if (x < late_dispatch[t])
-            late_dispatch[t] = x;
+        if (window > 0 && t + window < total && late_dispatch[u + window] - 1 < late_retire[u])
+            late_retire[u] = late_dispatch[u + window] - 1;
+        if (late_retire[u] - RETIRE_DELAY < late_result[u])
+            late_result[u] = late_retire[u] - RETIRE_DELAY;
+        double x = late_result[u] - b->latency[i] - ISSUE_DELAY;
+        if (x < late_dispatch[u])
+            late_dispatch[u] = x;
         for (int64_t e = b->edge_off[i]; e < b->edge_off[i + 1]; e++) {
             int64_t s = t - i + b->edge_src[e] - b->edge_dist[e] * n;
-            if (s >= 0 && late_result[t] - b->edge_w[e] < late_result[s])
-                late_result[s] = late_result[t] - b->edge_w[e];
+            if (s >= start && late_result[u] - b->edge_w[e] < late_result[s - start])
+                late_result[s - start] = late_result[u] - b->edge_w[e];
         }
     }
-    int64_t start = measured_from * n;
     int64_t most = iterations - measured_from + 1;
     double *values = malloc(sizeof(double) * (size_t)(most > 0 ? most : 1));
     if (values == NULL)
@@ -260,7 +264,7 @@ static int slack_pass(const Body *b, int64_t iterations, int64_t window, const d
     for (int64_t i = 0; i < n; i++) {
         int64_t count = 0;
         for (int64_t t = start + i; t < total; t += n)
-            values[count++] = late_result[t] - result[t];
+            values[count++] = late_result[t - start] - result[t];
         if (count > 0) {
             qsort(values, (size_t)count, sizeof(double), compare_doubles);
             double v = values[count / 2];
@@ -298,14 +302,15 @@ static void *take(Held *h, PyObject *obj, char kind, int writable, Py_ssize_t *l
     const char *fmt = v->format ? v->format : "B";
     if (fmt[0] == '<' || fmt[0] == '=' || fmt[0] == '@')
         fmt++;
-    int ok = v->itemsize == 8 && (kind == 'd' ? fmt[0] == 'd' : (fmt[0] == 'q' || fmt[0] == 'l'));
+    int ok = kind == 'i' ? v->itemsize == 4 && fmt[0] == 'i'
+             : v->itemsize == 8 && (kind == 'd' ? fmt[0] == 'd' : (fmt[0] == 'q' || fmt[0] == 'l'));
     if (!ok) {
-        PyErr_Format(PyExc_TypeError, "_simcore: a buffer of '%c' (8-byte items) expected, got '%s'",
-                     kind, fmt);
+        PyErr_Format(PyExc_TypeError, "_simcore: a buffer of '%c' (%d-byte items) expected, got '%s'",
+                     kind, kind == 'i' ? 4 : 8, fmt);
         return NULL;
     }
     if (len)
-        *len = v->len / 8;
+        *len = v->len / v->itemsize;
     return v->buf;
 }
 
@@ -344,7 +349,8 @@ static PyObject *py_run_schedule(PyObject *self, PyObject *args)
     Held h = {.count = 0};
     Body b;
     Records r;
-    int64_t *free_, *load;
+    int32_t *free_;
+    int64_t *load;
     Py_ssize_t n_free, n_rec;
     if (take_body(&h, body, &b) < 0)
         goto fail;
@@ -352,7 +358,7 @@ static PyObject *py_run_schedule(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "_simcore: records must be Records (7 arrays)");
         goto fail;
     }
-    if (!(free_ = take(&h, free_obj, 'q', 1, &n_free)) || !(load = take(&h, load_obj, 'q', 1, NULL))
+    if (!(free_ = take(&h, free_obj, 'i', 1, &n_free)) || !(load = take(&h, load_obj, 'q', 1, NULL))
         || !(r.dispatch = take(&h, PyTuple_GET_ITEM(records, 0), 'd', 1, &n_rec))
         || !(r.issue = take(&h, PyTuple_GET_ITEM(records, 1), 'd', 1, NULL))
         || !(r.ready_at = take(&h, PyTuple_GET_ITEM(records, 2), 'd', 1, NULL))
@@ -362,6 +368,10 @@ static PyObject *py_run_schedule(PyObject *self, PyObject *args)
         || !(r.why_ready = take(&h, PyTuple_GET_ITEM(records, 6), 'q', 1, NULL)))
         goto fail;
     /* every record n * iterations long at least, the ports' records n_ports * capacity */
+    if (capacity > INT32_MAX - 2) {
+        PyErr_SetString(PyExc_ValueError, "_simcore: a run of more than 2^31 cycles");
+        goto fail;
+    }
     if (n_rec < b.n * iterations || n_free < b.n_ports * capacity) {
         PyErr_SetString(PyExc_ValueError, "_simcore: arrays shorter than the run");
         goto fail;
@@ -400,7 +410,8 @@ static PyObject *py_slack_pass(PyObject *self, PyObject *args)
         || !(lr = take(&h, lr_obj, 'd', 1, &n_late)) || !(lt = take(&h, lt_obj, 'd', 1, NULL))
         || !(ld = take(&h, ld_obj, 'd', 1, NULL)) || !(slack = take(&h, slack_obj, 'd', 1, &n_slack)))
         goto fail;
-    if (b.n == 0 || iterations < 1 || n_res < b.n * iterations || n_late < b.n * iterations
+    if (b.n == 0 || iterations < 1 || measured_from < 0 || measured_from >= iterations
+        || n_res < b.n * iterations || n_late < b.n * (iterations - measured_from)
         || n_slack < b.n) {
         PyErr_SetString(PyExc_ValueError, "_simcore: arrays shorter than the run");
         goto fail;

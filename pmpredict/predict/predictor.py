@@ -231,6 +231,7 @@ class Predictor:
         self._optimum: dict[tuple, tuple] = {}                 # uop masses -> bound.optimum
         self._annotations: dict = {}                          # annotate's memo
         self._kinds: dict = {}                                # instruction kinds, by semantics
+        self._mask_names: dict[int, list[str]] = {}           # port mask -> its port names
 
     def _address_uops(self) -> tuple[tuple[int, int], ...]:
         """The uops of the model's plainest load (the ISA's plain_load_form) when it has one
@@ -357,21 +358,19 @@ class Predictor:
         """The Report of the stages that ran (fewer when the kernel is empty or unknown)."""
         model = self.model
         rows = list(matched.rows)
-        if annotation is not None:
-            rows = [replace(r, annotated=a, latency=a.node.latency,
-                            uops=[(model.port_names(mask), count) for mask, count in a.uops])
-                    for r, a in zip(rows, annotation.annotated)]
         facts = annotation.facts if annotation else None
         if found is None or simulated is None:
+            if annotation is not None:
+                rows = [_row(r, a, self._port_names(a)) for r, a in zip(rows, annotation.annotated)]
             return Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, cycles,
                           [], {p: 0.0 for p in model.ports}, model.r_max, pipeline=facts,
                           fallback=self.fallback)
         evidence, chains = found.evidence, found.chains
         on_chain = set(chains[0].nodes) if chains else set()
         on_path = set(found.critical_path.nodes)
-        rows = [replace(r, pressure=p, slack=s, on_critical_path=i in on_path,
-                        on_loop_carried=i in on_chain)
-                for i, (r, p, s) in enumerate(zip(rows, found.pressure, simulated.slack))]
+        rows = [_row(r, a, self._port_names(a), p, s, i in on_path, i in on_chain)
+                for i, (r, a, p, s) in enumerate(zip(rows, annotation.annotated, found.pressure,
+                                                      simulated.slack))]
         # the historical "bottleneck": the ports of the throughput bound, or the front end
         # when the issue width (R_max) allows fewer instructions than the ports
         front_limited = model.r_max and evidence.slots / model.r_max > \
@@ -390,6 +389,16 @@ class Predictor:
                       critical_path=found.critical_path, chains=list(chains), run=simulated.run,
                       pipeline=facts, graph=found.graph, node_rows=list(annotation.node_rows),
                       bottleneck_kinds=kinds, fallback=self.fallback, _analyse=analyse_later)
+
+    def _port_names(self, a: Annotated) -> list:
+        """An instruction's uops as executed, told in port names: [(ports, count)]."""
+        return [(self._names(mask), count) for mask, count in a.uops]
+
+    def _names(self, mask: int) -> list[str]:
+        names = self._mask_names.get(mask)
+        if names is None:
+            names = self._mask_names[mask] = self.model.port_names(mask)
+        return list(names)
 
     def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
         """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.predict.kinds)."""
@@ -437,6 +446,15 @@ class Predictor:
         total = sum(load)
         return (cycles, neck, tuple(x / total for x in load), pressures,
                 {model.ports[p]: load[p] for p in range(n_ports)})
+
+
+def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None,
+         on_path: bool = False, on_chain: bool = False) -> InstructionRow:
+    """A matched row with what the later stages found (one constructor call: a kernel has
+    many rows and dataclasses.replace is slow)."""
+    return InstructionRow(r.line, r.text, r.key, r.form, r.form_short, r.approx, r.reason,
+                          r.source, uops, {} if pressure is None else pressure, a.node.latency,
+                          a, slack_, on_path, on_chain)
 
 
 def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address,

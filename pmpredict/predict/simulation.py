@@ -148,7 +148,7 @@ def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
         limits = simulation_arrays.Limits(width, window, float(machine.taken_branch), ideal_ports)
         done = engine.run_schedule(
             arrays, limits, iterations, fixed, _first_check(n, machine.window),
-            *engine.ints(1, body.n_ports * capacity), capacity, *engine.ints(1, body.n_ports),
+            engine.port_records(body.n_ports * capacity), capacity, *engine.ints(1, body.n_ports),
             records)
         if done != OUT_OF_CAPACITY:
             break

@@ -232,35 +232,38 @@ def slack_pass(body, iterations, window, result, retire, measured_from, late, sl
     """Slack of each instruction: the median over the measured iterations of how much later
     its result could come, every other time fixed, without delaying the end of the run. A
     backward pass over the run's constraints (data edges, dispatch order, the window,
-    retirement order) finds the latest time of every instance. body: BodyArrays; late: three
-    scratch arrays (result, retire, dispatch) of n * iterations filled with math.inf by the
-    caller; the answer goes to slack (n)."""
+    retirement order) finds the latest time of every instance. Latest times flow only to
+    earlier instances, so the pass stops at the first measured one: late holds three scratch
+    arrays (result, retire, dispatch) for the measured instances, n * (iterations -
+    measured_from), filled with math.inf by the caller, instance t at t - n * measured_from.
+    body: BodyArrays; the answer goes to slack (n)."""
     latency, _, _, edge_off, edge_src, edge_dist, edge_w, _, _ = body
     late_result, late_retire, late_dispatch = late
     n = len(latency)
     total = n * iterations
-    late_retire[total - 1] = retire[total - 1]
-    for t in range(total - 1, -1, -1):
+    start = measured_from * n
+    late_retire[total - 1 - start] = retire[total - 1]
+    for t in range(total - 1, start - 1, -1):
         i = t % n
+        u = t - start
         if t + 1 < total:
-            if late_retire[t + 1] < late_retire[t]:
-                late_retire[t] = late_retire[t + 1]
-            if late_dispatch[t + 1] < late_dispatch[t]:
-                late_dispatch[t] = late_dispatch[t + 1]
-        if window > 0 and t + window < total and late_dispatch[t + window] - 1 < late_retire[t]:
-            late_retire[t] = late_dispatch[t + window] - 1
-        if late_retire[t] - RETIRE_DELAY < late_result[t]:
-            late_result[t] = late_retire[t] - RETIRE_DELAY
-        x = late_result[t] - latency[i] - ISSUE_DELAY
-        if x < late_dispatch[t]:
-            late_dispatch[t] = x
+            if late_retire[u + 1] < late_retire[u]:
+                late_retire[u] = late_retire[u + 1]
+            if late_dispatch[u + 1] < late_dispatch[u]:
+                late_dispatch[u] = late_dispatch[u + 1]
+        if window > 0 and t + window < total and late_dispatch[u + window] - 1 < late_retire[u]:
+            late_retire[u] = late_dispatch[u + window] - 1
+        if late_retire[u] - RETIRE_DELAY < late_result[u]:
+            late_result[u] = late_retire[u] - RETIRE_DELAY
+        x = late_result[u] - latency[i] - ISSUE_DELAY
+        if x < late_dispatch[u]:
+            late_dispatch[u] = x
         for e in range(edge_off[i], edge_off[i + 1]):
             s = t - i + edge_src[e] - edge_dist[e] * n
-            if s >= 0 and late_result[t] - edge_w[e] < late_result[s]:
-                late_result[s] = late_result[t] - edge_w[e]
-    start = measured_from * n
+            if s >= start and late_result[u] - edge_w[e] < late_result[s - start]:
+                late_result[s - start] = late_result[u] - edge_w[e]
     for i in range(n):
-        values = sorted([late_result[t] - result[t] for t in range(start + i, total, n)])
+        values = sorted([late_result[t - start] - result[t] for t in range(start + i, total, n)])
         slack[i] = max(0.0, values[len(values) // 2]) if len(values) > 0 else 0.0
 
 
@@ -274,6 +277,11 @@ def floats(rows, n, value=0.0):
 def ints(rows, n):
     """`rows` arrays of n zeros."""
     return [[0] * n for _ in range(rows)]
+
+
+def port_records(n):
+    """The ports' occupied cycles (run_schedule's `free`), n zeros."""
+    return [0] * n
 
 
 def float_array(values):

@@ -32,6 +32,10 @@ def ints(rows, n):
     return list(np.zeros((rows, n), dtype=np.int64))
 
 
+def port_records(n):
+    return np.zeros(n, dtype=np.int64)
+
+
 def float_array(values):
     return np.asarray(values, dtype=np.float64)
 

@@ -18,8 +18,9 @@ try:
 except ImportError:                     # not built (no C compiler at install): numba stands in
     _simcore = None
 
-# from this many items on an int array is anonymous memory, zeroed by the kernel on first
-# touch: the ports' records are sized for the worst case and mostly never touched
+# from this many items (512 KB) on, a zeroed array is anonymous memory, zeroed by the kernel
+# on first touch: the ports' records are sized for the worst case and mostly never touched,
+# and a run that becomes periodic early never reaches most of its records
 LAZY_FROM = 1 << 16
 
 
@@ -42,14 +43,28 @@ def steady_step(ends, stride, offset, first, last):
 
 
 def floats(rows, n, value=0.0):
+    if value == 0.0 and n >= LAZY_FROM:
+        return [_zeros(n, "d") for _ in range(rows)]
     one = array("d", [value])
     return [one * n for _ in range(rows)]
 
 
 def ints(rows, n):
     if n >= LAZY_FROM:
-        return [memoryview(mmap.mmap(-1, 8 * n)).cast("q") for _ in range(rows)]
+        return [_zeros(n, "q") for _ in range(rows)]
     return [array("q", bytes(8 * n)) for _ in range(rows)]
+
+
+def port_records(n):
+    """The ports' occupied cycles as 32-bit ints (a cycle number fits: half the memory of a
+    long kernel's run)."""
+    return _zeros(n, "i") if n >= LAZY_FROM else array("i", bytes(4 * n))
+
+
+def _zeros(n: int, kind: str):
+    """n zeros of 8 bytes in anonymous memory: pages the run never reaches cost nothing, and
+    a slice is a view, not a copy."""
+    return memoryview(mmap.mmap(-1, array(kind).itemsize * n)).cast(kind)
 
 
 def float_array(values):
