@@ -140,3 +140,39 @@ def test_rendering_many_leaves_the_garbage_collector_as_it_was():
     with pytest.raises(InputError):
         list(render_all(["a", "bad", "c"], render))
     assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+
+
+def test_on_a_dask_cluster_the_same_lines_in_the_same_order(tmp_path):
+    """`predict --dask`: chunks of regions on a local Dask cluster (one worker here), and on
+    a running scheduler by address; the output is the in-process output, byte for byte, and
+    an error of a later region (--strict) is the same located line, exit 2, nothing printed."""
+    import subprocess
+    import sys
+    from pmpredict.commands import batch
+    path = bhive_regions(tmp_path, batch.DASK_CHUNK + 40)     # two chunks
+    run = [sys.executable, "-m", "pmpredict", "predict", path, "--model", "skl", "--jsonl"]
+    here = subprocess.run(run, capture_output=True, text=True)
+    assert here.returncode == 0 and here.stdout.count("\n") == batch.DASK_CHUNK + 40
+    there = subprocess.run(run + ["--dask", "--jobs", "1"], capture_output=True, text=True)
+    assert (there.returncode, there.stdout) == (0, here.stdout)
+    assert "Traceback" not in there.stderr
+    # an existing scheduler, by address
+    from distributed import LocalCluster
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None, scheduler_port=0) as cluster:
+        there = subprocess.run(run + ["--dask", cluster.scheduler_address],
+                               capture_output=True, text=True)
+    assert (there.returncode, there.stdout) == (0, here.stdout)
+    # a region the model cannot predict, after the first chunk (every region before it known
+    # to skl): the error, in order
+    known = "".join(f"# LLVM-MCA-BEGIN k{i}\n\taddq ${i}, %rax\n\tvaddpd %ymm0, %ymm1, %ymm2\n"
+                    f"# LLVM-MCA-END k{i}\n" for i in range(batch.DASK_CHUNK + 10))
+    strict_path = tmp_path / "strict.s"
+    strict_path.write_text(known + "# LLVM-MCA-BEGIN bad\n\tfrobnicate %rax, %rbx\n"
+                                   "# LLVM-MCA-END bad\n")
+    strict = [sys.executable, "-m", "pmpredict", "predict", str(strict_path), "--model", "skl",
+              "--jsonl", "--strict"]
+    here = subprocess.run(strict, capture_output=True, text=True)
+    there = subprocess.run(strict + ["--dask", "--jobs", "1"], capture_output=True, text=True)
+    assert here.returncode == 2 and "frobnicate" in here.stderr and "--strict" in here.stderr
+    assert (there.returncode, there.stdout, there.stderr) == (2, "", here.stderr)

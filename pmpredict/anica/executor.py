@@ -14,14 +14,13 @@ back: timing the hardware while the workers compute beside it would time them to
 
 from __future__ import annotations
 
-import logging
 import math
-import warnings
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from pmpredict.cluster import Cluster
 from pmpredict.anica.predictors import INVALID, BlockPredictor, Outcome
 
 DEFAULT_CHUNK = 32              # blocks per task on the cluster
@@ -76,21 +75,9 @@ class DaskRunner:
 
     def __init__(self, address: str | None = None, workers: int = 2,
                  chunk: int = DEFAULT_CHUNK):
-        # deferred: dask.distributed (~1 s) only where a campaign uses it
-        from distributed import Client, LocalCluster
         self.chunk = chunk
-        self.cluster = None
-        if address:
-            self.client = Client(address, timeout="30s")
-        else:
-            with warnings.catch_warnings():
-                # "port 8787 is already in use": another local cluster has it; ours takes a
-                # free port, and the user need not hear of it
-                warnings.simplefilter("ignore", UserWarning)
-                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
-                                            processes=True, dashboard_address=None,
-                                            scheduler_port=0, silence_logs=logging.ERROR)
-            self.client = Client(self.cluster)
+        self.cluster = Cluster(address, workers)
+        self.client = self.cluster.client
         self._scattered: dict[int, object] = {}
 
     def start(self, predictor: BlockPredictor, blocks):
@@ -106,9 +93,7 @@ class DaskRunner:
         return collect
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        self.cluster.close()
 
 
 class Evaluator:

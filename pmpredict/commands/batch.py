@@ -1,10 +1,11 @@
 """Many kernels in one go: each rendered by a caller's function, in order, the work shared by
-forked worker processes when asked.
+forked worker processes, or by the workers of a Dask cluster, when asked.
 
 Front-end helper (no algorithm): `pmpredict predict` with several files or LLVM-MCA regions
-renders through it. Workers are forked after the first item is rendered in this process, so
-they inherit everything built so far (models, the form matcher, per-instruction results, the
-compiled simulation) instead of building it again.
+renders through it. Forked workers start after the first item is rendered in this process,
+so they inherit everything built so far (models, the form matcher, per-instruction results)
+instead of building it again. On a Dask cluster (render_on_cluster) the render function,
+models included, goes to every worker once, and chunks of items follow it as tasks.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import signal
 from pmpredict.errors import InputError
 
 GC_YOUNG = 100_000
+DASK_CHUNK = 200                # items per task on a Dask cluster (a task costs ~1 ms to send)
 
 # what the forked workers render: (items, render), set before the pool starts
 _work: tuple | None = None
@@ -23,14 +25,27 @@ _work: tuple | None = None
 
 def _render_range(bounds: tuple[int, int]) -> list[tuple]:
     items, render = _work
+    return _render_items(render, items[bounds[0]:bounds[1]])
+
+
+def _render_items(render, items) -> list[tuple]:
+    """[(text, None)] per item, up to the first InputError, which ends the list as
+    (None, its fields): sent back as values, as an exception travels badly."""
     out = []
-    for i in range(*bounds):
+    for item in items:
         try:
-            out.append((render(items[i]), None))
-        except InputError as exc:             # sent back as values: an exception travels badly
+            out.append((render(item), None))
+        except InputError as exc:
             out.append((None, (exc.path, exc.message, exc.line, exc.column)))
             break
     return out
+
+
+def _unpack(results):
+    for text, error in results:
+        if error is not None:
+            raise InputError(*error)
+        yield text
 
 
 def _worker_start() -> None:
@@ -72,11 +87,29 @@ def render_all(items: list, render, jobs: int = 1):
         _work = (items, render)
         with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_start) as pool:
             for texts in pool.imap(_render_range, list(zip(cuts, cuts[1:]))):
-                for text, error in texts:
-                    if error is not None:
-                        raise InputError(*error)
-                    yield text
+                yield from _unpack(texts)
     finally:
         _work = None
         gc.set_threshold(*threshold)
         gc.unfreeze()
+
+
+def render_on_cluster(items: list, render, address: str | None = None, workers: int = 2,
+                      chunk: int = DASK_CHUNK, light=None):
+    """Yield render(item) for every item, in order, rendered in chunks of `chunk` items on a
+    Dask cluster: the scheduler at `address`, else a local cluster of `workers` processes.
+    Results stream back in input order as their chunks finish. light(item): what of an item
+    travels (e.g. without the whole parsed file), by default the item itself."""
+    # deferred: pmpredict.cluster imports dask.distributed (~1 s) only for --dask
+    from pmpredict.cluster import Cluster
+    if not items:
+        return
+    send = [light(item) for item in items] if light else items
+    with Cluster(address, workers) as cluster:
+        client = cluster.client
+        remote = client.scatter(render, broadcast=True)
+        futures = [client.submit(_render_items, remote, send[i:i + chunk], pure=False)
+                   for i in range(0, len(send), chunk)]
+        for future in futures:
+            yield from _unpack(future.result())
+            future.release()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from pmpredict.isa import semantics
@@ -45,8 +46,13 @@ def register(sub):
     output.add_argument("--json", action="store_true", help="machine-readable output")
     output.add_argument("--jsonl", action="store_true",
                         help="one JSON object per kernel per line (for many files or regions)")
-    p.add_argument("--jobs", "-j", type=int_in(1, 1024), default=1, metavar="N",
-                   help="predict many kernels in N processes (default 1)")
+    p.add_argument("--jobs", "-j", type=int_in(1, 1024), default=None, metavar="N",
+                   help="predict many kernels in N processes (default 1; with --dask and no "
+                        "ADDRESS, the local cluster's processes)")
+    p.add_argument("--dask", nargs="?", const="", metavar="ADDRESS",
+                   help="predict the kernels on a Dask cluster: the scheduler at ADDRESS "
+                        "(e.g. tcp://host:8786), or without one a local cluster of --jobs "
+                        "processes (default: one per CPU); output in input order")
     p.add_argument("--service", metavar="PATH",
                    help="ask the running `pmpredict serve --socket PATH` instead (models stay "
                         "loaded there; docs/SERVICE.md)")
@@ -74,7 +80,7 @@ def run(args):
         return predict_via_service(args)
     # deferred: lark and the engines (predict_files), the views (lark); --help imports this
     from pmpredict.commands import predict_files as job
-    from pmpredict.commands.batch import render_all
+    from pmpredict.commands.batch import render_all, render_on_cluster
     from pmpredict.views import DEFAULT_VIEWS, render_text, to_json
 
     sources = job.read_sources(args.files, syntax=args.syntax, isa=args.isa, lines=args.lines,
@@ -109,7 +115,13 @@ def run(args):
             return to_json(rep, extra)
         return ("" if first else "\n" + "=" * 72 + "\n\n") + render_text(rep, DEFAULT_VIEWS + extra)
 
-    out = list(render_all(items, render, args.jobs))     # every error before any output
+    if args.dask is not None:
+        rendered = render_on_cluster(items, render, args.dask or None,
+                                     workers=args.jobs or os.cpu_count() or 1,
+                                     light=job.light_item)
+    else:
+        rendered = render_all(items, render, args.jobs or 1)
+    out = list(rendered)                                  # every error before any output
     if args.json:
         print_json(job.per_file_json(sources, out, update.to_json() if update else None, hint))
         return 0

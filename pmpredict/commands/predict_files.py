@@ -12,7 +12,7 @@ of several files is one object per file, with its regions.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
@@ -165,6 +165,12 @@ def items(sources) -> list[tuple]:
     """(source, kernel, first) for every kernel to predict, in order."""
     return [(src, kernel, not n and not k) for n, src in enumerate(sources)
             for k, kernel in enumerate(src.kernels)]
+
+
+def light_item(item: tuple) -> tuple:
+    """An item without its file's other kernels: what a cluster worker needs to render it."""
+    src, kernel, first = item
+    return replace(src, kernels=()), kernel, first
 
 
 def per_file_json(sources, records: list, host: dict | None = None, hint: str | None = None):
