@@ -10,13 +10,19 @@ Sections (default: all):
              the bytecode compiled (.pyc) by an untimed call first, as on a machine that has
              run pmpredict before (PYTHONDONTWRITEBYTECODE is dropped for the calls).
   * batch    the first --blocks blocks of ../shared/data/bhive/blocks.csv, each an
-             LLVM-MCA region of one file: one llvm-mca-19 -mcpu=znver4 process over the file
+             LLVM-MCA region of one file: one llvm-mca-19 -mcpu=skylake process over the file
+             (pmpredict with the built-in skl)
              against one pmpredict process (default text report; --jsonl; --jobs 2), blocks per
              second of process CPU time (and wall); the marginal rate (what the second
              --blocks blocks of a file of twice as many cost: the fixed costs, interpreter,
              imports and loading the compiled simulation, cancel) and the fixed cost it
              implies; pmpredict in-process with its start-up paid
              (Predictor(compiled=True).predict_many).
+  * sizes    one loop of n instructions (a 5-instruction AVX pattern repeated), n = 1,000 to
+             50,000: wall time and peak memory of `pmpredict predict` against llvm-mca-19.
+  * corpus   --corpus N BHive blocks (cycled, each region its own label) in one file,
+             `pmpredict predict --jsonl --dask` on a local cluster of 1 and of 2 workers:
+             blocks per second (wall) and the scaling; not in the default sections.
   * kernels  the innermost loops of examples/*.s, per kernel, against the OSACA CLI and
              llvm-mca-19 (--skip-osaca to leave OSACA out).
   * parse    parse time of ~1,000-line gcc/clang outputs, and a batch of their loops in-process.
@@ -51,7 +57,10 @@ from pmpredict.views import render_text  # noqa: E402
 
 ARTIFACT = os.path.join(ROOT, "..", "shared", "data", "pmevo-artifact")
 BHIVE = os.path.join(ROOT, "..", "shared", "data", "bhive", "blocks.csv")
-SECTIONS = ("startup", "batch", "kernels", "parse")
+SECTIONS = ("startup", "batch", "sizes", "corpus", "kernels", "parse")
+MCA_NAME = "llvm-mca-19 -mcpu=skylake"
+SIZE_PATTERN = ["vmovupd (%rsi,%rax,8), %ymm0", "vfmadd231pd (%rdx,%rax,8), %ymm1, %ymm0",
+                "vmovupd %ymm0, (%rdi,%rax,8)", "addq $4, %rax", "vaddpd %ymm0, %ymm2, %ymm2"]
 KERNELS = ["mix_avx2.s", "mix_avx2_intel.s", "triad_avx.s", "triad_neon.s"]
 
 BIG_TEMPLATE = r"""
@@ -181,12 +190,14 @@ def batch(tmp: str, rounds: int, count: int) -> None:
         print(f"\n## batch: skipped ({BHIVE} not found)")
         return
     mca = shutil.which("llvm-mca-19")
-    pm = [sys.executable, "-m", "pmpredict", "predict"]
-    variants = {"pmpredict, text": [], "pmpredict --jsonl": ["--jsonl"],
+    # the built-in skl on both sides: the same microarchitecture, and no dependence on
+    # whether this machine's model has been measured (the default otherwise)
+    pm = [sys.executable, "-m", "pmpredict", "predict", "--model", "skl"]
+    variants = {"pmpredict --jsonl": ["--jsonl"], "pmpredict, text": [],
                 "pmpredict, text, --jobs 2": ["--jobs", "2"]}
     commands = {}
     if mca:
-        commands["llvm-mca-19 -mcpu=znver4"] = lambda f: [mca, "-mcpu=znver4", f]
+        commands[MCA_NAME] = lambda f: [mca, "-mcpu=skylake", f]
     for name, extra in variants.items():
         commands[name] = lambda f, extra=extra: pm + [f] + extra
     env = warm_env()
@@ -213,7 +224,7 @@ def batch(tmp: str, rounds: int, count: int) -> None:
         print(f"{name:28s} {cpu:6.2f}s {wall:6.2f}s {count / cpu:12,.0f} {count / wall:13,.0f} "
               f"{start:10.3f}s {fixed:8.2f}s {marginal:21,.0f}")
     if mca:
-        ref = rates["llvm-mca-19 -mcpu=znver4"]
+        ref = rates[MCA_NAME]
         for name, (cpu_rate, wall_rate, marginal, fixed) in rates.items():
             if name.startswith("pmpredict"):
                 print(f"{name} / llvm-mca: {cpu_rate / ref[0]:.2f}x by CPU, {wall_rate / ref[1]:.2f}x "
@@ -237,6 +248,68 @@ def batch(tmp: str, rounds: int, count: int) -> None:
           f"and the compiled simulation {loaded:.2f}s CPU, then {count} blocks in {warm:.2f}s CPU "
           f"({count / warm:,.0f} blocks/s; the parse of the file not counted)")
     print(f"({load()})")
+
+
+def peak_process(cmd) -> tuple[float, float, int]:
+    """(wall, CPU, peak resident KB) of one process, by /usr/bin/time-like accounting: the
+    children's maximum RSS from a fresh wait4."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def sizes(tmp: str, rounds: int) -> None:
+    mca = shutil.which("llvm-mca-19")
+    print(f"\n## sizes: one loop of n instructions, {', '.join(SIZE_PATTERN[:2])}, ... repeated "
+          f"(median of {rounds}; {load()})")
+    print(f"{'n':>7s} {'pmpredict wall':>14s} {'peak MB':>8s} {'llvm-mca wall':>13s} {'peak MB':>8s} "
+          f"{'time ratio':>10s} {'memory ratio':>12s}")
+    for n in (1000, 5000, 20000, 50000):
+        path = os.path.join(tmp, f"loop{n}.s")
+        with open(path, "w") as fh:
+            fh.write(".L2:\n" + "".join(f"\t{SIZE_PATTERN[i % 5]}\n" for i in range(n))
+                     + "\tcmpq %rcx, %rax\n\tjne .L2\n")
+        pm = [peak_process([sys.executable, "-m", "pmpredict", "predict", path, "--model", "skl"])
+              for _ in range(rounds)]
+        pm_wall, pm_mem = statistics.median(x[0] for x in pm), max(x[2] for x in pm) / 1024
+        if mca:
+            ref = [peak_process([mca, "-mcpu=skylake", path]) for _ in range(rounds)]
+            mca_wall, mca_mem = statistics.median(x[0] for x in ref), max(x[2] for x in ref) / 1024
+            print(f"{n:7d} {pm_wall:13.2f}s {pm_mem:8.0f} {mca_wall:12.2f}s {mca_mem:8.0f} "
+                  f"{pm_wall / mca_wall:9.2f}x {pm_mem / mca_mem:11.2f}x")
+        else:
+            print(f"{n:7d} {pm_wall:13.2f}s {pm_mem:8.0f}")
+
+
+def corpus(tmp: str, count: int) -> None:
+    """`count` BHive blocks, cycled, each region its own label, over Dask: 1 and 2 workers."""
+    if not os.path.exists(BHIVE):
+        print(f"\n## corpus: skipped ({BHIVE} not found)")
+        return
+    with open(BHIVE) as fh:
+        blocks = [row["asm_att"].split(" ; ") for row in csv.DictReader(fh)]
+    path = os.path.join(tmp, f"corpus{count}.s")
+    with open(path, "w") as fh:
+        for k in range(count):
+            body = "".join("\t" + s.strip() + "\n" for s in blocks[k % len(blocks)])
+            fh.write(f"# LLVM-MCA-BEGIN c{k}\n{body}# LLVM-MCA-END c{k}\n")
+    print(f"\n## corpus: {count:,} BHive blocks ({len(blocks):,} distinct, cycled; every region its "
+          f"own label) in one file, `predict --jsonl --model skl --dask` on a local cluster ({load()})")
+    out = os.path.join(tmp, "corpus.jsonl")
+    walls = {}
+    for workers in (1, 2):
+        cmd = [sys.executable, "-m", "pmpredict", "predict", path, "--model", "skl", "--jsonl",
+               "--dask", "--jobs", str(workers)]
+        t = time.perf_counter()
+        with open(out, "w") as fh:
+            subprocess.run(cmd, stdout=fh, check=True)
+        walls[workers] = time.perf_counter() - t
+        lines = sum(1 for _ in open(out))
+        print(f"{workers} worker(s): {walls[workers]:.1f} s wall, {count / walls[workers]:,.0f} "
+              f"blocks/s ({lines:,} lines)")
+    print(f"scaling 1 -> 2 workers: {walls[1] / walls[2]:.2f}x ({load()})")
 
 
 def marked_copy(src: str, dst_dir: str) -> tuple[str, str, str]:
@@ -289,9 +362,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=7, help="alternating rounds (startup, batch)")
     ap.add_argument("--blocks", type=int, default=2000, help="BHive blocks in the batch file")
+    ap.add_argument("--corpus", type=int, default=200_000, help="blocks of the corpus section")
     ap.add_argument("--repeat", type=int, default=5, help="repetitions (kernels, parse)")
     ap.add_argument("--skip-osaca", action="store_true")
-    ap.add_argument("--sections", default=",".join(SECTIONS),
+    ap.add_argument("--sections", default=",".join(x for x in SECTIONS if x != "corpus"),
                     help=f"comma-separated, of {', '.join(SECTIONS)}")
     args = ap.parse_args()
     sections = [x.strip() for x in args.sections.split(",") if x.strip()]
@@ -306,6 +380,10 @@ def main():
         startup(args.rounds)
     if "batch" in sections:
         batch(tmp, args.rounds, args.blocks)
+    if "sizes" in sections:
+        sizes(tmp, max(1, min(args.rounds, 3)))
+    if "corpus" in sections:
+        corpus(tmp, args.corpus)
     if "kernels" in sections or "parse" in sections:
         models = {"x86": model_spec("skl", "SKL"), "aarch64": model_spec("a72", "A72")}
         predictors = {isa: Predictor(load_model(spec)) for isa, spec in models.items()}

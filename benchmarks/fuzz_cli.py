@@ -514,6 +514,44 @@ def batch_cases() -> list[Case]:
     return out
 
 
+SIZE_LINES = ("\taddq\t$1000, %rax", "\tsubq\t$1, %rbx", "\tmovq\t8(%rsi), %rdx",
+              "\timulq\t%rcx, %rdx", "\tleaq\t(%rdx,%rax,4), %rcx")
+
+
+def sized(lines: int, loop: bool = True) -> str:
+    """A valid file of `lines` instructions: one loop of them, or straight-line code."""
+    body = "\n".join(SIZE_LINES[i % len(SIZE_LINES)] for i in range(lines)) + "\n"
+    return (".L2:\n" + body + "\tjne\t.L2\n") if loop else body
+
+
+def size_cases() -> list[Case]:
+    """Sizes: 10^3 to 10^5 lines, as one loop or straight-line code, and 1 MB lines (valid
+    instructions joined by ';', a comment, junk); each must end within the timeout, valid ones
+    with exit 0, bad ones with one located line."""
+    files = base_files()
+    out = []
+    for n in (1000, 10_000, 100_000):
+        for loop in (True, False):
+            name = f"{'loop' if loop else 'straight'}{n}.s"
+            out.append(Case("size", ["predict", name, "--model", "m.json", "--jsonl"],
+                            dict(files, **{name: sized(n, loop)}), bad=False, valid=True))
+    out.append(Case("size", ["predict", "bad100000.s", "--model", "m.json"],
+                    dict(files, **{"bad100000.s": sized(100_000) + "\tfrobnicate %rax, %%%\n"})))
+    mb = 1 << 20
+    joined = " ; ".join(SIZE_LINES[i % len(SIZE_LINES)].strip() for i in range(mb // 20))
+    files_mb = dict(files, **{"joined.s": ".L2:\n\t" + joined[:mb] .rsplit(" ; ", 1)[0]
+                              + "\n\tjne\t.L2\n",
+                              "comment.s": KERNEL + "# " + "x" * mb + "\n",
+                              "junk.s": KERNEL + "\t" + "(%rax" * (mb // 5) + "\n"})
+    out += [Case("size", ["predict", "joined.s", "--model", "m.json", "--jsonl"], dict(files_mb),
+                 bad=False, valid=True),
+            Case("size", ["predict", "comment.s", "--model", "m.json", "--jsonl"], dict(files_mb),
+                 bad=False, valid=True),
+            Case("size", ["predict", "junk.s", "--model", "m.json"], dict(files_mb)),
+            Case("size", ["measure", "junk.s", "--no-cache"], dict(files_mb))]
+    return out
+
+
 def infer_measure_cases() -> list[Case]:
     """infer --measure's new inputs: --forms-from, --design, --no-latencies, --kernel-only,
     all refused before anything is measured."""
@@ -681,7 +719,7 @@ def random_cases(n: int, seed: int) -> list[Case]:
 def all_cases(n_random: int = 0, seed: int = 1) -> list[Case]:
     return (deep_cases() + not_utf8_cases() + shape_cases() + number_cases() + flag_cases()
             + isa_cases() + export_cases() + batch_cases() + infer_measure_cases()
-            + host_cache_cases() + random_cases(n_random, seed))
+            + host_cache_cases() + size_cases() + random_cases(n_random, seed))
 
 
 # --- running -------------------------------------------------------------------------------
