@@ -86,6 +86,7 @@ typedef struct {
     int64_t n, n_ports;
 } Body;
 
+/* dispatch, issue, ready_at and the two whys may be NULL: not kept (a lean run) */
 typedef struct {
     double *dispatch, *issue, *ready_at, *result, *retire;
     int64_t *why_dispatch, *why_ready;
@@ -129,8 +130,10 @@ static int64_t run_schedule(const Body *b, double width, int64_t window, double 
             used += (double)slot;
             if (i == 0)
                 first_of_prev = d;
-            r->dispatch[t] = d;
-            r->why_dispatch[t] = why;
+            if (r->dispatch)
+                r->dispatch[t] = d;
+            if (r->why_dispatch)
+                r->why_dispatch[t] = why;
             double lat = b->latency[i];
             double ready = d + ISSUE_DELAY + lat;
             int64_t why_r = -1;
@@ -141,8 +144,10 @@ static int64_t run_schedule(const Body *b, double width, int64_t window, double 
                     why_r = s;
                 }
             }
-            r->ready_at[t] = ready;
-            r->why_ready[t] = why_r;
+            if (r->ready_at)
+                r->ready_at[t] = ready;
+            if (r->why_ready)
+                r->why_ready[t] = why_r;
             double earliest = ready - lat;
             int64_t c0 = (int64_t)floor(earliest + 1e-9);
             if (c0 + 1 >= capacity)
@@ -197,10 +202,12 @@ static int64_t run_schedule(const Body *b, double width, int64_t window, double 
                 double a = ready + (first - earliest);
                 double bb = last + (lat < 1.0 ? lat : 1.0);
                 res = bb > a ? bb : a;
-                r->issue[t] = first;
+                if (r->issue)
+                    r->issue[t] = first;
             } else {
                 res = ready;
-                r->issue[t] = earliest;
+                if (r->issue)
+                    r->issue[t] = earliest;
             }
             r->result[t] = res;
             double rt = res + RETIRE_DELAY;
@@ -292,6 +299,23 @@ static void release(Held *h)
 }
 
 /* a buffer of `itemsize`-byte items ('d' or 'q'), writable when asked */
+static void *take(Held *h, PyObject *obj, char kind, int writable, Py_ssize_t *len);
+
+/* a record the caller may leave out: an empty buffer is NULL, not written */
+static int take_optional(Held *h, PyObject *obj, char kind, Py_ssize_t need, void **out)
+{
+    Py_ssize_t len;
+    void *p = take(h, obj, kind, 1, &len);
+    if (p == NULL)
+        return -1;
+    if (len != 0 && len < need) {
+        PyErr_SetString(PyExc_ValueError, "_simcore: arrays shorter than the run");
+        return -1;
+    }
+    *out = len == 0 ? NULL : p;
+    return 0;
+}
+
 static void *take(Held *h, PyObject *obj, char kind, int writable, Py_ssize_t *len)
 {
     Py_buffer *v = &h->views[h->count];
@@ -351,7 +375,7 @@ static PyObject *py_run_schedule(PyObject *self, PyObject *args)
     Records r;
     int32_t *free_;
     int64_t *load;
-    Py_ssize_t n_free, n_rec;
+    Py_ssize_t n_free, n_rec, n_retire;
     if (take_body(&h, body, &b) < 0)
         goto fail;
     if (!PyTuple_Check(records) || PyTuple_GET_SIZE(records) != 7) {
@@ -359,13 +383,19 @@ static PyObject *py_run_schedule(PyObject *self, PyObject *args)
         goto fail;
     }
     if (!(free_ = take(&h, free_obj, 'i', 1, &n_free)) || !(load = take(&h, load_obj, 'q', 1, NULL))
-        || !(r.dispatch = take(&h, PyTuple_GET_ITEM(records, 0), 'd', 1, &n_rec))
-        || !(r.issue = take(&h, PyTuple_GET_ITEM(records, 1), 'd', 1, NULL))
-        || !(r.ready_at = take(&h, PyTuple_GET_ITEM(records, 2), 'd', 1, NULL))
-        || !(r.result = take(&h, PyTuple_GET_ITEM(records, 3), 'd', 1, NULL))
-        || !(r.retire = take(&h, PyTuple_GET_ITEM(records, 4), 'd', 1, NULL))
-        || !(r.why_dispatch = take(&h, PyTuple_GET_ITEM(records, 5), 'q', 1, NULL))
-        || !(r.why_ready = take(&h, PyTuple_GET_ITEM(records, 6), 'q', 1, NULL)))
+        || !(r.result = take(&h, PyTuple_GET_ITEM(records, 3), 'd', 1, &n_rec))
+        || !(r.retire = take(&h, PyTuple_GET_ITEM(records, 4), 'd', 1, &n_retire)))
+        goto fail;
+    if (n_retire < n_rec)
+        n_rec = n_retire;
+    /* the others may be left out (empty): a run kept lean */
+    if (take_optional(&h, PyTuple_GET_ITEM(records, 0), 'd', b.n * iterations, (void **)&r.dispatch)
+        || take_optional(&h, PyTuple_GET_ITEM(records, 1), 'd', b.n * iterations, (void **)&r.issue)
+        || take_optional(&h, PyTuple_GET_ITEM(records, 2), 'd', b.n * iterations, (void **)&r.ready_at)
+        || take_optional(&h, PyTuple_GET_ITEM(records, 5), 'q', b.n * iterations,
+                         (void **)&r.why_dispatch)
+        || take_optional(&h, PyTuple_GET_ITEM(records, 6), 'q', b.n * iterations,
+                         (void **)&r.why_ready))
         goto fail;
     /* every record n * iterations long at least, the ports' records n_ports * capacity */
     if (capacity > INT32_MAX - 2) {

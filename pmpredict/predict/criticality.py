@@ -27,8 +27,8 @@ from itertools import combinations
 
 from pmpredict.predict import simulation_arrays
 from pmpredict.predict.bottlenecks import BY_EVENT_KIND, EventClass, Idealization
-from pmpredict.predict.simulation import (DATA, FRONT_END, PORT, RETIRE_DELAY, RETIREMENT, WINDOW,
-                                          Body, CoreLimits, Run, simulate)
+from pmpredict.predict.simulation import (DATA, FRONT_END, NONE, PORT, RETIRE_DELAY,
+                                          RETIREMENT, WINDOW, Body, CoreLimits, Run, simulate)
 
 
 @dataclass
@@ -64,7 +64,7 @@ def idealize(body: Body, machine: CoreLimits, classes) -> tuple[Body, CoreLimits
 
 def _cycles(body: Body, machine: CoreLimits, classes, iterations: int, engine=None) -> float:
     b, m, ports = idealize(body, machine, classes)
-    return simulate(b, m, iterations, ideal_ports=ports, keep=False, engine=engine).cycles
+    return simulate(b, m, iterations, ideal_ports=ports, keep=NONE, engine=engine).cycles
 
 
 def slack(body: Body, machine: CoreLimits, run: Run, engine=None) -> list[float]:
@@ -140,5 +140,5 @@ def analyse(body: Body, machine: CoreLimits, run: Run, classes: list[EventClass]
         both = max(0.0, base - _cycles(body, machine, [a, b], iterations, engine))
         out.icost[(a.name, b.name)] = both - out.cost[a.name] - out.cost[b.name]
     out.slack = slack(body, machine, run, engine)
-    out.path_share = path_share(run)
+    out.path_share = path_share(run.full())
     return out

@@ -43,7 +43,7 @@ from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
 from pmpredict.predict import simulation_native
 from pmpredict.predict.simulation import Body, Run
 from pmpredict.predict.simulation import CoreLimits
-from pmpredict.predict.simulation import simulate as simulate_schedule
+from pmpredict.predict.simulation import TIMES, simulate as simulate_schedule
 from pmpredict.predict.simulation_arrays import SKIP_EVEN, SKIP_ODD
 
 
@@ -343,7 +343,9 @@ class Predictor:
                     tuple(node_slots), len(self.model.ports), found.balance)
         facts = annotation.facts
         core = CoreLimits(self.model.r_max, facts.window, facts.taken_branch)
-        run = simulate_schedule(body, core, engine=self.engine)
+        # results and retirements are what the slack needs; the views that need more ask
+        # Run.full()
+        run = simulate_schedule(body, core, keep=TIMES, engine=self.engine)
         # the run is exact in the limit; a finite run can sit a hair under a bound
         cycles = max([run.cycles] + [v or 0.0 for v in found.bounds.values.values()])
         slacks: list[float | None] = [None] * len(annotation.annotated)

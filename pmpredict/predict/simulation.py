@@ -98,6 +98,29 @@ class Run:
     window: int = 0
     cycles: float = 0.0                                    # steady-state cycles per iteration
     measured_from: int = 0                                 # first iteration of the measurement
+    # a run that kept its results and retirements only (keep=TIMES): how to simulate it again
+    # with every record, for the views that need them (timeline, the critical path's shares)
+    again: object = field(default=None, repr=False, compare=False)
+
+    def full(self) -> "Run":
+        """This run with every record: itself, or (kept lean) the same run simulated again,
+        once; the same engine and inputs give the very same times."""
+        if self.__dict__.get("again") is None:
+            return self
+        full, self.again = self.again(), None
+        for name in LEFT_OUT_WHEN_LEAN:
+            setattr(self, name, getattr(full, name))
+        return self
+
+    def __getattr__(self, name):
+        # a record a lean run left out: asked for, it is made (Run.full)
+        if name in LEFT_OUT_WHEN_LEAN and self.__dict__.get("again") is not None:
+            return getattr(self.full(), name)
+        raise AttributeError(name)
+
+
+# the records a run kept lean (keep=TIMES) leaves out until they are asked for
+LEFT_OUT_WHEN_LEAN = ("dispatch", "issue", "ready", "why_dispatch", "why_ready")
 
 
 def iterations_for(n: int, window: int | None) -> int:
@@ -123,13 +146,19 @@ def _capacity(body: Body, iterations: int, machine: CoreLimits) -> int:
     return int(64 + iterations * (per + machine.taken_branch) / 4)
 
 
+# simulate(keep=...): every record (the timeline, the critical path's shares), results and
+# retirements only (slack; Run.full() gets the rest by simulating again), or none (cycles)
+ALL, TIMES, NONE = True, "times", False
+
+
 def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
-             ideal_ports: int = 0, keep: bool = True, engine=None) -> Run:
+             ideal_ports: int = 0, keep=ALL, engine=None) -> Run:
     """Simulate `iterations` iterations, or (None) until the steady state is periodic (at
     most iterations_for(n, window)); ideal_ports: a port mask whose uops (those confined to it)
-    run without any port limit (for criticality). keep=False skips the per-instance records
-    the views need. engine: where the passes run, simulation_arrays (plain Python, the default)
-    or simulation_jit (the same functions compiled by numba)."""
+    run without any port limit (for criticality). keep: ALL the per-instance records, TIMES
+    only results and retirements (a fifth of the memory where the engine can leave the rest
+    out), NONE. engine: where the passes run, simulation_arrays (plain Python, the default),
+    simulation_jit (the same functions compiled by numba) or simulation_native (in C)."""
     engine = engine or simulation_arrays
     n = body.n
     fixed = iterations is not None
@@ -144,7 +173,7 @@ def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
     total = n * iterations
     capacity = _capacity(body, iterations, machine)
     while True:
-        records = simulation_arrays.Records(*engine.floats(5, total), *engine.ints(2, total))
+        records = engine.records(total, lean=keep is not ALL)
         limits = simulation_arrays.Limits(width, window, float(machine.taken_branch), ideal_ports)
         done = engine.run_schedule(
             arrays, limits, iterations, fixed, _first_check(n, machine.window),
@@ -157,10 +186,16 @@ def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
     half = iterations // 2
     run.iterations, run.window, run.measured_from = iterations, window, half
     run.cycles = float(engine.steady_step(records.retire, n, n - 1, half, iterations))
-    if keep:
-        total = n * iterations
+    total = n * iterations
+    if keep is ALL:
         run.dispatch, run.issue, run.ready, run.result, run.retire, run.why_dispatch, \
             run.why_ready = (a[:total] for a in records)
+    elif keep == TIMES:
+        run.result, run.retire = records.result[:total], records.retire[:total]
+        for name in LEFT_OUT_WHEN_LEAN:
+            delattr(run, name)                    # made when asked for (Run.__getattr__)
+        run.again = lambda: simulate(body, machine, iterations if fixed else None, ideal_ports,
+                                     ALL, engine)
     return run
 
 

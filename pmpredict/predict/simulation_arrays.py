@@ -279,6 +279,12 @@ def ints(rows, n):
     return [[0] * n for _ in range(rows)]
 
 
+def records(total, lean=False):
+    """Records of `total` instances (lean: the engine may leave out all but results and
+    retirements; plain Python keeps them all)."""
+    return Records(*floats(5, total), *ints(2, total))
+
+
 def port_records(n):
     """The ports' occupied cycles (run_schedule's `free`), n zeros."""
     return [0] * n

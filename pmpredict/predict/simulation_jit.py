@@ -32,6 +32,10 @@ def ints(rows, n):
     return list(np.zeros((rows, n), dtype=np.int64))
 
 
+def records(total, lean=False):
+    return _plain.Records(*floats(5, total), *ints(2, total))
+
+
 def port_records(n):
     return np.zeros(n, dtype=np.int64)
 

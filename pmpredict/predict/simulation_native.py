@@ -13,6 +13,8 @@ from __future__ import annotations
 import mmap
 from array import array
 
+from pmpredict.predict.simulation_arrays import Records
+
 try:
     from pmpredict.predict import _simcore
 except ImportError:                     # not built (no C compiler at install): numba stands in
@@ -53,6 +55,16 @@ def ints(rows, n):
     if n >= LAZY_FROM:
         return [_zeros(n, "q") for _ in range(rows)]
     return [array("q", bytes(8 * n)) for _ in range(rows)]
+
+
+def records(total, lean=False):
+    """Records of `total` instances; lean: results and retirements only (the passes need
+    them), the others empty, which the C passes do not write."""
+    if not lean:
+        return Records(*floats(5, total), *ints(2, total))
+    result, retire = floats(2, total)
+    none_f, none_i = array("d"), array("q")
+    return Records(none_f, none_f, none_f, result, retire, none_i, none_i)
 
 
 def port_records(n):

@@ -14,6 +14,7 @@ def _instances(report, iterations):
     run = report.run
     if run is None:
         return []
+    run = run.full()                  # dispatch and issue times too (a lean run simulates again)
     n = run.n
     out, seen = [], set()
     for k in range(min(iterations, run.iterations)):
