@@ -163,7 +163,7 @@ def startup(rounds: int) -> None:
             if name.startswith("pmpredict"):
                 print(f"{name} / llvm-mca: wall {statistics.median(walls) / statistics.median(ref[0]):.1f}x, "
                       f"CPU {statistics.median(cpus) / statistics.median(ref[1]):.1f}x "
-                      "(goal: a warm call <= 0.3 s)")
+                      "(goal: a warm call <= 0.15 s)")
     print(f"({load()})")
 
 

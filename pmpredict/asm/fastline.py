@@ -15,9 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache, partial
 
-from lark import Token
-
-from pmpredict.asm.grammar import AsmTransformer, comment_text, grammar_text, instruction_text
+from pmpredict.asm.grammar import AsmTransformer, Token, comment_text, grammar_text, instruction_text
 from pmpredict.isa.syntax import Comment, Directive, Instruction, Label
 
 _T = AsmTransformer()

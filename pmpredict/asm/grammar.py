@@ -7,14 +7,9 @@ Read by parse.py (whole files, through Lark) and fastline.py (common x86 lines, 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from functools import lru_cache
-from importlib import resources
-
-import lark
-from lark import Lark, Token, Transformer
 
 from pmpredict.isa import semantics
 from pmpredict.isa.syntax import (Comment, Directive, Immediate, Indirect, Instruction, Label,
@@ -23,6 +18,23 @@ from pmpredict.userdirs import cache_dir
 
 
 # --- transformer --------------------------------------------------------------------
+
+class Token(str):
+    """A terminal as fastline.py makes one: its text, with the terminal's name as `type`,
+    as Lark's own Token has (the transformer takes either; Lark is imported only where a
+    line needs it)."""
+
+    def __new__(cls, type_: str, value: str):
+        token = super().__new__(cls, value)
+        token.type = type_
+        return token
+
+
+def _token(x, *kinds) -> bool:
+    """x is a terminal token, Lark's or fastline's, of one of `kinds` (of any, if none)."""
+    kind = getattr(x, "type", None)
+    return kind is not None and isinstance(x, str) and (not kinds or kind in kinds)
+
 
 class _Expr:
     """value + symbols of an assembler expression (numbers summed, symbols listed)."""
@@ -101,9 +113,10 @@ def _reg(tok) -> str:
     return name[1:] if name.startswith("%") else name
 
 
-class AsmTransformer(Transformer):
+class AsmTransformer:
     """Parse tree -> dataclasses; shared by the three grammars (rule names agree; the
-    AArch64 memory offset is `aoffset`, as `offset` is Intel's OFFSET keyword)."""
+    AArch64 memory offset is `aoffset`, as `offset` is Intel's OFFSET keyword). Lark calls
+    a method per rule by name (an inline transformer needs no base class)."""
 
     # statements
     def label(self, c):
@@ -125,7 +138,7 @@ class AsmTransformer(Transformer):
     def instruction(self, c):
         prefixes = []
         i = 0
-        while i < len(c) and isinstance(c[i], Token) and c[i].type in ("PREFIX", "PSEUDO_PREFIX"):
+        while i < len(c) and _token(c[i], "PREFIX", "PSEUDO_PREFIX"):
             prefixes.append(str(c[i]).lower())
             i += 1
         first = c[0]
@@ -201,7 +214,7 @@ class AsmTransformer(Transformer):
 
     def immediate(self, c):
         hashed = False
-        if c and isinstance(c[0], Token) and c[0].type == "HASH":
+        if c and _token(c[0], "HASH"):
             hashed = True
             c = c[1:]
         if len(c) == 2 and isinstance(c[0], _Offset):      # Intel OFFSET FLAT:sym
@@ -321,14 +334,14 @@ class AsmTransformer(Transformer):
         return Shift(str(c[0]).lower(), amount)
 
     def reglist(self, c):
-        regs = tuple(_reg(t) for t in c if isinstance(t, Token) and t.type == "REG")
-        lane = next((x for x in c if isinstance(x, int) and not isinstance(x, Token)), None)
+        regs = tuple(_reg(t) for t in c if _token(t, "REG"))
+        lane = next((x for x in c if isinstance(x, int)), None)
         return RegisterList(regs, lane)
 
     def regrange(self, c):
         """`{v0.4s-v3.4s}`: registers numbered first..last (wrapping at 32)."""
-        first, last = (_reg(t) for t in c if isinstance(t, Token) and t.type == "REG")
-        lane = next((x for x in c if isinstance(x, int) and not isinstance(x, Token)), None)
+        first, last = (_reg(t) for t in c if _token(t, "REG"))
+        lane = next((x for x in c if isinstance(x, int)), None)
         m1, m2 = re.match(r"([a-z]+)(\d+)(.*)", first), re.match(r"([a-z]+)(\d+)(.*)", last)
         if not m1 or not m2:
             return RegisterList((first, last), lane)
@@ -338,9 +351,9 @@ class AsmTransformer(Transformer):
 
     def aoffset(self, c):
         """AArch64 memory offset: an immediate, a relocation, or a register (+ shift / extend)."""
-        items = [x for x in c if not (isinstance(x, Token) and x.type == "HASH")]
+        items = [x for x in c if not _token(x, "HASH")]
         first = items[0]
-        if isinstance(first, Token) and first.type == "REG":
+        if _token(first, "REG"):
             shift = items[1] if len(items) > 1 else None
             return ("aoffset", "reg", (_reg(first), shift))
         if isinstance(first, Immediate):
@@ -355,7 +368,7 @@ class AsmTransformer(Transformer):
         shift = None
         writeback = None
         for item in c[1:]:
-            if isinstance(item, Token) and item.type == "WRITEBACK":
+            if _token(item, "WRITEBACK"):
                 writeback = "pre"
             elif isinstance(item, tuple) and item and item[0] == "aoffset":
                 kind, payload = item[1], item[2]
@@ -375,27 +388,36 @@ class AsmTransformer(Transformer):
 def grammar_text(syntax: str) -> str:
     """The Lark grammar of a syntax (also read by fastline for its terminal regexes)."""
     name = semantics.for_syntax(syntax).grammar_files[syntax]
-    try:
-        return resources.files("pmpredict.grammars").joinpath(name).read_text()
-    except (ModuleNotFoundError, FileNotFoundError):       # running from a source tree
-        here = os.path.join(os.path.dirname(__file__), "..", "..", "grammars", name)
-        with open(here) as fh:
-            return fh.read()
+    # installed: pmpredict/grammars/; a source tree (an editable install): grammars/ beside
+    # pmpredict/ (a path, not importlib.resources: ~9 ms of imports on every call of the CLI)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for folder in (os.path.join(here, "..", "grammars"), os.path.join(here, "..", "..", "grammars")):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            with open(path) as fh:
+                return fh.read()
+    raise FileNotFoundError(f"the grammar {name} is not installed with pmpredict")
 
 
 @lru_cache(maxsize=None)
-def get_parser(syntax: str) -> Lark:
+def get_parser(syntax: str):
+    """The Lark parser of `syntax`, its transformer inline."""
+    # deferred: lark (~25 ms): most files are read by fastline alone
+    import lark
     grammar = grammar_text(syntax)
-    return Lark(grammar, parser="lalr", lexer="contextual", transformer=AsmTransformer(),
-                maybe_placeholders=True, cache=_parser_cache(syntax, grammar))
+    return lark.Lark(grammar, parser="lalr", lexer="contextual", transformer=AsmTransformer(),
+                     maybe_placeholders=True,
+                     cache=_parser_cache(syntax, f"{lark.__version__}\0{grammar}"))
 
 
-def _parser_cache(syntax: str, grammar: str) -> str | bool:
+def _parser_cache(syntax: str, key: str) -> str | bool:
     """Where Lark keeps the built parser tables between runs (building them costs ~0.25 s
     per call of the CLI): a file in pmpredict's cache directory named by the grammar's
-    hash and Lark's version, or False (no cache) when that directory cannot be written."""
+    hash and Lark's version (`key`), or False (no cache) when that directory cannot be written."""
     base = cache_dir()
-    digest = hashlib.sha256(f"{lark.__version__}\0{grammar}".encode()).hexdigest()[:16]
+    # deferred: hashlib (~3 ms) only where Lark is loaded
+    import hashlib
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     try:
         os.makedirs(base, exist_ok=True)
     except OSError:

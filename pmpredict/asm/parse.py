@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from pmpredict.asm.detect import detect_syntax
 from pmpredict.asm.fastline import parse_line
@@ -36,7 +35,10 @@ class Program:
         return [s for s in self.statements if isinstance(s, Instruction)]
 
 
-def _describe(exc: UnexpectedInput, lines: list[str]) -> str:
+def _describe(exc, lines: list[str]) -> str:
+    """What Lark's UnexpectedInput `exc` says, in one line."""
+    # deferred: lark, loaded already where a line went to it
+    from lark.exceptions import UnexpectedCharacters, UnexpectedToken
     if isinstance(exc, UnexpectedCharacters):
         what = f"unexpected character {exc.char!r}"
     elif isinstance(exc, UnexpectedToken):
@@ -104,8 +106,11 @@ def _at_line(statement, line: int):
 def _parse_text(text: str, syntax: str, path: str, lines: list[str], first) -> list:
     """Lark's statements of `text`; first: where each line of `text` first is in the file
     (None: the text is the file), for the line number of an error."""
+    parser = get_parser(syntax)
+    # deferred: lark, loaded by get_parser just now
+    from lark.exceptions import UnexpectedInput
     try:
-        return get_parser(syntax).parse(text).children
+        return parser.parse(text).children
     except UnexpectedInput as exc:
         line = exc.line if isinstance(getattr(exc, "line", None), int) and exc.line > 0 else None
         column = exc.column if line and isinstance(getattr(exc, "column", None), int) else None

@@ -11,7 +11,6 @@ models included, goes to every worker once, and chunks of items follow it as tas
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import signal
 
 from pmpredict.errors import InputError
@@ -56,6 +55,8 @@ def _worker_start() -> None:
 
 
 def _can_fork() -> bool:
+    # deferred: multiprocessing (~5 ms) only where workers are asked for
+    import multiprocessing
     return "fork" in multiprocessing.get_all_start_methods()
 
 
@@ -85,6 +86,8 @@ def render_all(items: list, render, jobs: int = 1):
         runs = min(rest, 4 * jobs)
         cuts = [1 + rest * k // runs for k in range(runs + 1)]
         _work = (items, render)
+        # deferred: multiprocessing, as in _can_fork
+        import multiprocessing
         with multiprocessing.get_context("fork").Pool(jobs, initializer=_worker_start) as pool:
             for texts in pool.imap(_render_range, list(zip(cuts, cuts[1:]))):
                 yield from _unpack(texts)
