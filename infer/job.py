@@ -127,11 +127,13 @@ class InferOutcome:
 
 def run_job(experiments, settings: InferSettings, *, inputs: list[str], checkpoint_path: str,
             resumed: dict | None = None, should_stop=None, progress=None,
-            name: str = "inferred", command: str = "", measured=()) -> InferOutcome:
+            name: str = "inferred", command: str = "", measured=(),
+            workers=None) -> InferOutcome:
     """Run (or continue) an inference, checkpointing to `checkpoint_path` as it goes, until
     it ends, should_stop() says so (between steps), or KeyboardInterrupt (Ctrl-C, SIGTERM).
     measured: what was measured besides the experiments (latency table, front end), each
-    with .apply(model), applied to the model in order."""
+    with .apply(model), applied to the model in order. workers: the restarts run there, at
+    once (Inference.run), with the same result."""
     if not measured_forms(experiments):
         raise InputError(inputs[0] if inputs else None,
                          "no measured experiments (every 'cycles' is null)")
@@ -147,7 +149,8 @@ def run_job(experiments, settings: InferSettings, *, inputs: list[str], checkpoi
 
     interrupted = None
     try:
-        result = inference.run(progress=progress, on_snapshot=checkpoint, should_stop=should_stop)
+        result = inference.run(progress=progress, on_snapshot=checkpoint, should_stop=should_stop,
+                               workers=workers)
     except KeyboardInterrupt as exc:
         interrupted = exc
         result = inference.best_mapping()

@@ -25,7 +25,7 @@ one mapping is refined on measured + synthetic, from the best restart
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 import numpy as np
 
@@ -99,7 +99,8 @@ class Snapshot:
     final) or "distill"; `masks`, `counts`, `dirty` hold the mapping being refined (None
     outside refine / distill), `ea` the EA population (phase "ea"), `best` the best
     finished restart {"objective", "error", "restart", "masks", "counts"}, `members` the
-    finished restarts' mappings when they are distilled.
+    finished restarts' mappings when they are distilled, `ahead` the restarts run elsewhere
+    that finished before an earlier one ({"restart", "masks", "counts"}).
     """
     restart: int = 0
     phase: str | None = None
@@ -113,11 +114,14 @@ class Snapshot:
     dirty: np.ndarray | None = None
     members: list | None = None
     distilled: bool = False
+    # restarts run elsewhere (Inference.run's `workers`) that ended before the ones before
+    # them: their results, folded in restart order when those arrive
+    ahead: list | None = None
 
     def to_dict(self) -> dict:
         """The checkpoint's form: unset optional parts are left out."""
         out = asdict_shallow(self)
-        for key in ("ea", "masks", "counts", "dirty", "members"):
+        for key in ("ea", "masks", "counts", "dirty", "members", "ahead"):
             if out[key] is None:
                 del out[key]
         if not out["distilled"]:
@@ -184,16 +188,21 @@ class Inference:
         return cands[0][1], cands[0][2]
 
     # --- the run ---------------------------------------------------------------
-    def run(self, progress=None, on_snapshot=None, should_stop=None):
-        """Advance to the end (or until should_stop()); returns (masks, counts) of the best mapping."""
+    def run(self, progress=None, on_snapshot=None, should_stop=None, workers=None):
+        """Advance to the end (or until should_stop()); returns (masks, counts) of the best
+        mapping. workers: run the restarts elsewhere, each whole, at once (an object with
+        submit(fn, *args) -> future and wait_first(futures, timeout) -> (done, pending), as
+        pmpredict.cluster.Cluster); the result is the same as restart after restart here."""
         t0 = time.monotonic() - self.snap.elapsed
 
         def emit(**info):
             self.snap.elapsed = time.monotonic() - t0
             if progress:
-                progress(dict(info, restart=self.snap.restart, elapsed=self.snap.elapsed))
+                progress({"restart": self.snap.restart, **info, "elapsed": self.snap.elapsed})
 
         try:
+            if workers is not None and self.snap.phase is None:
+                self._restarts_on(workers, emit, on_snapshot, should_stop, t0)
             while not self.finished():
                 if self.snap.restart >= self.cfg.restarts:
                     self._distill_step(emit, should_stop)
@@ -293,6 +302,12 @@ class Inference:
     def _finish_restart(self):
         s = self.snap
         m, c = s.take_mapping()
+        self._fold(m, c)
+        self.current = None
+
+    def _fold(self, m, c):
+        """A finished restart's mapping into the history and the best (restarts in order)."""
+        s = self.snap
         obj, err = self.final_objective(m, c)
         s.history.append({"restart": s.restart, "objective": obj, "error": err,
                              "volume": float(c.sum())})
@@ -303,7 +318,35 @@ class Inference:
                          "masks": m, "counts": c}
         s.restart += 1
         s.phase = None
-        self.current = None
+
+    def _restarts_on(self, workers, emit, on_snapshot, should_stop, t0):
+        """Every restart not yet finished as a task of `workers`, each run whole there
+        (run_restart); the results folded in restart order as they arrive (those that come
+        early wait in the snapshot's `ahead`), a snapshot after each. Stopped: the tasks
+        still running are dropped (a resumed run starts them again)."""
+        s = self.snap
+        ahead = {d["restart"]: d for d in s.ahead or ()}
+        todo = [r for r in range(s.restart, self.cfg.restarts) if r not in ahead]
+        futures = {workers.submit(run_restart, self.p, self.cfg, r): r for r in todo}
+        pending = set(futures)
+        while s.restart < self.cfg.restarts:
+            while s.restart in ahead:
+                done = ahead.pop(s.restart)
+                self._fold(done["masks"], done["counts"])
+                emit(phase="done", step=0, error=s.history[-1]["error"],
+                     volume=s.history[-1]["volume"], restart=s.restart - 1)
+            s.ahead = sorted(ahead.values(), key=lambda d: d["restart"]) or None
+            s.elapsed = time.monotonic() - t0
+            if on_snapshot:
+                on_snapshot(s)
+            if s.restart >= self.cfg.restarts:
+                break
+            if should_stop and should_stop():
+                raise Stopped
+            done, pending = workers.wait_first(pending, timeout=1.0)
+            for future in done:
+                result = future.result()
+                ahead[result["restart"]] = result
 
     # --- distillation (after the last restart) -------------------------------------------
     def _distillation_refiner(self) -> ExactRefiner:
@@ -334,6 +377,17 @@ class Inference:
                          "masks": m, "counts": c}
             s.phase, s.distilled = None, True
             self.current = None
+
+
+def run_restart(problem: Problem, config: InferConfig, restart: int) -> dict:
+    """Restart `restart` alone, start to end, exactly as Inference.run runs it among the
+    others (its randomness depends on the seed and its number only): {"restart", "masks",
+    "counts"}. A task for Inference.run's workers."""
+    alone = Inference(problem, replace(config, restarts=restart + 1, distill=0),
+                      Snapshot(restart=restart))
+    alone.run()
+    return {"restart": restart, "masks": alone.snap.best["masks"],
+            "counts": alone.snap.best["counts"]}
 
 
 def _ea_to_snap(state: evolve.EAState) -> dict:

@@ -30,6 +30,22 @@ class Cluster:
                                           scheduler_port=0, silence_logs=logging.ERROR)
             self.client = Client(self.local)
 
+    def submit(self, fn, *args):
+        """fn(*args) on a worker: a future (not cached by Dask: every call runs)."""
+        return self.client.submit(fn, *args, pure=False)
+
+    def wait_first(self, futures, timeout: float):
+        """(done, pending) once one of `futures` is done, or after `timeout` seconds."""
+        # deferred: dask.distributed, loaded by __init__ already
+        from distributed import wait
+        if not futures:
+            return set(), set()
+        try:
+            done, pending = wait(list(futures), timeout=timeout, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            return set(), set(futures)
+        return set(done), set(pending)
+
     def close(self) -> None:
         self.client.close()
         if self.local is not None:

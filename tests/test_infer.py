@@ -281,3 +281,74 @@ def test_builtin_model_covers_the_artifact_forms(name, arch):
     if not os.path.exists(path):
         pytest.skip(f"{path} absent (the shared PMEvo artifact data)")
     assert set(load_experiments(path).forms) <= set(model.uops)
+
+
+# --- restarts run elsewhere (Inference.run's workers; --dask) ------------------------------
+
+class _Done:
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+
+class ReversedWorkers:
+    """Runs each task when submitted, but hands the results back last first, one per wait:
+    the driver must fold them in restart order whatever order they come in."""
+
+    def __init__(self):
+        self.futures = []
+
+    def submit(self, fn, *args):
+        future = _Done(fn(*args))
+        self.futures.append(future)
+        return future
+
+    def wait_first(self, futures, timeout):
+        newest = max(futures, key=self.futures.index)
+        return {newest}, set(futures) - {newest}
+
+
+@pytest.mark.parametrize("config", [
+    InferConfig(seed=4, restarts=3, max_sweeps=5),
+    InferConfig(seed=3, restarts=3, max_sweeps=4, distill=60),
+    InferConfig(method="pmevo", seed=2, restarts=2, population=16, generations=3),
+])
+def test_restarts_elsewhere_give_the_result_of_restarts_in_turn(tmp_path, config):
+    problem = _problem(oracle_model())
+    here = Inference(problem, config)
+    want = here.run()
+    snaps = []
+
+    def keep(snap):
+        path = tmp_path / f"c{len(snaps)}.npz"
+        save_checkpoint(path, snap, {"k": 1}, problem.forms, ["x"])
+        snaps.append(path)
+
+    there = Inference(problem, config)
+    got = there.run(workers=ReversedWorkers(), on_snapshot=keep)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert there.snap.history == here.snap.history
+    # a checkpoint while later restarts waited for the first: resumed, the same result
+    waiting = [p for p in snaps if load_checkpoint(p)["snapshot"].get("ahead")]
+    assert waiting, "the last restart finished first and waited in the snapshot"
+    snap = load_checkpoint(waiting[0])["snapshot"]
+    again = Inference(problem, config, snap).run(workers=ReversedWorkers())
+    assert np.array_equal(again[0], want[0]) and np.array_equal(again[1], want[1])
+
+
+def test_cli_restarts_on_a_local_dask_cluster(tmp_path, capsys):
+    truth = oracle_model(seed=5)
+    exp_path = tmp_path / "e.json"
+    save_experiments(oracle_training(truth), exp_path)
+    base = ["infer", "-e", str(exp_path), "--ports", "6", "--restarts", "3", "--max-sweeps", "4",
+            "--seed", "2", "-q"]
+    assert main(base + ["-o", str(tmp_path / "here.json")]) == 0
+    assert main(base + ["-o", str(tmp_path / "there.json"), "--dask", "--jobs", "1"]) == 0
+    here, there = (json.loads((tmp_path / n).read_text()) for n in ("here.json", "there.json"))
+    assert there["forms"] == here["forms"]
+    assert there["provenance"]["training_mape"] == here["provenance"]["training_mape"]
+    capsys.readouterr()
+    assert main(base + ["-o", str(tmp_path / "x.json"), "--jobs", "2"]) == 2
+    assert "--jobs goes with --dask" in capsys.readouterr().err

@@ -102,6 +102,12 @@ def register(sub):
     p.add_argument("--restarts", type=int_in(1, 10_000), metavar="R",
                    help="independent starts; the best by training objective wins, or with "
                         "--distill their ensemble is distilled into one mapping (default 1)")
+    p.add_argument("--dask", nargs="?", const="", metavar="ADDRESS",
+                   help="run the restarts at once on a Dask cluster: the scheduler at ADDRESS, or "
+                        "without one a local cluster of --jobs processes (default: one per "
+                        "CPU); the same result as one after the other")
+    p.add_argument("--jobs", "-j", type=int_in(1, 1024), metavar="N",
+                   help="with --dask and no ADDRESS: the local cluster's processes")
     p.add_argument("--distill", type=int_in(0, 10_000_000), metavar="N",
                    help="with --restarts R > 1: label N synthetic experiments with the mean "
                         "prediction of the R mappings and refine one mapping on measured + "
@@ -275,7 +281,7 @@ def run(args):
 ONLINE_METHODS = ("cegis", "counters")
 # flags of the PMEvo methods only, and of the online methods only
 PMEVO_ONLY = ("start", "restarts", "distill", "distill_sweeps", "population", "generations",
-              "volume_weight", "max_sweeps")
+              "volume_weight", "max_sweeps", "dask")
 ONLINE_ONLY = ("oracle_noise", "max_uops", "max_length", "encoding", "explain")
 
 
@@ -310,6 +316,9 @@ def _check_method_flags(args, method: str) -> None:
             raise InputError("<command line>", f"--{name.replace('_', '-')} goes with {which}")
     if args.oracle and not online:
         raise InputError("<command line>", "--oracle goes with --method cegis or counters")
+    if args.jobs and args.dask is None:
+        raise InputError("<command line>", "--jobs goes with --dask (the local cluster's "
+                                           "processes)")
     if online and args.experiments:
         raise InputError("<command line>", f"--method {method} chooses its own experiments: "
                                            "give --oracle M or --measure, not --experiments")
@@ -434,9 +443,28 @@ def _inference_job(args, ckpt_path: str, argv: list[str], should_stop, display):
                                 default_ports=default_ports, default_r_max=default_r_max)
         if display:
             display.plan_inference(*settings.config.steps())
-        return run_job(exps, settings, inputs=inputs, checkpoint_path=ckpt_path,
-                       resumed=resumed, should_stop=should_stop,
-                       progress=display and display.inference,
-                       name=args.name or os.path.splitext(os.path.basename(args.output))[0],
-                       command="pmpredict " + shlex.join(argv), measured=list(tables))
+        cluster = _cluster(args) if settings.config.restarts > 1 else None
+        try:
+            return run_job(exps, settings, inputs=inputs, checkpoint_path=ckpt_path,
+                           resumed=resumed, should_stop=should_stop,
+                           progress=display and display.inference,
+                           name=args.name or os.path.splitext(os.path.basename(args.output))[0],
+                           command="pmpredict " + shlex.join(argv), measured=list(tables),
+                           workers=cluster)
+        finally:
+            if cluster is not None:
+                cluster.close()
     return infer
+
+
+def _cluster(args):
+    """The Dask cluster --dask asks for (None without it)."""
+    if args.dask is None:
+        return None
+    # deferred: dask.distributed (~1 s) only with --dask
+    from pmpredict.cluster import Cluster
+    try:
+        return Cluster(args.dask or None, args.jobs or os.cpu_count() or 1)
+    except (OSError, TimeoutError) as exc:
+        raise InputError(args.dask or "<local cluster>",
+                         f"cannot reach the Dask scheduler: {exc}") from None
