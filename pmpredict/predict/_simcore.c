@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define ISSUE_DELAY 1.0
 #define RETIRE_DELAY 1.0
@@ -482,6 +483,279 @@ static PyObject *py_steady_step(PyObject *self, PyObject *args)
     return PyFloat_FromDouble(step);
 }
 
+/* ---- the whole simulation in one call: the body as Python sequences in, the run out ---- */
+
+/* the body's sequences read into flat arrays (owned by the Flat, freed by drop_flat) */
+typedef struct {
+    Body b;
+    double *latency, *edge_w, *share;
+    int64_t *uop_off, *uop_mask, *edge_off, *edge_src, *edge_dist, *slots;
+    double per;                 /* the capacity estimate's sum (simulation._capacity) */
+} Flat;
+
+static void drop_flat(Flat *f)
+{
+    free(f->latency); free(f->edge_w); free(f->share); free(f->uop_off); free(f->uop_mask);
+    free(f->edge_off); free(f->edge_src); free(f->edge_dist); free(f->slots);
+}
+
+static int read_flat(PyObject *latency, PyObject *uops, PyObject *edges, PyObject *slots,
+                     Py_ssize_t n_ports, PyObject *share, Flat *f)
+{
+    memset(f, 0, sizeof(*f));
+    PyObject *lat = PySequence_Fast(latency, "latency: a sequence");
+    PyObject *up = PySequence_Fast(uops, "uops: a sequence");
+    PyObject *ed = PySequence_Fast(edges, "edges: a sequence");
+    PyObject *sl = PySequence_Fast(slots, "slots: a sequence");
+    PyObject *sh = PySequence_Fast(share, "share: a sequence");
+    int ok = 0;
+    if (!lat || !up || !ed || !sl || !sh)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(lat);
+    if (PySequence_Fast_GET_SIZE(up) != n || PySequence_Fast_GET_SIZE(ed) != n
+        || PySequence_Fast_GET_SIZE(sl) != n) {
+        PyErr_SetString(PyExc_ValueError, "_simcore: latency, uops, edges and slots differ in length");
+        goto done;
+    }
+    Py_ssize_t n_uops = 0, n_edges = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t a = PySequence_Size(PySequence_Fast_GET_ITEM(up, i));
+        Py_ssize_t e = PySequence_Size(PySequence_Fast_GET_ITEM(ed, i));
+        if (a < 0 || e < 0)
+            goto done;
+        n_uops += a;
+        n_edges += e;
+    }
+    f->latency = malloc(sizeof(double) * (n + 1));
+    f->slots = malloc(sizeof(int64_t) * (n + 1));
+    f->uop_off = malloc(sizeof(int64_t) * (n + 1));
+    f->edge_off = malloc(sizeof(int64_t) * (n + 1));
+    f->uop_mask = malloc(sizeof(int64_t) * (n_uops + 1));
+    f->edge_src = malloc(sizeof(int64_t) * (n_edges + 1));
+    f->edge_dist = malloc(sizeof(int64_t) * (n_edges + 1));
+    f->edge_w = malloc(sizeof(double) * (n_edges + 1));
+    f->share = malloc(sizeof(double) * (n_ports + 1));
+    if (!f->latency || !f->slots || !f->uop_off || !f->edge_off || !f->uop_mask || !f->edge_src
+        || !f->edge_dist || !f->edge_w || !f->share) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t u = 0, k = 0;
+    f->uop_off[0] = 0;
+    f->edge_off[0] = 0;
+    f->per = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double l = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(lat, i));
+        long long slot = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(sl, i));
+        if (PyErr_Occurred())
+            goto done;
+        f->latency[i] = l;
+        f->slots[i] = slot;
+        PyObject *masks = PySequence_Fast(PySequence_Fast_GET_ITEM(up, i), "uops: sequences");
+        if (!masks)
+            goto done;
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(masks);
+        for (Py_ssize_t j = 0; j < m; j++)
+            f->uop_mask[u++] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(masks, j));
+        Py_DECREF(masks);
+        f->uop_off[i + 1] = u;
+        PyObject *ins = PySequence_Fast(PySequence_Fast_GET_ITEM(ed, i), "edges: sequences");
+        if (!ins)
+            goto done;
+        double most = l;
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(ins); j++) {
+            PyObject *edge = PySequence_Fast_GET_ITEM(ins, j);
+            if (!PyTuple_Check(edge) || PyTuple_GET_SIZE(edge) != 3) {
+                Py_DECREF(ins);
+                PyErr_SetString(PyExc_TypeError, "_simcore: an edge is (src, distance, weight)");
+                goto done;
+            }
+            f->edge_src[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 0));
+            f->edge_dist[k] = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 1));
+            f->edge_w[k] = PyFloat_AsDouble(PyTuple_GET_ITEM(edge, 2));
+            if (f->edge_w[k] > most)
+                most = f->edge_w[k];
+            if (f->edge_src[k] < 0 || f->edge_src[k] >= n || f->edge_dist[k] < 0) {
+                Py_DECREF(ins);
+                PyErr_SetString(PyExc_ValueError, "_simcore: an edge from outside the body");
+                goto done;
+            }
+            k++;
+        }
+        Py_DECREF(ins);
+        f->edge_off[i + 1] = k;
+        f->per += most + (double)m + 2;
+        if (PyErr_Occurred())
+            goto done;
+    }
+    Py_ssize_t n_share = PySequence_Fast_GET_SIZE(sh);
+    for (Py_ssize_t p = 0; p < n_ports; p++) {
+        f->share[p] = n_share ? PyFloat_AsDouble(PySequence_Fast_GET_ITEM(sh, p < n_share ? p : 0))
+                              : 1.0;
+    }
+    if (n_share && n_share != n_ports) {
+        PyErr_SetString(PyExc_ValueError, "_simcore: a share per port");
+        goto done;
+    }
+    if (PyErr_Occurred())
+        goto done;
+    f->b = (Body){f->latency, f->uop_off, f->uop_mask, f->edge_off, f->edge_src, f->edge_dist,
+                  f->edge_w, f->slots, f->share, n, n_ports};
+    ok = 1;
+done:
+    Py_XDECREF(lat); Py_XDECREF(up); Py_XDECREF(ed); Py_XDECREF(sl); Py_XDECREF(sh);
+    if (!ok)
+        drop_flat(f);
+    return ok ? 0 : -1;
+}
+
+/* a bytearray of `count` 8-byte items, written in C and viewed as 'd' or 'q' in Python */
+static PyObject *new_items(int64_t count, char **data)
+{
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(count * 8));
+    if (out)
+        *data = PyByteArray_AS_STRING(out);
+    return out;
+}
+
+/* simulate(latency, uops, edges, slots, n_ports, share, width, window, taken_branch,
+ *          ideal_ports, iterations, fixed, first_check, keep, want_slack)
+ * keep: 0 nothing, 1 results and retirements, 2 every record. Returns (iterations, cycles,
+ * records or None, slack list or None); records: bytearrays (dispatch, issue, ready, result,
+ * retire, why_dispatch, why_ready), the ones not kept None. */
+static PyObject *py_simulate(PyObject *self, PyObject *args)
+{
+    PyObject *latency, *uops, *edges, *slots, *share;
+    Py_ssize_t n_ports;
+    double width, taken_branch;
+    long long window, ideal_ports, iterations, first_check;
+    int fixed, keep, want_slack;
+    if (!PyArg_ParseTuple(args, "OOOOnOdLdLLpLip", &latency, &uops, &edges, &slots, &n_ports,
+                          &share, &width, &window, &taken_branch, &ideal_ports, &iterations,
+                          &fixed, &first_check, &keep, &want_slack))
+        return NULL;
+    if (n_ports < 1 || n_ports > 60 || iterations < 1) {
+        PyErr_SetString(PyExc_ValueError, "_simcore: 1 to 60 ports and at least one iteration");
+        return NULL;
+    }
+    Flat f;
+    if (read_flat(latency, uops, edges, slots, n_ports, share, &f) < 0)
+        return NULL;
+    int64_t n = f.b.n, total = n * iterations;
+    PyObject *keep_obj[7] = {NULL};
+    double *own[7] = {NULL};               /* records not kept: scratch owned here */
+    Records r;
+    double **dptr[5] = {&r.dispatch, &r.issue, &r.ready_at, &r.result, &r.retire};
+    int64_t **iptr[2] = {&r.why_dispatch, &r.why_ready};
+    PyObject *out = NULL, *slack_list = Py_None, *records = Py_None;
+    int32_t *free_ = NULL;
+    int64_t *load = NULL;
+    Py_INCREF(Py_None);
+    Py_INCREF(Py_None);
+    for (int a = 0; a < 7; a++) {
+        int needed = a == 3 || a == 4;                 /* results and retirements: always */
+        int kept = keep == 2 || (keep == 1 && needed);
+        char *data = NULL;
+        if (kept) {
+            keep_obj[a] = new_items(total, &data);
+            if (!keep_obj[a])
+                goto fail;
+        } else if (needed) {
+            own[a] = malloc(sizeof(double) * (size_t)(total > 0 ? total : 1));
+            if (!own[a]) {
+                PyErr_NoMemory();
+                goto fail;
+            }
+            data = (char *)own[a];
+        }
+        if (a < 5)
+            *dptr[a] = (double *)data;
+        else
+            *iptr[a - 5] = (int64_t *)data;
+    }
+    double capacity_f = 64 + (double)iterations * (f.per + taken_branch) / 4;
+    int64_t capacity = (int64_t)capacity_f, done;
+    load = calloc((size_t)n_ports, sizeof(int64_t));
+    for (;;) {
+        if (capacity > INT32_MAX - 2) {
+            PyErr_SetString(PyExc_ValueError, "_simcore: a run of more than 2^31 cycles");
+            goto fail;
+        }
+        free_ = calloc((size_t)(n_ports * capacity), sizeof(int32_t));
+        if (!free_ || !load) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        done = run_schedule(&f.b, width, window, taken_branch, ideal_ports, iterations, fixed,
+                            first_check, free_, capacity, load, &r);
+        Py_END_ALLOW_THREADS
+        free(free_);
+        free_ = NULL;
+        if (done == -2) {
+            PyErr_SetString(PyExc_ValueError, "_simcore: a uop mask names a port beyond the body's");
+            goto fail;
+        }
+        if (done != OUT_OF_CAPACITY)
+            break;
+        capacity *= 4;
+        memset(load, 0, sizeof(int64_t) * (size_t)n_ports);
+    }
+    int64_t half = done / 2;
+    double cycles = steady_step(r.retire, n, n - 1, half, done);
+    if (want_slack && n > 0) {
+        int64_t late_n = n * (done - half);
+        double *late = malloc(sizeof(double) * (size_t)(3 * late_n + n + 1));
+        if (!late) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (int64_t t = 0; t < 3 * late_n; t++)
+            late[t] = INFINITY;
+        double *values = late + 3 * late_n;
+        int failed;
+        Py_BEGIN_ALLOW_THREADS
+        failed = slack_pass(&f.b, done, window, r.result, r.retire, half, late, late + late_n,
+                            late + 2 * late_n, values);
+        Py_END_ALLOW_THREADS
+        if (failed) {
+            free(late);
+            PyErr_NoMemory();
+            goto fail;
+        }
+        Py_DECREF(slack_list);
+        slack_list = PyList_New(n);
+        for (int64_t i = 0; slack_list && i < n; i++)
+            PyList_SET_ITEM(slack_list, i, PyFloat_FromDouble(values[i]));
+        free(late);
+        if (!slack_list)
+            goto fail;
+    }
+    if (keep) {
+        Py_DECREF(records);
+        records = PyTuple_New(7);
+        if (!records)
+            goto fail;
+        for (int a = 0; a < 7; a++) {
+            PyObject *item = keep_obj[a] ? keep_obj[a] : Py_None;
+            Py_INCREF(item);
+            PyTuple_SET_ITEM(records, a, item);
+        }
+    }
+    out = Py_BuildValue("(LdOO)", (long long)done, cycles, records, slack_list);
+fail:
+    for (int a = 0; a < 7; a++) {
+        Py_XDECREF(keep_obj[a]);
+        free(own[a]);
+    }
+    free(free_);
+    free(load);
+    drop_flat(&f);
+    Py_XDECREF(records);
+    Py_XDECREF(slack_list);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"run_schedule", py_run_schedule, METH_VARARGS,
      "run_schedule(body, width, window, taken_branch, ideal_ports, iterations, fixed, "
@@ -489,6 +763,10 @@ static PyMethodDef methods[] = {
     {"slack_pass", py_slack_pass, METH_VARARGS,
      "slack_pass(body, iterations, window, result, retire, measured_from, late_result, "
      "late_retire, late_dispatch, slack)"},
+    {"simulate", py_simulate, METH_VARARGS,
+     "simulate(latency, uops, edges, slots, n_ports, share, width, window, taken_branch, "
+     "ideal_ports, iterations, fixed, first_check, keep, want_slack) -> (iterations, cycles, "
+     "records, slack): the whole run in one call (simulation.simulate's fast path)"},
     {"steady_step", py_steady_step, METH_VARARGS,
      "steady_step(ends, stride, offset, first, last) -> cycles per iteration"},
     {NULL, NULL, 0, NULL},

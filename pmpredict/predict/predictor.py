@@ -345,7 +345,7 @@ class Predictor:
         core = CoreLimits(self.model.r_max, facts.window, facts.taken_branch)
         # results and retirements are what the slack needs; the views that need more ask
         # Run.full()
-        run = simulate_schedule(body, core, keep=TIMES, engine=self.engine)
+        run = simulate_schedule(body, core, keep=TIMES, engine=self.engine, slack=True)
         # the run is exact in the limit; a finite run can sit a hair under a bound
         cycles = max([run.cycles] + [v or 0.0 for v in found.bounds.values.values()])
         slacks: list[float | None] = [None] * len(annotation.annotated)

@@ -101,6 +101,8 @@ class Run:
     # a run that kept its results and retirements only (keep=TIMES): how to simulate it again
     # with every record, for the views that need them (timeline, the critical path's shares)
     again: object = field(default=None, repr=False, compare=False)
+    # each instruction's slack (criticality.slack), where the engine computed it with the run
+    slack: list | None = field(default=None, repr=False, compare=False)
 
     def full(self) -> "Run":
         """This run with every record: itself, or (kept lean) the same run simulated again,
@@ -152,13 +154,15 @@ ALL, TIMES, NONE = True, "times", False
 
 
 def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
-             ideal_ports: int = 0, keep=ALL, engine=None) -> Run:
+             ideal_ports: int = 0, keep=ALL, engine=None, slack: bool = False) -> Run:
     """Simulate `iterations` iterations, or (None) until the steady state is periodic (at
     most iterations_for(n, window)); ideal_ports: a port mask whose uops (those confined to it)
     run without any port limit (for criticality). keep: ALL the per-instance records, TIMES
     only results and retirements (a fifth of the memory where the engine can leave the rest
     out), NONE. engine: where the passes run, simulation_arrays (plain Python, the default),
-    simulation_jit (the same functions compiled by numba) or simulation_native (in C)."""
+    simulation_jit (the same functions compiled by numba) or simulation_native (in C: the
+    whole run in one call). slack: the engine may compute each instruction's slack with the
+    run (Run.slack; criticality.slack otherwise)."""
     engine = engine or simulation_arrays
     n = body.n
     fixed = iterations is not None
@@ -169,12 +173,28 @@ def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
         return run
     width = machine.width if machine.width and machine.width > 0 else math.inf
     window = machine.window if machine.window and machine.window > 0 else 0
+    limits = simulation_arrays.Limits(width, window, float(machine.taken_branch), ideal_ports)
+    whole = getattr(engine, "simulate_body", None)
+    if whole is not None:
+        done, cycles, records, slacks = whole(body, limits, iterations, fixed,
+                                              _first_check(n, machine.window), keep, slack)
+        run.iterations, run.window, run.measured_from = done, window, done // 2
+        run.cycles, run.slack = float(cycles), slacks
+        if records is not None:
+            for name, values in zip(simulation_arrays.Records._fields, records):
+                if values is not None:
+                    setattr(run, "ready" if name == "ready_at" else name, values)
+        if keep == TIMES:
+            for name in LEFT_OUT_WHEN_LEAN:
+                delattr(run, name)                # made when asked for (Run.__getattr__)
+            run.again = lambda: simulate(body, machine, iterations if fixed else None,
+                                         ideal_ports, ALL, engine)
+        return run
     arrays = body.flat(engine)
     total = n * iterations
     capacity = _capacity(body, iterations, machine)
     while True:
         records = engine.records(total, lean=keep is not ALL)
-        limits = simulation_arrays.Limits(width, window, float(machine.taken_branch), ideal_ports)
         done = engine.run_schedule(
             arrays, limits, iterations, fixed, _first_check(n, machine.window),
             engine.port_records(body.n_ports * capacity), capacity, *engine.ints(1, body.n_ports),

@@ -30,6 +30,28 @@ def available() -> bool:
     return _simcore is not None
 
 
+# simulate_body's keep codes (simulation.NONE, TIMES, ALL)
+KEEP_CODES = {False: 0, "times": 1, True: 2}
+
+
+def simulate_body(body, limits, iterations, fixed, first_check, keep, slack):
+    """The whole run in one call (simulation.simulate's fast path): (iterations simulated,
+    cycles per iteration, the kept records as Records of memoryviews or None (a record not
+    kept is None), the slack per instruction or None). body: simulation.Body; limits:
+    simulation_arrays.Limits."""
+    width, window, taken_branch, ideal_ports = limits
+    done, cycles, records, slacks = _simcore.simulate(
+        body.latency, body.uops, body.edges, body.slots, body.n_ports, body.balance,
+        float(width), window, float(taken_branch), ideal_ports, iterations, fixed, first_check,
+        KEEP_CODES[keep], slack)
+    if records is not None:
+        total = len(body.latency) * done
+        kinds = "ddddd" + "qq"
+        records = Records(*(None if a is None else memoryview(a).cast(k)[:total]
+                            for a, k in zip(records, kinds)))
+    return done, cycles, records, slacks
+
+
 def run_schedule(body, limits, iterations, fixed, first_check, free, capacity, load, records):
     width, window, taken_branch, ideal_ports = limits
     return _simcore.run_schedule(body, float(width), window, float(taken_branch), ideal_ports,
