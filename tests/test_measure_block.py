@@ -108,6 +108,16 @@ def test_pointer_chasing_works():
     assert two == pytest.approx(2 * one, rel=0.15)
 
 
+def test_a_chase_through_a_conditional_move_runs():
+    """A BHive block (r13 = *(r13 + 24) or, by a cmov, *(old r13 + 16)) crashed the harness
+    with SIGSEGV: the cmov's word was laid out as an addend (0). Its chase through r13 is one
+    load and a cmov a link, so it runs no faster than one plain chase link."""
+    one = fastest("mov (%rax), %rax\n")
+    link = fastest("mov %r13, %r8\ntest %eax, %eax\nmov 0x18(%r13), %rdx\ncmovge %r13, %rbx\n"
+                   "mov %rdx, %r13\ncmovge 0x10(%r8), %r13\ntest %r13, %r13\n")
+    assert link >= one * 0.95
+
+
 def test_block_with_cqto_and_every_high_register_runs():
     """rdx (which cqto writes) used to be the loop counter here: the loop never ended."""
     text = ("add %r8, %r9\nadd %r10, %r11\nadd %r12, %r13\nadd %r14, %r15\nmov %rbx, %rax\n"

@@ -416,3 +416,20 @@ def test_the_text_view_shows_the_notes():
     assert lines[:-1] == view.text(replace(noted, notes=()), path="k.s").splitlines()
     assert lines[-1] == f"  Note: {noted.notes[0]}"
     assert view.json(noted)["notes"] == list(noted.notes)
+
+
+def test_a_conditional_move_from_memory_into_an_address_register_loads_a_pointer():
+    """`cmovge 16(%r8), %r13` then `24(%r13)`: the cmov copies the loaded word (or keeps r13),
+    never adds it, so the word is a pointer, as a plain load's would be (a BHive block that
+    chased through a cmov crashed the harness with SIGSEGV when the word held 0, read as an
+    addend); an add of a loaded word to an address register still reads 0 there."""
+    block, _ = address_registers("mov %r13, %r8\ntest %eax, %eax\nmov 24(%r13), %rdx\n"
+                                 "mov %rdx, %r13\ncmovge 16(%r8), %r13\ntest %r13, %r13\n")
+    lines = [block.lines[i] for i in block.layout.pointer_loads]
+    assert lines == ["mov 24(%r13), %rdx", "cmovge 16(%r8), %r13"]
+    for region in block.layout.regions:
+        for _, word in region.slots:
+            assert POINTEE_BASE <= word < POINTEE_BASE + REGION_BYTES
+    added, _ = address_registers("add 8(%r14), %r15\nmov 96(%r15), %rax\n")
+    data = next(g for g in added.layout.regions if g.name == "data")
+    assert 0 in dict(data.slots).values() and not added.layout.pointer_loads

@@ -101,6 +101,8 @@ class InstructionSemantics:
     memory: tuple[MemAccess, ...] = ()
     idiom: str | None = None          # "zero" / "ones": a dependency-breaking idiom (reads nothing)
     move: bool = False                # register-to-register copy a core may eliminate at rename
+    select: bool = False              # the destination becomes a copy of one of its sources,
+                                      # chosen at run time (a conditional move), never a sum
     branch: str | None = None         # None, "conditional", "jump", "call", "return", "indirect"
     fusion: str | None = None         # macro-fusion role: "first" (cmp/test/alu that may fuse with
                                       # a following jcc) or "jcc"; None

@@ -292,6 +292,15 @@ def _step(i: int, sem: InstructionSemantics, state: dict, accesses: list,
             new[w.name] = frozenset({("load", i, 0)})                   # a pure load
         elif w.operand is None and w.name in address_reads:
             new[w.name] = _blur(state.get(w.name, frozenset()))       # push, pop, movs: moves on
+        elif sem.select and w.operand is not None:
+            # a conditional move: a copy of the old value or of the source (a loaded word
+            # then is a value as a pure load's, a pointer where it reaches an address)
+            sources = set()
+            for r in data_reads:
+                sources |= state.get(r.name, frozenset())
+            if loads:
+                sources.add(("load", i, 0))
+            new[w.name] = frozenset(sources)
         else:
             sources = set()
             for r in data_reads:

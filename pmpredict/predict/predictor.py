@@ -165,9 +165,14 @@ class Report:
         return [r for r in self.rows if id(r) in covered]
 
     def _covered_jumps(self) -> set:
-        return {id(b) for a, b in zip(self.rows, self.rows[1:])
+        # the rows are final once the Report is made: asked by several views, found once
+        covered = self.__dict__.get("_covered")
+        if covered is None:
+            covered = self.__dict__["_covered"] = {
+                id(b) for a, b in zip(self.rows, self.rows[1:])
                 if b.form is None and a.form is not None and b.annotated is not None
                 and b.annotated.fused}
+        return covered
 
     @property
     def uncounted_memory(self) -> list[InstructionRow]:

@@ -16,9 +16,12 @@ _WORD = re.compile(r"[a-z][a-z0-9]*")
 
 def number(x, digits: int = 6):
     """A JSON number rounded for stability; None for a missing or non-finite value."""
-    if x is None or not math.isfinite(float(x)):
+    if x is None:
         return None
-    return round(float(x), digits)
+    x = float(x)
+    if x - x != 0.0:                         # inf - inf and nan - nan are nan
+        return None
+    return round(x, digits)
 
 
 def cut(text: str, width: int) -> str:

@@ -155,6 +155,7 @@ class _Spec:
     fusion: bool = False
     idiom: str | None = None
     move: bool = False
+    select: bool = False              # a conditional move (InstructionSemantics.select)
     count_flags: bool = False         # a shift count in a register may be 0: flags read too
     memory_width: int | None = None   # of a memory operand whose width the spelling leaves open
     notes: tuple = ()
@@ -396,7 +397,7 @@ _def("cld std", "", flags_written=frozenset((DF,)))
 _def("xlat xlatb", "-*", implicit=_xlat)
 for _c, _f in _CONDITION_FLAGS.items():
     _def("set" + _c, "W", flags_read=_f, memory_width=8)
-    _def("cmov" + _c, "RW,R", flags_read=_f)
+    _def("cmov" + _c, "RW,R", flags_read=_f, select=True)
     _def("j" + _c, "-", flags_read=_f, branch="conditional")
 
 # control flow and the stack
@@ -1142,7 +1143,8 @@ class _Builder:
         writes = tuple(self.writes.values()) + _flag_accesses(flags_written)
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
-            idiom=idiom, move=self._move(), branch=_branch(spec, ops),
+            idiom=idiom, move=self._move(), select=spec is not None and spec.select,
+            branch=_branch(spec, ops),
             fusion=self._fusion(), trap=self._trap(), known=res.known,
             notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(),
             beyond_model=beyond)
