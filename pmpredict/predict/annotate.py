@@ -191,7 +191,9 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
                                                        stack_engine))
         out.append(entry[1].at(i))
     if stack_engine:
-        _stack_syncs(out, stack_engine, loop, machine)
+        # a block repeats whether or not it ends in its own branch (the harness and every
+        # peer run it in a loop): what one pass leaves pending syncs in the next
+        _stack_syncs(out, stack_engine, machine)
     for a, b in zip(out, out[1:]):
         if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
                 and (b.uops or b.form is None) and _fuse(a, b, machine):
@@ -269,7 +271,8 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
                 lat = base
         sources.append(Source(r.name, float(lat), r.operand))
     refs = tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
-                        m.store, mem_latency.get(m.operand, 0.0)) for m in sem.memory)
+                        m.store, mem_latency.get(m.operand, 0.0), m.operand is None)
+                 for m in sem.memory)
     latency = max([s.latency for s in sources] + [0.0 if (eliminated or idiom == "zero") or
                                                   (sem.stores and not sem.loads) else base])
     updated = _address_updates(sem)
@@ -313,7 +316,7 @@ def _merge_latency(r, form, base: float, pure_load: bool, measured, assumed: lis
     return lat
 
 
-def _stack_syncs(out: list[Annotated], register: str, loop: bool, facts: PipelineFacts) -> None:
+def _stack_syncs(out: list[Annotated], register: str, facts: PipelineFacts) -> None:
     """The stack engine keeps the offset of implicit updates (push, pop, call) to itself: the
     first instruction that names the register explicitly afterwards (`sub rsp, 8`, `mov rbp,
     rsp`, `mov rax, [rsp + 8]`) waits for a sync uop that applies it to the register. The
@@ -334,7 +337,7 @@ def _stack_syncs(out: list[Annotated], register: str, loop: bool, facts: Pipelin
     if not any(implicit_update(a) for a in out):
         return                                   # no push, pop or call: nothing to sync
     synced, pending = set(), None
-    for a in out + out if loop else out:       # a loop: what the previous iteration left
+    for a in out + out:                        # what the previous pass left pending
         if explicit(a) and pending is not None:
             synced.add(pending)
             pending = None
