@@ -118,6 +118,14 @@ def test_a_chase_through_a_conditional_move_runs():
     assert link >= one * 0.95
 
 
+def test_a_chase_that_loads_back_a_stored_register_runs():
+    """The walk does not follow memory: the chase through rdx loads back the r14 it stored
+    and follows it into the spare region (SIGSEGV when that region held 1.0f)."""
+    result = measure_block("mov %rax, %rdx\nlea 64(%rsp), %rdi\nmov (%rdx), %rax\n"
+                           "mov %r14, (%rdx)\nmov $2, %edx\nmov %rax, (%rdi)\n", "att")
+    assert result.cycles is not None, result
+
+
 def test_block_with_cqto_and_every_high_register_runs():
     """rdx (which cqto writes) used to be the loop counter here: the loop never ended."""
     text = ("add %r8, %r9\nadd %r10, %r11\nadd %r12, %r13\nadd %r14, %r15\nmov %rbx, %rax\n"

@@ -145,7 +145,10 @@ def test_memory_holds_normal_numbers_at_every_width():
     for width in (32, 64):
         assert is_normal_or_zero(NORMAL_FILL & ((1 << width) - 1), width)
     block, _ = address_registers(open("examples/triad_avx.s").read())
-    assert all(g.fill == NORMAL_FILL and not g.slots for g in block.layout.regions)
+    # every region the block loads from (the spare one is addressed by nothing: it holds
+    # pointers into itself, test_a_spare_register_stored_where_a_chase_loads_stays_an_address)
+    assert all(g.fill == NORMAL_FILL and not g.slots for g in block.layout.regions
+               if g.name != "spare")
     assert block.layout.fault_fill == NORMAL_FILL
 
 
@@ -433,3 +436,15 @@ def test_a_conditional_move_from_memory_into_an_address_register_loads_a_pointer
     added, _ = address_registers("add 8(%r14), %r15\nmov 96(%r15), %rax\n")
     data = next(g for g in added.layout.regions if g.name == "data")
     assert 0 in dict(data.slots).values() and not added.layout.pointer_loads
+
+
+def test_a_spare_register_stored_where_a_chase_loads_stays_an_address():
+    """`mov (%rdx), %rax ; mov %r14, (%rdx)` with rax the next rdx: the chase loads back the
+    r14 it stored (the walk does not follow memory), then follows it into the spare region;
+    every word there is a pointer into the spare region itself, so the chase never leaves
+    mapped memory (a BHive block that crashed the harness with SIGSEGV now measures)."""
+    block, regs = address_registers("mov %rax, %rdx\nlea 64(%rsp), %rdi\nmov (%rdx), %rax\n"
+                                    "mov %r14, (%rdx)\nmov $2, %edx\nmov %rax, (%rdi)\n")
+    spare = next(g for g in block.layout.regions if g.name == "spare")
+    assert spare.address <= regs["r14"] < spare.address + REGION_BYTES
+    assert spare.address <= spare.fill < spare.address + REGION_BYTES and not spare.slots

@@ -16,7 +16,9 @@ and what the block reads there must not distort the timing:
   its own page crossings, and the triad kernel ran at 4.0 instead of 1.5 cycles on
   Zen 4 in a VM). rsp starts in a stack region of its own: push, pop and `8(%rsp)`
   never touch the harness's stack. Registers the block does not address through start
-  in a spare region (valid pointers all the same, should the analysis miss a use).
+  in a spare region (valid pointers all the same, should the analysis miss a use), whose
+  words hold pointers into itself (a spare register stored where a chase then loads stays
+  an address however often it is followed).
 * **Distinct page offsets.** A load whose address matches an earlier store's in the low
   12 bits waits for it on most cores (4K aliasing: on this Zen 4, a store through rsp and a
   load through rbx at the same page offset took 1.44 cycles instead of 0.67). So every
@@ -377,7 +379,12 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
     regions = []
     for name, k in WINDOWS.items():
         if any(home == name for home, _ in homes.values()):
-            regions.append(Region(region_start(k), REGION_BYTES, uniform.get(name, NORMAL_FILL),
+            # the spare region (registers the walk sees address nothing) holds pointers into
+            # itself: a register stored into a word that a chase then loads (`mov %r14,
+            # (%rdx)` in a chase through rdx: the walk does not follow memory) stays a usable
+            # address however often it is followed; nothing is meant to load data there
+            fill = region_start(k) + REGION_BYTES // 2 if name == "spare" else NORMAL_FILL
+            regions.append(Region(region_start(k), REGION_BYTES, uniform.get(name, fill),
                                   tuple(sorted(slots.get(name, {}).items())), name,
                                   (window_start(k), WINDOW_BYTES)))
     if pointer_sites:
