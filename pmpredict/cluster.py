@@ -19,7 +19,7 @@ class Cluster:
         from distributed import Client, LocalCluster
         self.local = None
         if address:
-            self.client = Client(address, timeout="30s")
+            self.client = Client(address, timeout="10s")
         else:
             with warnings.catch_warnings():
                 # "port 8787 is already in use": another local cluster has it; ours takes a

@@ -114,6 +114,18 @@ def test_a_checkpoint_of_other_settings_is_refused(planted, tmp_path, capsys):
     assert status == 2 and "other settings" in err
 
 
+def test_a_first_campaign_on_a_fresh_machine_makes_its_checkpoint_folder(planted, tmp_path,
+                                                                        monkeypatch, capsys):
+    """Without --checkpoint the checkpoint goes to the cache's anica/ folder, which a fresh
+    machine does not have yet (the campaign refused to start: "directory ... does not
+    exist")."""
+    monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path / "fresh"))
+    status, _, err = _anica(["-p", "pmpredict:skl", "-p", f"pmpredict:{planted}",
+                             "--budget-calls", "64"], capsys)
+    assert status == 0, err
+    assert [p.name for p in (tmp_path / "fresh" / "anica").iterdir()][0].startswith("campaign-")
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -74,9 +74,10 @@ class DaskRunner:
     local cluster of `workers` processes (one thread each)."""
 
     def __init__(self, address: str | None = None, workers: int = 2,
-                 chunk: int = DEFAULT_CHUNK):
+                 chunk: int = DEFAULT_CHUNK, cluster: Cluster | None = None):
+        """cluster: one already open (pmpredict.cluster.Cluster), else one is opened here."""
         self.chunk = chunk
-        self.cluster = Cluster(address, workers)
+        self.cluster = cluster or Cluster(address, workers)
         self.client = self.cluster.client
         self._scattered: dict[int, object] = {}
 

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from pmpredict.commands.common import float_in, int_in, resume_command
+from pmpredict.commands.common import float_in, int_in, open_cluster, resume_command
 from pmpredict.errors import InputError
 from pmpredict.formats.files import check_output
 
@@ -130,8 +130,13 @@ def run(args):
     if args.html:
         check_output(args.html, "HTML report")
     budget_s = args.budget_s or (None if args.budget_calls else DEFAULT_BUDGET_S)
-    checkpoint = args.checkpoint or args.resume or os.path.join(
-        cache_dir(), "anica", f"campaign-{_settings_digest(args)}.json")
+    checkpoint = args.checkpoint or args.resume
+    if checkpoint is None:                     # the default, in a folder of the cache
+        checkpoint = os.path.join(cache_dir(), "anica", f"campaign-{_settings_digest(args)}.json")
+        try:
+            os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
+        except OSError as exc:
+            raise InputError(checkpoint, f"cannot write the checkpoint: {exc.strerror}") from None
     check_output(checkpoint, "checkpoint")
     saved = load_checkpoint(args.resume) if args.resume else None
 
@@ -146,8 +151,8 @@ def run(args):
     store = None if args.no_cache else AnswerStore(
         args.cache or os.path.join(cache_dir(), "anica.sqlite"))
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
-    runner = DaskRunner(args.scheduler) if args.scheduler else \
-        DaskRunner(workers=workers) if workers > 0 else InProcess()
+    runner = DaskRunner(cluster=open_cluster(args.scheduler, workers)) \
+        if args.scheduler or workers > 0 else InProcess()
     evaluator = None
     try:
         evaluator = Evaluator(predictors, store, runner)

@@ -97,22 +97,18 @@ def render_all(items: list, render, jobs: int = 1):
         gc.unfreeze()
 
 
-def render_on_cluster(items: list, render, address: str | None = None, workers: int = 2,
-                      chunk: int = DASK_CHUNK, light=None):
-    """Yield render(item) for every item, in order, rendered in chunks of `chunk` items on a
-    Dask cluster: the scheduler at `address`, else a local cluster of `workers` processes.
-    Results stream back in input order as their chunks finish. light(item): what of an item
-    travels (e.g. without the whole parsed file), by default the item itself."""
-    # deferred: pmpredict.cluster imports dask.distributed (~1 s) only for --dask
-    from pmpredict.cluster import Cluster
+def render_on_cluster(items: list, render, cluster, chunk: int = DASK_CHUNK, light=None):
+    """Yield render(item) for every item, in order, rendered in chunks of `chunk` items on
+    `cluster` (a pmpredict.cluster.Cluster): the render function goes to every worker once,
+    the results stream back in input order as their chunks finish. light(item): what of an
+    item travels (e.g. without the whole parsed file), by default the item itself."""
     if not items:
         return
     send = [light(item) for item in items] if light else items
-    with Cluster(address, workers) as cluster:
-        client = cluster.client
-        remote = client.scatter(render, broadcast=True)
-        futures = [client.submit(_render_items, remote, send[i:i + chunk], pure=False)
-                   for i in range(0, len(send), chunk)]
-        for future in futures:
-            yield from _unpack(future.result())
-            future.release()
+    client = cluster.client
+    remote = client.scatter(render, broadcast=True)
+    futures = [client.submit(_render_items, remote, send[i:i + chunk], pure=False)
+               for i in range(0, len(send), chunk)]
+    for future in futures:
+        yield from _unpack(future.result())
+        future.release()

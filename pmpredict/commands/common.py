@@ -8,6 +8,7 @@ import os
 import shlex
 import sys
 
+from pmpredict.errors import InputError
 from pmpredict.formats.jsonio import dumps, write_json
 from pmpredict.model.validate import name_problem, number_problem, r_max_problem
 
@@ -116,3 +117,26 @@ def resume_command(argv: list[str], checkpoint: str) -> str:
         elif not a.startswith("--resume="):
             args.append(a)
     return "pmpredict " + shlex.join(args + ["--resume", checkpoint])
+
+
+def add_dask_arguments(p, what: str, jobs_help: str | None = None) -> None:
+    """--dask [ADDRESS] (what runs there) and, unless the command has its own, --jobs N."""
+    p.add_argument("--dask", nargs="?", const="", metavar="ADDRESS",
+                   help=f"{what} on a Dask cluster: the scheduler at ADDRESS (e.g. "
+                        "tcp://host:8786), or without one a local cluster of --jobs processes "
+                        "(default: one per CPU)")
+    if jobs_help is not None:
+        p.add_argument("--jobs", "-j", type=int_in(1, 1024), metavar="N", help=jobs_help)
+
+
+def open_cluster(address: str | None, jobs: int | None):
+    """The cluster --dask asks for: the scheduler at `address` ("" or None: a local cluster of
+    `jobs` processes, default one per CPU); a scheduler that cannot be reached is a located
+    error."""
+    # deferred: dask.distributed (~1 s) only with --dask
+    from pmpredict.cluster import Cluster
+    try:
+        return Cluster(address or None, jobs or os.cpu_count() or 1)
+    except (OSError, TimeoutError) as exc:
+        raise InputError(address or "<local cluster>",
+                         f"cannot reach the Dask scheduler: {exc}") from None

@@ -14,8 +14,8 @@ import time
 
 from pmpredict.errors import InputError
 from pmpredict.formats.files import check_output
-from pmpredict.commands.common import (emit, float_in, int_in, load_model, name_value,
-                                       resume_command,
+from pmpredict.commands.common import (add_dask_arguments, emit, float_in, int_in,
+                                       load_model, name_value, open_cluster, resume_command,
                                        print_json, r_max_value,
                                        training_saver)
 from pmpredict.commands.progress import ProgressDisplay
@@ -102,12 +102,8 @@ def register(sub):
     p.add_argument("--restarts", type=int_in(1, 10_000), metavar="R",
                    help="independent starts; the best by training objective wins, or with "
                         "--distill their ensemble is distilled into one mapping (default 1)")
-    p.add_argument("--dask", nargs="?", const="", metavar="ADDRESS",
-                   help="run the restarts at once on a Dask cluster: the scheduler at ADDRESS, or "
-                        "without one a local cluster of --jobs processes (default: one per "
-                        "CPU); the same result as one after the other")
-    p.add_argument("--jobs", "-j", type=int_in(1, 1024), metavar="N",
-                   help="with --dask and no ADDRESS: the local cluster's processes")
+    add_dask_arguments(p, "run the restarts at once (the same result as one after the other)",
+                       jobs_help="with --dask and no ADDRESS: the local cluster's processes")
     p.add_argument("--distill", type=int_in(0, 10_000_000), metavar="N",
                    help="with --restarts R > 1: label N synthetic experiments with the mean "
                         "prediction of the R mappings and refine one mapping on measured + "
@@ -459,12 +455,4 @@ def _inference_job(args, ckpt_path: str, argv: list[str], should_stop, display):
 
 def _cluster(args):
     """The Dask cluster --dask asks for (None without it)."""
-    if args.dask is None:
-        return None
-    # deferred: dask.distributed (~1 s) only with --dask
-    from pmpredict.cluster import Cluster
-    try:
-        return Cluster(args.dask or None, args.jobs or os.cpu_count() or 1)
-    except (OSError, TimeoutError) as exc:
-        raise InputError(args.dask or "<local cluster>",
-                         f"cannot reach the Dask scheduler: {exc}") from None
+    return None if args.dask is None else open_cluster(args.dask, args.jobs)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
-from pmpredict.commands.common import int_in, print_json
+from pmpredict.commands.common import add_dask_arguments, int_in, open_cluster, print_json
 from pmpredict.commands.progress import ProgressDisplay
 
 
@@ -49,10 +48,7 @@ def register(sub):
     p.add_argument("--jobs", "-j", type=int_in(1, 1024), default=None, metavar="N",
                    help="predict many kernels in N processes (default 1; with --dask and no "
                         "ADDRESS, the local cluster's processes)")
-    p.add_argument("--dask", nargs="?", const="", metavar="ADDRESS",
-                   help="predict the kernels on a Dask cluster: the scheduler at ADDRESS "
-                        "(e.g. tcp://host:8786), or without one a local cluster of --jobs "
-                        "processes (default: one per CPU); output in input order")
+    add_dask_arguments(p, "predict the kernels, output in input order,")
     p.add_argument("--service", metavar="PATH",
                    help="ask the running `pmpredict serve --socket PATH` instead (models stay "
                         "loaded there; docs/SERVICE.md)")
@@ -116,12 +112,10 @@ def run(args):
         return ("" if first else "\n" + "=" * 72 + "\n\n") + render_text(rep, DEFAULT_VIEWS + extra)
 
     if args.dask is not None:
-        rendered = render_on_cluster(items, render, args.dask or None,
-                                     workers=args.jobs or os.cpu_count() or 1,
-                                     light=job.light_item)
+        with open_cluster(args.dask, args.jobs) as cluster:
+            out = list(render_on_cluster(items, render, cluster, light=job.light_item))
     else:
-        rendered = render_all(items, render, args.jobs or 1)
-    out = list(rendered)                                  # every error before any output
+        out = list(render_all(items, render, args.jobs or 1))   # every error before any output
     if args.json:
         print_json(job.per_file_json(sources, out, update.to_json() if update else None, hint))
         return 0
