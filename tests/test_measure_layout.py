@@ -448,3 +448,27 @@ def test_a_spare_register_stored_where_a_chase_loads_stays_an_address():
     spare = next(g for g in block.layout.regions if g.name == "spare")
     assert spare.address <= regs["r14"] < spare.address + REGION_BYTES
     assert spare.address <= spare.fill < spare.address + REGION_BYTES and not spare.slots
+
+
+@pytest.mark.parametrize("text, drift", [
+    ("movq (%rbx), %rax\naddq $64, %rbx\n", (("rbx", 64),)),
+    ("popq %rbx\npopq %rcx\n", (("rsp", 16),)),
+    ("leaq 8(%rdi), %rdi\nsubq $2, %rdi\n", (("rdi", 6),)),
+    ("pushq %rbx\naddq $8, %rsp\n", ()),                 # back where it was: nothing to undo
+    ("movq (%rbx), %rbx\n", ()),                         # a chase: not a constant
+    ("addq $8, %rbx\nmovq %rax, %rbx\n", ()),            # also written otherwise
+])
+def test_registers_moved_by_a_constant_every_pass_are_known(text, drift):
+    block, _ = address_registers(text)
+    assert block.layout.drift == drift
+
+
+def test_the_block_loop_moves_drifting_registers_back_once_per_iteration():
+    """Each loop iteration of the harness streams over the same addresses: an lea per
+    drifting register, by the copies' whole drift, before the loop branch."""
+    from pmpredict.measure.codegen import block_kernel
+    block, _ = address_registers("movq (%rbx), %rax\naddq $64, %rbx\npopq %rcx\n")
+    kernel = block_kernel("k", list(block.lines) * 3, "att", block.counter, 0, block.layout,
+                          copies=3)
+    loop = kernel.asm[kernel.asm.index("1:"):kernel.asm.index("jnz 1b")]
+    assert "lea rbx, [rbx - 192]" in loop and "lea rsp, [rsp - 24]" in loop

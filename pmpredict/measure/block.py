@@ -246,7 +246,8 @@ def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTI
             own = [_substitute(line, names) for line in body]
             kernels.append(block_kernel(name, own * copies, block.syntax, block.counter,
                                         block.vector_width, block.layout,
-                                        {old: names["@@" + new] for old, new in symbols.items()}))
+                                        {old: names["@@" + new] for old, new in symbols.items()},
+                                        copies))
     timings = run_kernels(kernels, options, passes=PASSES, max_passes=MAX_PASSES)
     results = []
     for block, (first, factors, symbols) in zip(blocks, spans):

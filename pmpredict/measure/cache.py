@@ -20,7 +20,7 @@ import sqlite3
 import time
 
 from pmpredict.errors import InputError
-from pmpredict.measure.codegen import HARNESS_VERSION
+from pmpredict.measure.codegen import BLOCK_LOOP_VERSION, HARNESS_VERSION
 from pmpredict.userdirs import cache_dir
 
 BUSY_TIMEOUT_S = 60.0        # how long a writer waits for another one to finish
@@ -37,8 +37,8 @@ def experiment_key(counts, cpu: str, params: dict) -> str:
 
 
 def block_key(syntax: str, lines, cpu: str, params: dict) -> str:
-    return _digest({"harness": HARNESS_VERSION, "cpu": cpu, "params": params, "kind": "block",
-                    "syntax": syntax, "lines": list(lines)})
+    return _digest({"harness": HARNESS_VERSION, "block_loop": BLOCK_LOOP_VERSION, "cpu": cpu,
+                    "params": params, "kind": "block", "syntax": syntax, "lines": list(lines)})
 
 
 class ResultCache:

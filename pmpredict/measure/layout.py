@@ -139,6 +139,9 @@ class Layout:
                                                  # its (page-aligned + offset) data object
     counter_offset: int = 0                      # page offset of a loop counter in memory
     divisions: tuple[DivisionStart, ...] = ()
+    # registers the block moves by a constant every pass (`add $64, %rbx`, push, pop): bytes a
+    # pass; the harness moves them back once per loop iteration (codegen.block_kernel)
+    drift: tuple[tuple[str, int], ...] = ()
 
 
 def page_lines(address: int, others: int) -> tuple[list[int], list[int]]:
@@ -394,7 +397,25 @@ def plan_layout(semantics: list[InstructionSemantics], counter: str | None) -> L
                   tuple(regions), NORMAL_FILL if fault_fill is None else fault_fill,
                   tuple(sorted(symbol_fill.items())), tuple(pointer_sites),
                   tuple(zip(symbols, offsets.symbols)), offsets.counter,
-                  _division_starts(uses, chained, registers, value, own))
+                  _division_starts(uses, chained, registers, value, own), drift(semantics))
+
+
+def drift(semantics: list[InstructionSemantics]) -> tuple[tuple[str, int], ...]:
+    """(register, bytes a pass) of each register that every write of the block moves by a
+    constant (InstructionSemantics.offsets), with a nonzero sum: a pointer or the stack
+    streaming through memory."""
+    moved: dict[str, int] = {}
+    other: set[str] = set()
+    for sem in semantics:
+        offsets = dict(sem.offsets)
+        for w in sem.writes:
+            if w.kind != GPR:
+                continue
+            if w.name in offsets:
+                moved[w.name] = moved.get(w.name, 0) + offsets[w.name]
+            else:
+                other.add(w.name)
+    return tuple((r, d) for r, d in sorted(moved.items()) if d and r not in other)
 
 
 def _division_starts(uses, chained, registers, words, own=frozenset()
