@@ -11,6 +11,10 @@ from pmpredict.commands.common import add_dask_arguments, int_in, open_cluster, 
 from pmpredict.commands.progress import ProgressDisplay
 
 
+# one encoder for every --jsonl record: a report's JSON is a tree (no cycle to check for)
+_JSON_LINE = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
 def register(sub):
     p = sub.add_parser("predict", help="predict the throughput of an assembly kernel (.s file)",
                        description="Find the kernel of an assembly file (LLVM-MCA / OSACA / IACA "
@@ -106,7 +110,7 @@ def run(args):
                                        f"{rep.model!r} (--strict), first: {miss.text!r} "
                                        f"[{miss.key}]", miss.line)
         if args.jsonl:
-            return json.dumps(to_json(rep, extra), separators=(",", ":")) + "\n"
+            return _JSON_LINE.encode(to_json(rep, extra)) + "\n"
         if args.json:
             return to_json(rep, extra)
         return ("" if first else "\n" + "=" * 72 + "\n\n") + render_text(rep, DEFAULT_VIEWS + extra)

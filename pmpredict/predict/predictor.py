@@ -153,8 +153,12 @@ class Report:
     @property
     def unmatched(self) -> list[InstructionRow]:
         """Rows the model has no form for and nothing else accounts for."""
-        covered = self._covered_jumps()
-        return [r for r in self.rows if r.form is None and id(r) not in covered]
+        found = self.__dict__.get("_unmatched")      # the rows are final: found once
+        if found is None:
+            covered = self._covered_jumps()
+            found = self.__dict__["_unmatched"] = [r for r in self.rows if r.form is None
+                                                   and id(r) not in covered]
+        return list(found)
 
     @property
     def fused_unknown(self) -> list[InstructionRow]:

@@ -99,15 +99,16 @@ def text(report) -> str:
 def json(report) -> dict:
     rows = []
     for r in report.rows:
+        sem = r.annotated.semantics if r.annotated else None
         entry = {"line": r.line, "text": r.text, "form": r.form,
                  "uops": [{"ports": ports, "count": count} for ports, count in r.uops],
                  "pressure": {p: number(x) for p, x in r.pressure.items()},
                  "key": r.key,
-                 "latency": number(r.latency) if r.annotated else None,
+                 "latency": number(r.latency) if sem else None,
                  "critical_path": r.on_critical_path, "loop_carried": r.on_loop_carried,
                  "slack": number(r.slack),
-                 "notes": list(r.annotated.semantics.notes) if r.annotated else [],
-                 "beyond_model": r.annotated.semantics.beyond_model if r.annotated else ""}
+                 "notes": list(sem.notes) if sem and sem.notes else [],
+                 "beyond_model": sem.beyond_model if sem else ""}
         if r.form is not None:
             entry["source"] = r.source
             entry["match"] = "approximate" if r.approx else "exact"

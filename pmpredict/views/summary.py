@@ -280,6 +280,7 @@ def json(report) -> dict:
         "cycles": number(cp.length),
         "instructions": [{"line": report.rows[i].line, "text": report.rows[i].text}
                          for i in cp.nodes]}
-    out["loop_carried"] = _chain_json(report, report.chains[0]) if report.chains else None
-    out["loop_carried_chains"] = [_chain_json(report, c) for c in report.chains]
+    chains = [_chain_json(report, c) for c in report.chains]
+    out["loop_carried"] = chains[0] if chains else None
+    out["loop_carried_chains"] = chains
     return out
