@@ -185,10 +185,8 @@ def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
                 if values is not None:
                     setattr(run, "ready" if name == "ready_at" else name, values)
         if keep == TIMES:
-            for name in LEFT_OUT_WHEN_LEAN:
-                delattr(run, name)                # made when asked for (Run.__getattr__)
-            run.again = lambda: simulate(body, machine, iterations if fixed else None,
-                                         ideal_ports, ALL, engine)
+            _lean(run, lambda: simulate(body, machine, iterations if fixed else None,
+                                        ideal_ports, ALL, engine))
         return run
     arrays = body.flat(engine)
     total = n * iterations
@@ -212,11 +210,17 @@ def simulate(body: Body, machine: CoreLimits, iterations: int | None = None,
             run.why_ready = (a[:total] for a in records)
     elif keep == TIMES:
         run.result, run.retire = records.result[:total], records.retire[:total]
-        for name in LEFT_OUT_WHEN_LEAN:
-            delattr(run, name)                    # made when asked for (Run.__getattr__)
-        run.again = lambda: simulate(body, machine, iterations if fixed else None, ideal_ports,
-                                     ALL, engine)
+        _lean(run, lambda: simulate(body, machine, iterations if fixed else None, ideal_ports,
+                                    ALL, engine))
     return run
+
+
+def _lean(run: Run, again) -> None:
+    """A run that keeps results and retirements only: the other records are made when asked
+    for (Run.__getattr__), by `again`, the same simulation keeping everything."""
+    for name in LEFT_OUT_WHEN_LEAN:
+        delattr(run, name)
+    run.again = again
 
 
 def steady_cycles(ends: list[float]) -> float:
