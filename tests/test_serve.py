@@ -107,3 +107,20 @@ def test_a_socket_service_and_the_predict_client_give_what_predict_gives(tmp_pat
             s.recv(100)
         server.wait(timeout=30)
     assert server.returncode == 0
+
+
+def test_a_request_past_the_time_limit_is_stopped_and_the_service_goes_on():
+    """A request that takes longer than the service's --timeout is answered with a located
+    error, on time, and the next request is answered as usual."""
+    import time
+    big = "".join(f"\taddq ${i % 100}, %r{8 + i % 8}\n\timulq %rbx, %rcx\n" for i in range(20000))
+    service = Service()
+    out = []
+    start = time.perf_counter()
+    serve([json.dumps({"id": 1, "text": big, "model": "skl", "path": "big.s"}),
+           json.dumps({"id": 2, "text": "addq $8, %rax\n", "model": "skl"})], out.append,
+          service, timeout=0.2)
+    assert time.perf_counter() - start < 10
+    first, second = out
+    assert first["error"]["path"] == "big.s" and "--timeout" in first["error"]["message"]
+    assert second["result"]["cycles"] > 0

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 
+from pmpredict.commands.common import float_in
 from pmpredict.errors import InputError
 
 REQUEST_KEYS = {"id", "op", "text", "file", "path", "model", "syntax", "isa", "lines", "region",
@@ -32,6 +33,10 @@ def register(sub):
     p.add_argument("--model", "-m", metavar="M",
                    help="the model of requests that name none (default: as `predict`: this "
                         "machine's model once measured, else skl / a72 by the ISA)")
+    p.add_argument("--timeout", type=float_in(0.0, 1e6, low_open=True), default=60.0,
+                   metavar="SEC",
+                   help="a request that takes longer is stopped and answered with an error; "
+                        "the service goes on (default 60)")
     p.add_argument("--socket", metavar="PATH",
                    help="listen on this Unix socket instead of stdin/stdout (a connection at a "
                         "time; `pmpredict predict FILE --service PATH` is its client)")
@@ -115,8 +120,37 @@ def _error(exc: InputError) -> dict:
     return {"path": exc.path, "line": exc.line, "column": exc.column, "message": exc.message}
 
 
-def serve(lines, write, service: Service) -> int:
-    """Answer every request line; the number answered."""
+class _TimedOut(Exception):
+    """Raised in a request that ran past the service's --timeout (by SIGALRM)."""
+
+
+def _answer_within(service: Service, request: dict, timeout: float | None) -> dict:
+    """service.answer(request), stopped after `timeout` seconds (None: no limit) by a timer
+    signal: a located error then, and the service goes on. (The signal lands between Python
+    steps: a long stretch inside the C simulation finishes first.)"""
+    if not timeout:
+        return service.answer(request)
+    # deferred: signals only where a time limit is set
+    import signal
+
+    def stop(signum, frame):
+        raise _TimedOut
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        return service.answer(request)
+    except _TimedOut:
+        raise InputError(str(request.get("path") or request.get("file") or "<request>"),
+                         f"the request took more than {timeout:g} s (--timeout): stopped") \
+            from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def serve(lines, write, service: Service, timeout: float | None = None) -> int:
+    """Answer every request line, each within `timeout` seconds (None: no limit); the number
+    answered."""
     answered = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -136,7 +170,7 @@ def serve(lines, write, service: Service) -> int:
                 return answered + 1
             if request.get("op") not in (None, "predict"):
                 raise InputError("<request>", "op is predict or shutdown")
-            out = {"id": rid, **service.answer(request)}
+            out = {"id": rid, **_answer_within(service, request, timeout)}
         except InputError as exc:
             out = {"id": rid, "error": _error(exc)}
         out["ms"] = round((time.perf_counter() - start) * 1000, 3)
@@ -148,16 +182,16 @@ def serve(lines, write, service: Service) -> int:
 def run(args):
     service = Service(args.model)
     if args.socket:
-        return _serve_socket(args.socket, service)
+        return _serve_socket(args.socket, service, args.timeout)
 
     def write(obj) -> None:
         sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
         sys.stdout.flush()
-    serve(sys.stdin, write, service)
+    serve(sys.stdin, write, service, args.timeout)
     return 0
 
 
-def _serve_socket(path: str, service: Service) -> int:
+def _serve_socket(path: str, service: Service, timeout: float | None = None) -> int:
     """Connections one at a time, each a stream of request lines; until Ctrl-C or SIGTERM (or a
     shutdown request). The socket file is removed at the end."""
     # deferred: sockets only for --socket
@@ -181,7 +215,7 @@ def _serve_socket(path: str, service: Service) -> int:
                     out.write(json.dumps(obj, separators=(",", ":")) + "\n")
                     out.flush()
                 try:
-                    stopped = _ended_by_shutdown(lines, write, service)
+                    stopped = _ended_by_shutdown(lines, write, service, timeout)
                 except (BrokenPipeError, ConnectionResetError):
                     continue                       # the client went away: the next one
             if stopped:
@@ -191,7 +225,8 @@ def _serve_socket(path: str, service: Service) -> int:
         os.unlink(path)
 
 
-def _ended_by_shutdown(lines, write, service: Service) -> bool:
+def _ended_by_shutdown(lines, write, service: Service, timeout: float | None = None) -> bool:
     said = []
-    serve(lines, lambda obj: (said.append(obj.get("result") == "bye"), write(obj)), service)
+    serve(lines, lambda obj: (said.append(obj.get("result") == "bye"), write(obj)), service,
+          timeout)
     return bool(said) and said[-1]
