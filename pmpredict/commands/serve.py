@@ -136,7 +136,9 @@ def _answer_within(service: Service, request: dict, timeout: float | None) -> di
     def stop(signum, frame):
         raise _TimedOut
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    # and again every 50 ms: an exception raised where Python ignores it (a finalizer or a
+    # weakref callback the collector runs, as numba's type cache has) is lost, the next not
+    signal.setitimer(signal.ITIMER_REAL, timeout, 0.05)
     try:
         return service.answer(request)
     except _TimedOut:
