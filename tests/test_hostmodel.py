@@ -113,15 +113,21 @@ def test_models_says_when_this_machines_front_end_is_in_doubt(tmp_path, monkeypa
     monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path))
     doubtful = _host_file(dict(MODEL, pipeline={"taken_branch": 1.5, "atomic_cycles": 6.5}), FACTS)
     doubtful["provenance"]["front_end"] = {"doubts": ["a loop iteration takes 1.5 cycles"]}
+    doubtful["provenance"]["latencies"] = {"doubts": {"atomic_cycles": "atomic_cycles 6.5: "
+                                                      "its chain did not reproduce"}}
     with open(model_path(), "w") as fh:
         json.dump(doubtful, fh)
     assert main(["models"]) == 0
-    host = [ln for ln in capsys.readouterr().out.splitlines() if "front end:" in ln]
+    out = capsys.readouterr().out.splitlines()
+    host = [ln for ln in out if "front end:" in ln]
     assert host and host[0].endswith("taken_branch 1.5, atomic_cycles 6.5 (in doubt: a loop "
                                      "iteration takes 1.5 cycles)")
+    assert [ln.strip() for ln in out if "measured, in doubt" in ln] == [
+        "measured, in doubt: atomic_cycles 6.5: its chain did not reproduce"]
     assert main(["models", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["host"]["front_end_doubts"] == [
-        "a loop iteration takes 1.5 cycles"]
+    host = json.loads(capsys.readouterr().out)["host"]
+    assert host["front_end_doubts"] == ["a loop iteration takes 1.5 cycles"]
+    assert host["fact_doubts"] == ["atomic_cycles 6.5: its chain did not reproduce"]
 
 
 def test_a_host_model_of_another_isa_or_not_json_is_damaged(tmp_path, monkeypatch):

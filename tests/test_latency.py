@@ -405,3 +405,68 @@ def test_references_are_ordered_so_companions_come_first():
         assert set(ref.chain.companions) <= seen, name
         seen.add(name)
     assert isinstance(REFERENCES["add"].chain, Chain)
+
+
+# --- pipeline facts that do not reproduce -----------------------------------------------------
+
+def _timing(cycles, stable, spread=0.2):
+    from pmpredict.measure.block_measurement import BlockTiming
+    return BlockTiming(cycles, spread, "difference", 0.0, (), (), stable)
+
+
+def test_a_fact_whose_chain_does_not_reproduce_is_timed_again_and_then_in_doubt(
+        monkeypatch, tmp_path):
+    """The atomic chain is unstable every time (a locked add on a shared machine): it is timed
+    in FACT_ROUNDS rounds in all, the fastest kept, and the fact says it is in doubt; the load
+    chain turns stable in its second round and that round counts (no doubt). A later reading
+    from the same cache takes the kept timings without timing anything again."""
+    from pmpredict.measure import latency
+    atomic, load = REFERENCES["atomic_cycles"].chain.text, REFERENCES["load_latency"].chain.text
+    script = {atomic: [_timing(6.3, False), _timing(6.1, False), _timing(6.2, False)],
+              load: [_timing(4.4, False), _timing(4.0, True)]}
+    calls = []
+
+    def fake_measure(blocks, options, cache=None):
+        out = []
+        for b in blocks:
+            text = next(t for t in script if prepare_block(t, "intel", "x").lines == b.lines)
+            calls.append(text)
+            out.append(script[text].pop(0) if text in script else _timing(1.0, True))
+            if cache is not None and out[-1].cycles is not None:
+                cache.put(latency._key(b, options), out[-1].cycles, None,
+                          result=out[-1].to_json())
+        return out
+    script.update({REFERENCES[n].chain.text: [_timing(1.0, True)]
+                   for n in latency.PIPELINE_REFERENCES if n not in ("atomic_cycles",
+                                                                     "load_latency")})
+    monkeypatch.setattr(latency, "measure_blocks", fake_measure)
+    monkeypatch.setattr(latency, "check_host", lambda: None)
+    table = latency.measure_latencies([], cache_dir=str(tmp_path))
+    assert calls.count(atomic) == latency.FACT_ROUNDS and calls.count(load) == 2
+    assert table.references["atomic_cycles"] == 6.1 and table.references["load_latency"] == 4.0
+    assert list(table.doubts) == ["atomic_cycles"]
+    assert table.doubts["atomic_cycles"].startswith("atomic_cycles 6.1: its chain did not "
+                                                    "reproduce in 3 rounds")
+    assert table.summary()["doubts"] == table.doubts
+    calls.clear()
+    again = latency.measure_latencies([], cache_dir=str(tmp_path))
+    assert calls == [] and again.references == table.references and again.doubts == table.doubts
+
+
+def test_a_fact_in_doubt_is_said_where_a_kernel_uses_it():
+    """The doubt of a measured fact travels in the model's provenance and is said with a
+    prediction that uses the fact (an atomic), not with one that does not."""
+    from pmpredict.views import render_text, summary
+    model = MachineModel(
+        "m", "x86", ("0", "1"), {"ADD_((REG:RW:G:64)),_((REG:R:G:64))": ((3, 1),)},
+        pipeline={"atomic_cycles": 6.1},
+        provenance={"latencies": {"doubts": {"atomic_cycles": "atomic_cycles 6.1: its chain "
+                                                               "did not reproduce"}}})
+
+    def report(body):
+        kernel = select_kernel(parse(f"# OSACA-BEGIN\n{body}# OSACA-END\n", "att", "k.s"))
+        return Predictor(model).predict(kernel, "att", "k.s")
+    doubt = "measured, in doubt: atomic_cycles 6.1: its chain did not reproduce"
+    atomic = report("\tlock addq $1, (%rdi)\n\taddq %rbx, %rax\n")
+    assert doubt in summary.assumptions(atomic) and doubt in render_text(atomic)
+    assert not any("in doubt" in n for n in summary.assumptions(report("\taddq %rbx, %rax\n")))

@@ -423,4 +423,7 @@ def describe(cache_dir: str | None = None) -> dict:
     front = model.provenance.get("front_end")
     if isinstance(front, dict) and front.get("doubts"):
         out["front_end_doubts"] = list(front["doubts"])
+    latencies = model.provenance.get("latencies")
+    if isinstance(latencies, dict) and isinstance(latencies.get("doubts"), dict):
+        out["fact_doubts"] = [str(v) for v in latencies["doubts"].values()]
     return out

@@ -96,6 +96,8 @@ class PipelineFacts:
     # the widest store (bytes) that pairs, and whether the model does not say (then assumed)
     paired_store_width: int = ASSUMED["paired_store_width"]
     paired_store_width_assumed: bool = True
+    # measured facts whose chain did not reproduce (measure.latency._settle): key -> why
+    fact_doubts: dict[str, str] = field(default_factory=dict)
 
     def forwarding(self) -> Forwarding:
         return Forwarding(self.store_forward_latency, self.store_forward_indexed,
@@ -163,6 +165,10 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
     for kind, key in FORWARDING_KEYS.items():
         if pipe.get(key) is not None:
             setattr(facts, f"store_forward_{kind}", float(pipe[key]))
+    latencies = (model.provenance or {}).get("latencies")
+    fact_doubts = latencies.get("doubts") if isinstance(latencies, dict) else None
+    if isinstance(fact_doubts, dict):
+        facts.fact_doubts = {str(k): str(v) for k, v in fact_doubts.items() if k in pipe}
     return facts
 
 

@@ -48,6 +48,8 @@ def _host_lines(info: dict) -> list[str]:
             f"{'':8s} front end: {width}, {front or 'no pipeline facts'}"
             + (f" (in doubt: {'; '.join(info['front_end_doubts'])})"
                if info.get("front_end_doubts") else ""),
+            *([f"{'':8s} measured, in doubt: {'; '.join(info['fact_doubts'])}"]
+              if info.get("fact_doubts") else []),
             f"{'':8s} created {info['created']} ({info['bootstrap']['how']}, "
             f"{info['bootstrap']['seconds']:g} s), {info['extensions']} extension(s), last "
             f"measured {info['last_measured']}",

@@ -39,6 +39,16 @@ def coverage_note(report) -> str:
     return "lower bound: " + "; ".join(parts)
 
 
+def _uses(report, fact: str) -> bool:
+    """Whether the kernel has an instruction whose timing takes the pipeline fact."""
+    sems = [r.annotated.semantics for r in report.rows if r.annotated]
+    if fact == "atomic_cycles":
+        return any(report.pipeline.counts(s.beyond_model) for s in sems)
+    if fact.startswith("store_forward"):
+        return any(s.stores for s in sems) and any(s.loads for s in sems)
+    return any(s.loads for s in sems)           # load_latency
+
+
 def assumptions(report) -> list[str]:
     """What the prediction assumed because the model does not say."""
     out = []
@@ -56,6 +66,9 @@ def assumptions(report) -> list[str]:
     if m and m.doubts:
         out.append("the model's front end as measured, in doubt (the machine was busy?): "
                    + "; ".join(m.doubts))
+    used = [why for key, why in (m.fact_doubts.items() if m else ()) if _uses(report, key)]
+    if used:
+        out.append("measured, in doubt: " + "; ".join(used))
     # what was assumed for single instructions of the model, each said once with its lines
     # (a latency the model lacks, a stack sync, a merge, whether an idiom takes a port)
     notes: dict[str, list[int]] = {}
