@@ -10,16 +10,22 @@ learns more without inferring everything again:
 2. the exact slot moves (refine.py) fit the new forms only, every other form fixed at the
    model's uops, on the problem of the new forms' experiments; the penalties relax as in a
    full inference (a new port set costs a little at first, so a new form takes the port sets
-   the model already uses unless the timings say otherwise).
+   the model already uses unless the timings say otherwise);
+3. the blockers cannot tell which part of a blocker's port set a new form takes (two 256-bit
+   loads on two of three load ports: any two fit the pairs with a three-port load), so new
+   forms that share ports in the fit are measured beside each other and beside the model's
+   forms of the same kernels (overlap_experiments), and fitted again from the first fit: two
+   builds of one machine's model then agree on how the forms of a kernel contend, not only
+   on each form alone.
 
 A model inferred from pairs knows its forms' port sets; the fit puts a new form among them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,6 +36,7 @@ from pmpredict.infer.refine import ExactRefiner, relative_errors
 from pmpredict.predict.port_bound import optimum
 
 SLOTS = 4
+OVERLAP_PAIRS = 3                # pairs of new forms measured together, per new form at most
 FINAL_VOLUME_WEIGHT = 0.005      # as the host model's own inference (docs/MEASUREMENT.md)
 
 
@@ -77,6 +84,30 @@ def extension_experiments(new_forms, blockers, throughput: dict):
     return [balanced_pair(f, b, throughput) for f in new_forms for b in blockers if f != b]
 
 
+def overlap_experiments(new_uops: dict, throughput: dict, limit: int, beside: dict | None = None):
+    """Balanced pairs of new forms whose fitted uops share a port, and of a new form with a
+    form of `beside` (form -> uops: the model's forms the same kernels use) sharing one, the
+    narrowest port unions first (the most contention-sensitive), at most `limit`."""
+    ports = {f: _union(us) for f, us in {**(beside or {}), **new_uops}.items()}
+    new = sorted(new_uops)
+    pairs = list(itertools.combinations(new, 2))
+    pairs += [(a, b) for a in new for b in sorted(beside or ()) if b not in new_uops]
+    pairs = [p for p in pairs if ports[p[0]] & ports[p[1]]]
+    pairs.sort(key=lambda p: (_popcount(ports[p[0]] | ports[p[1]]), p))
+    return [balanced_pair(a, b, throughput) for a, b in pairs[:limit]]
+
+
+def _union(uops) -> int:
+    out = 0
+    for mask, _ in uops:
+        out |= int(mask)
+    return out
+
+
+def _popcount(mask: int) -> int:
+    return bin(mask).count("1")
+
+
 @dataclass
 class Fit:
     uops: dict                      # new form -> ((mask, count), ...)
@@ -85,9 +116,11 @@ class Fit:
 
 
 def fit_new_forms(fixed: dict, n_ports: int, measured, new_forms, *, r_max: float | None = None,
-                  seed: int = 0, max_sweeps: int = 10) -> Fit:
+                  seed: int = 0, max_sweeps: int = 10, start: dict | None = None) -> Fit:
     """Uops for `new_forms` from the measured experiments (an ExperimentSet: their singletons
-    and their pairs with forms of `fixed`); fixed[form] = uops of a form that does not move."""
+    and their pairs with forms of `fixed`); fixed[form] = uops of a form that does not move;
+    start[form]: the uops a new form's fit starts from (an earlier fit, on fewer experiments),
+    else one uop explaining its singleton."""
     new_forms = [f for f in dict.fromkeys(new_forms) if f not in fixed]
     used = {f for e in measured.experiments if e.cycles for f, _ in e.counts}
     forms = [f for f in new_forms if f in used] + sorted(f for f in used if f in fixed)
@@ -104,6 +137,9 @@ def fit_new_forms(fixed: dict, n_ports: int, measured, new_forms, *, r_max: floa
     rng = np.random.default_rng(seed)
     for i in usable:
         masks[i, 0], counts[i, 0] = _start(float(problem.singleton[i]), n_ports, rng)
+        begun = (start or {}).get(forms[i], ())[:slots]
+        for j, (mask, count) in enumerate(begun):
+            masks[i, j], counts[i, j] = mask, count
     if usable:
         refiner = ExactRefiner(problem)
         config = InferConfig(final_volume_weight=FINAL_VOLUME_WEIGHT)

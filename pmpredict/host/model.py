@@ -228,7 +228,8 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
             left = _host_facts(model).get("left_out", {})
             new = [f for f in dict.fromkeys(forms) if f not in model.uops and f not in left]
             if new:
-                model = _extend(model, new, cache_dir, progress, update)
+                beside = [f for f in dict.fromkeys(forms) if f in model.uops]
+                model = _extend(model, new, cache_dir, progress, update, beside)
                 save_model(model, path)
     except HostError as exc:
         raise InputError("<host>", f"cannot measure this machine's model: {exc}") from None
@@ -339,11 +340,13 @@ def _train_core(core, cache_dir, progress):
     return trained.model, trained.measured.experiment_count
 
 
-def _extend(model, new, cache_dir, progress, update: HostUpdate):
-    """The model with the forms `new` measured and fitted (or remembered as unusable)."""
+def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=()):
+    """The model with the forms `new` measured and fitted (or remembered as unusable);
+    `beside`: forms of the model the same kernels use (measured beside the new forms they
+    share ports with)."""
     # deferred: measuring loads numpy and the harness, fitting numba
-    from pmpredict.host.extend import (blockers_of, extension_experiments, fit_new_forms,
-                                       model_throughput)
+    from pmpredict.host.extend import (OVERLAP_PAIRS, blockers_of, extension_experiments,
+                                       fit_new_forms, model_throughput, overlap_experiments)
     from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
                                              singleton_throughputs)
     from pmpredict.measure import measure_experiment_set
@@ -369,6 +372,13 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate):
                         list(dict.fromkeys(usable + blockers)))
         both = singles.concat(pairs)
         fit = fit_new_forms(model.uops, len(model.ports), both, usable, r_max=model.r_max)
+        together = overlap_experiments(fit.uops, throughput, OVERLAP_PAIRS * len(fit.uops),
+                                       {f: model.uops[f] for f in beside})
+        if together:
+            forms = list(dict.fromkeys(f for e in together for f, _ in e.counts))
+            both = both.concat(measure("new forms together", together, forms))
+            fit = fit_new_forms(model.uops, len(model.ports), both, usable, r_max=model.r_max,
+                                start=fit.uops)
         table = measure_latencies(list(fit.uops), cache_dir=cache_dir, progress=progress)
         model = _add_forms(model, fit.uops, table)
     added = dict(fit.uops) if fit else {}
