@@ -184,3 +184,29 @@ def test_push_then_pop_forwards_through_the_stack():
     r = predict(["pushq %rbx", "popq %rbx", "addq $1, %rax"])
     chain = next(c for c in r.chains if "rbx" in c.resources)
     assert "mem" in chain.resources and chain.ratio == TOY.pipeline["store_forward_latency"]
+
+
+LEA = "LEA_((REG:W:G:64)),__[((MEM:64))+((IMM:8))]"
+LEA3 = "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))+((IMM:8))]"
+
+
+def test_a_lea_chain_takes_the_lea_latency_through_base_and_index():
+    """lea computes its result from its address registers: a chain through them takes lea's
+    latency (it carried none, as if lea were a store's address: `leaq 1(%rax), %rax`
+    predicted at the port bound, 0.25, where every core takes a cycle a link); a load's
+    address still has the load's latency, a store's none."""
+    model = MachineModel(**{**TOY.__dict__, "uops": {**TOY.uops, LEA: ((ALU, 1),),
+                                                     LEA3: ((0b000001, 1),)},
+                            "latency": {**TOY.latency, LEA: 1, LEA3: 2}})
+    assert model.uops.keys() >= {LEA, LEA3}
+    base = predict(["leaq 1(%rax), %rax"], model)
+    assert base.bounds.loop_carried == 1.0 and base.cycles == 1.0
+    index = predict(["leaq 1(%rbx,%rax,2), %rax"], model)
+    assert index.bounds.loop_carried == 2.0 and index.cycles == 2.0
+    # through memory: load 5 + lea 1 + store data 0, forwarded in 4 (the toy's): 5 + 1 + ...
+    loop = predict(["movq (%rsi), %rdi", "leaq -1(%rdi), %rax", "movq %rax, (%rsi)"],
+                   MachineModel(**{**model.__dict__, "uops": {
+                       **model.uops, "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]":
+                       ((LD, 1),), "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))":
+                       ((ST, 1),)}}))
+    assert loop.bounds.loop_carried == 4.0 + 1.0

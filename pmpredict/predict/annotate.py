@@ -266,7 +266,13 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
             owners = [m for m in sem.memory if r.name in (m.base, m.index)
                       and (r.operand is None or m.operand == r.operand)]
             lats = [mem_latency[m.operand] for m in owners if m.load]
-            lat = max(lats) if lats else 0.0       # a store's address: no register result
+            if lats:
+                lat = max(lats)
+            elif any(not (m.load or m.store) for m in owners):   # lea: the address is its result
+                lat = operand_latency(r.operand)
+                lat = base if lat is None else lat
+            else:
+                lat = 0.0                           # a store's address: no register result
         elif sem.stores and not sem.loads and r.kind != FLAG:
             lat = 0.0                               # store data: see store_forward_latency
         elif r.role == MERGE:
