@@ -210,3 +210,20 @@ def test_a_lea_chain_takes_the_lea_latency_through_base_and_index():
                        ((LD, 1),), "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))":
                        ((ST, 1),)}}))
     assert loop.bounds.loop_carried == 4.0 + 1.0
+
+
+def test_vector_data_forwards_at_the_vector_latency_whatever_its_width():
+    """A vector register's data forwards at store_forward_latency_vector though only 64 or 32
+    bits wide (`movsd`: Zen 4 measures store; load; vaddss at 12 cycles = 9 + 3, general-purpose
+    data 0); that latency is measured into a plain vector load's value, so only a load-op's
+    operation comes after it (the load's own latency is not added again)."""
+    vector = MachineModel(**{**TOY.__dict__, "pipeline": {**TOY.pipeline,
+                                                          "store_forward_latency_vector": 9}})
+    r = predict(["movsd (%rsp), %xmm0", "addsd %xmm1, %xmm0", "movsd %xmm0, (%rsp)"], vector)
+    assert r.bounds.loop_carried == 9.0 + 4.0
+    # the load-op: its memory operand's latency 9 (load 5 + addsd 4); after forwarding, 4
+    r = predict(["addsd (%rsp), %xmm0", "movsd %xmm0, (%rsp)"], vector)
+    assert r.bounds.loop_carried == 9.0 + 4.0
+    # general-purpose data keeps its own (plain) forwarding
+    gpr = predict(["movq (%rsp), %rax", "addq $1, %rax", "movq %rax, (%rsp)"], vector)
+    assert gpr.bounds.loop_carried == 4.0 + 1.0

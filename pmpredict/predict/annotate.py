@@ -282,8 +282,11 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
             if lat is None:
                 lat = base
         sources.append(Source(r.name, float(lat), r.operand))
+    vector = any(r.kind == VECTOR and r.role == DATA for r in sem.reads) if sem.stores and \
+        not sem.loads else any(w.kind == VECTOR for w in sem.writes)
     refs = tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
-                        m.store, mem_latency.get(m.operand, 0.0), m.operand is None)
+                        m.store, mem_latency.get(m.operand, 0.0), m.operand is None, vector,
+                        0.0 if pure_load else base)
                  for m in sem.memory)
     latency = max([s.latency for s in sources] + [0.0 if (eliminated or idiom == "zero") or
                                                   (sem.stores and not sem.loads) else base])

@@ -59,6 +59,10 @@ class MemRef:
     store: bool
     latency: float = 0.0          # load: consumer latency of the memory operand (address -> result)
     implicit: bool = False        # no operand names it: push, pop, call, ret (the stack engine's)
+    vector: bool = False          # the data stored or loaded is a vector register's
+    # a vector load: what its consumer latency adds after a plain vector load (a load-op's
+    # operation: 0 for vmovss, the addition's for vaddss xmm, xmm, [m])
+    beyond_load: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -75,13 +79,15 @@ class Node:
 class Forwarding:
     """Store -> load forwarding latency (store data ready -> load value ready) by what is
     forwarded: general-purpose data through a base + displacement address, through an address
-    with an index register, and vector data (a store wider than 64 bits). None: as `plain`."""
+    with an index register, and vector data (a vector register's, or a store wider than 64
+    bits: Zen 4 forwards `vmovss` as slowly as `movdqu`, 9 cycles, where it renames a
+    general-purpose word in 0). None: as `plain`."""
     plain: float
     indexed: float | None = None
     vector: float | None = None
 
     def latency(self, store: MemRef, load: MemRef) -> float:
-        if self.vector is not None and store.width is not None and store.width > 64:
+        if self.vector is not None and _vector(store):
             return self.vector
         if self.indexed is not None and load.address[1] is not None:
             return self.indexed
@@ -89,9 +95,13 @@ class Forwarding:
 
     def kind(self, store: MemRef, load: MemRef) -> str:
         """Which of the three a forwarding edge uses: "vector", "indexed" or "plain"."""
-        if store.width is not None and store.width > 64:
+        if _vector(store):
             return "vector"
         return "indexed" if load.address[1] is not None else "plain"
+
+
+def _vector(store: MemRef) -> bool:
+    return store.vector or (store.width is not None and store.width > 64)
 
 
 @dataclass(frozen=True)
@@ -201,7 +211,12 @@ def build_graph(nodes: list[Node], load_latency: float,
             edge = _forwarding_store(nodes, addresses, stores, i, k)
             if edge is not None:
                 j, distance, store = edge
-                weight = forwarding.latency(store, ref) + max(0.0, ref.latency - load_latency)
+                # the vector forwarding latency is measured into a plain vector load's value
+                # (movdqu [m], xmm; movdqu xmm, [m]): only a load-op's operation comes after
+                after = ref.beyond_load if forwarding.kind(store, ref) == "vector" and \
+                    forwarding.vector is not None and ref.vector else \
+                    max(0.0, ref.latency - load_latency)
+                weight = forwarding.latency(store, ref) + after
                 graph.edges.append(Edge(j, i, weight, distance, "mem"))
                 graph.forwarded.add(forwarding.kind(store, ref))
         for r in node.writes:
