@@ -14,7 +14,8 @@ from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
 from pmpredict.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, STORE_PAIRS,
-                                      WIDE_STORE_PAIRS, WINDOW_SIZES, doubts, probes,
+                                      VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
+                                      doubts, probes,
                                       read_frontend, snap_width)
 from pmpredict.model.machine import FUSION_KEYS, MachineModel
 from pmpredict.predict.predictor import Predictor
@@ -30,11 +31,12 @@ CHAIN = 220.0              # the window probes' chain of divisions, cycles
 
 
 def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"),
-                         paired_within=0, window=224, paired_width=8) -> dict:
+                         paired_within=0, window=224, paired_width=8,
+                         paired_vector=True) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
-    `paired_width` bytes wide); a stack sync
+    `paired_width` bytes wide, and of vector registers if `paired_vector`); a stack sync
     of one cycle; copies of the window probe overlap up to `window` instructions."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
@@ -48,6 +50,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     for name, _, _, size, reach in WIDE_STORE_PAIRS:
         cycles[f"stores: {name}"] = 1.0 if reach <= paired_within and size <= paired_width \
             else 2.0
+    cycles[f"stores: {VECTOR_STORE_PAIR}"] = 1.0 if 32 <= paired_within and paired_vector \
+        else 2.0
     for name, _, _ in FUSION_SUBJECTS:
         # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
         cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0

@@ -177,6 +177,12 @@ WIDE_STORE_PAIRS = (
 )
 
 
+# two 8-byte stores of vector registers a copy, in one 32-byte block: whether a vector
+# register's data pairs at all (paired_store_vector; Zen 4: no, `vmovss` / `vmovsd` / `movq`
+# from xmm a store a cycle, where general-purpose and immediate stores pair)
+VECTOR_STORE_PAIR = "two 8-byte vector-register stores in one 32-byte block"
+
+
 def _store_probes() -> list[Probe]:
     narrow = [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {d}], {r}"
                                              for d, r in zip(offsets, STORE_REGISTERS)))
@@ -184,7 +190,9 @@ def _store_probes() -> list[Probe]:
     wide = [Probe(f"stores: {name}", tuple(f"vmovdqu {size} ptr [rsi + {d}], {r}"
                                            for size, r, d in (a, b)))
             for name, a, b, _, _ in WIDE_STORE_PAIRS]
-    return narrow + wide
+    vector = [Probe(f"stores: {VECTOR_STORE_PAIR}", ("vmovq qword ptr [rsi + 8], xmm8",
+                                                     "vmovq qword ptr [rsi + 16], xmm9"))]
+    return narrow + wide + vector
 
 
 STACK_PROBES = (
@@ -380,6 +388,15 @@ def _read_wide_stores(cycles, block: int, out: FrontEnd) -> None:
         said.append(f"{name} {each:.2f} cycles each")
     out.pipeline["paired_store_width"] = width
     out.how["paired_store_width"] = "8-byte stores pair" + (f"; {'; '.join(said)}" if said else "")
+    c = cycles.get(f"stores: {VECTOR_STORE_PAIR}")
+    if c is not None and block >= 32:
+        each = c / 2
+        out.details["cycles_per_store"][VECTOR_STORE_PAIR] = _round(each)
+        if PAIRED_BELOW - 0.1 < each < 0.9:
+            out.suspect.append(f"{VECTOR_STORE_PAIR}: between one and two a cycle")
+        out.pipeline["paired_store_vector"] = int(each < PAIRED_BELOW)
+        out.how["paired_store_vector"] = (f"{VECTOR_STORE_PAIR} (vmovq [m], xmm) "
+                                          f"{each:.2f} cycles each")
 
 
 def _read_stack(cycles, out: FrontEnd) -> None:

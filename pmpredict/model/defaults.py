@@ -24,6 +24,9 @@ ASSUMED = {
     # ... and only stores at most this wide (bytes) pair (Zen 4: two 8-byte stores to one block
     # commit together, two 16-byte ones do not)
     "paired_store_width": 8,
+    # ... and a vector register's data pairs like general-purpose data (1; measured on Zen 4:
+    # 0, two vmovsd to one block a store a cycle)
+    "paired_store_vector": 1,
     # a load into part of a register (mov cl, [m]; an AArch64 load into a lane): the old
     # value -> the result, the merge after the load (measured on Zen 4: `movb 24(%rsi), %cl`
     # in a loop 1.0 cycle, not the load's 4 + 1)

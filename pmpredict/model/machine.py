@@ -73,6 +73,8 @@ PIPELINE_KEYS = {
                      "commit at once, else 0",
     "paired_store_bytes": "the size of the aligned block within which stores pair (bytes)",
     "paired_store_width": "the widest store that pairs (bytes): 8, 16 or 32",
+    "paired_store_vector": "1 if stores of a vector register's data pair as general-purpose "
+                           "ones do, else 0",
     "stack_sync_latency": "cycles the stack engine's sync uop adds before an explicit use of the "
                           "stack pointer",
 }

@@ -96,6 +96,9 @@ class PipelineFacts:
     # the widest store (bytes) that pairs, and whether the model does not say (then assumed)
     paired_store_width: int = ASSUMED["paired_store_width"]
     paired_store_width_assumed: bool = True
+    # whether stores of a vector register's data pair, and whether the model does not say
+    paired_store_vector: bool = bool(ASSUMED["paired_store_vector"])
+    paired_store_vector_assumed: bool = True
     # measured facts whose chain did not reproduce (measure.latency._settle): key -> why
     fact_doubts: dict[str, str] = field(default_factory=dict)
 
@@ -159,6 +162,9 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
                                               slots.get("load_op_slots", 1)))
     facts.indexed_vector_load_op_slots = int(pipe.get("indexed_vector_load_op_slots",
                                                       slots.get("indexed_load_op_slots", 1)))
+    if pipe.get("paired_store_vector") is not None:
+        facts.paired_store_vector = bool(pipe["paired_store_vector"])
+        facts.paired_store_vector_assumed = False
     if pipe.get("paired_store_width") is not None:
         facts.paired_store_width = int(pipe["paired_store_width"])
         facts.paired_store_width_assumed = False

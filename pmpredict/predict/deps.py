@@ -268,7 +268,7 @@ EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of
 
 
 def paired_stores(nodes: list[Node], block_bytes: int,
-                  max_width: int | None = None) -> dict[int, int]:
+                  max_width: int | None = None, vector: bool = True) -> dict[int, int]:
     """Stores that commit together with the store before them, on a core that commits two
     consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
     paired_store_bytes; Zen 4 measures 0.5 cycles per store for two stores at [rbp + 8],
@@ -289,7 +289,8 @@ def paired_stores(nodes: list[Node], block_bytes: int,
     ends a run. So does a store no operand names (push, call): a push form is measured as a
     run of pushes to adjacent addresses, which pair on a pairing core, so its uops already
     carry the pairing (Zen 4: push r64 measured 0.57 cycles in a block of its own, its form
-    0.5; paired again, 0.25)."""
+    0.5; paired again, 0.25). A store of a vector register's data pairs only where `vector`
+    (the pipeline's paired_store_vector: Zen 4 does not pair them, whatever their width)."""
     addresses = _Addresses(nodes)
     stores = [(i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
               if ref.store]
@@ -315,6 +316,8 @@ def paired_stores(nodes: list[Node], block_bytes: int,
         i, k = stores[j]
         if nodes[i].memory[k].implicit:
             return False                     # its measured uops hold the pairing already
+        if nodes[i].memory[k].vector and not vector:
+            return False
         width = nodes[i].memory[k].width
         return max_width is None or width is None or width <= 8 * max_width
 

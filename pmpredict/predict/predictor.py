@@ -316,10 +316,14 @@ class Predictor:
                     mains.append(main)
         if facts.paired_stores:
             annotated = _pair_stores(annotated, nodes, node_rows, self._address_uops(),
-                                     facts.paired_store_bytes, facts.paired_store_width)
+                                     facts.paired_store_bytes, facts.paired_store_width,
+                                     facts.paired_store_vector)
             if facts.paired_store_width_assumed and any(
                     ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
                 facts.assumed["paired_store_width"] = facts.paired_store_width
+            if facts.paired_store_vector_assumed and any(
+                    ref.store and ref.vector for n in nodes for ref in n.memory):
+                facts.assumed["paired_store_vector"] = int(facts.paired_store_vector)
         return Annotation(tuple(annotated), facts, tuple(nodes), tuple(node_rows), tuple(mains))
 
     def _bounds(self, matched: Matched, annotation: Annotation) -> BoundsFound:
@@ -469,13 +473,13 @@ def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None
 
 
 def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address,
-                 block_bytes: int, max_width: int | None) -> list:
+                 block_bytes: int, max_width: int | None, vector: bool = True) -> list:
     """Plain stores committed with the store before them (deps.paired_stores) run only their
     address generation (`address`: the plain load's uops) on the iterations they pair: every
     iteration (their uops replaced), or every other one (Annotated.paired). A store that also
     loads (add [m], r) keeps its uops."""
     out = list(annotated)
-    for k, when in paired_stores(nodes, block_bytes, max_width).items():
+    for k, when in paired_stores(nodes, block_bytes, max_width, vector).items():
         a = out[node_rows[k]]
         if a.semantics.loads or not a.uops:
             continue

@@ -60,6 +60,7 @@ def assumptions(report) -> list[str]:
                                                   "address {:g}",
                  "store_forward_latency_vector": "vector store forwarding {:g}",
                  "paired_store_width": "only stores of up to {:g} bytes pair",
+                 "paired_store_vector": "vector-register stores pair as others do",
                  "taken_branch": "a taken loop branch {:g} cycle"}
         out.append(", ".join(_fact_text(facts, k, v) for k, v in m.assumed.items())
                    + " (not in the model)")
