@@ -20,7 +20,7 @@ forwards to a load whose pointer has moved by the loop's step since. The edge we
 store-forwarding latency plus what the load's own latency adds after the load (consumer
 latency of the memory operand minus the L1 load latency). The forwarding latency depends on
 what is forwarded (`Forwarding`): Zen 4 forwards a general-purpose store to a load of the same
-address in 1 cycle (memory renaming), with or without an index register, but vector data in 9.
+address in 0 cycles (memory renaming), with or without an index register, but vector data in 9.
 
 Loop-carried bound: the maximum over dependency cycles of (sum of weights) / (iterations the
 cycle spans), computed exactly: every cycle passes through at least one distance-1 edge
