@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
 from pmpredict.commands.common import add_dask_arguments, int_in, open_cluster, print_json
 from pmpredict.commands.progress import ProgressDisplay
-
-
-# one encoder for every --jsonl record: a report's JSON is a tree (no cycle to check for)
-_JSON_LINE = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 def register(sub):
@@ -81,7 +76,7 @@ def run(args):
     # deferred: lark and the engines (predict_files), the views (lark); --help imports this
     from pmpredict.commands import predict_files as job
     from pmpredict.commands.batch import render_all, render_on_cluster
-    from pmpredict.views import DEFAULT_VIEWS, render_text, to_json
+    from pmpredict.views import DEFAULT_VIEWS, jsonline, render_text, to_json
 
     sources = job.read_sources(args.files, syntax=args.syntax, isa=args.isa, lines=args.lines,
                                region=args.region, stdin=sys.stdin.buffer)
@@ -110,7 +105,9 @@ def run(args):
                                        f"{rep.model!r} (--strict), first: {miss.text!r} "
                                        f"[{miss.key}]", miss.line)
         if args.jsonl:
-            return _JSON_LINE.encode(to_json(rep, extra)) + "\n"
+            # the default views' record written directly (jsonline): the same bytes, cheaper
+            return (jsonline.ENCODER.encode(to_json(rep, extra)) if extra
+                    else jsonline.encode(rep)) + "\n"
         if args.json:
             return to_json(rep, extra)
         return ("" if first else "\n" + "=" * 72 + "\n\n") + render_text(rep, DEFAULT_VIEWS + extra)

@@ -97,33 +97,35 @@ def text(report) -> str:
 
 
 def json(report) -> dict:
-    rows = []
-    for r in report.rows:
-        sem = r.annotated.semantics if r.annotated else None
-        entry = {"line": r.line, "text": r.text, "form": r.form,
-                 "uops": [{"ports": ports, "count": count} for ports, count in r.uops],
-                 "pressure": {p: number(x) for p, x in r.pressure.items()},
-                 "key": r.key,
-                 "latency": number(r.latency) if sem else None,
-                 "critical_path": r.on_critical_path, "loop_carried": r.on_loop_carried,
-                 "slack": number(r.slack),
-                 "notes": list(sem.notes) if sem and sem.notes else [],
-                 "beyond_model": sem.beyond_model if sem else ""}
-        if r.form is not None:
-            entry["source"] = r.source
-            entry["match"] = "approximate" if r.approx else "exact"
-            if r.approx:
-                entry["approx"] = list(r.approx)
-        a = r.annotated
-        if a is not None:
-            if a.assumed:
-                entry["assumed"] = list(a.assumed)
-            for flag in ("eliminated", "fused"):
-                if getattr(a, flag):
-                    entry[flag] = True
-            if a.idiom:
-                entry["idiom"] = a.idiom
-        rows.append(entry)
-    return {"instructions": rows,
+    return {"instructions": [row_json(r) for r in report.rows],
             "unmatched": [{"line": r.line, "text": r.text, "key": r.key, "reason": r.reason}
                           for r in report.unmatched]}
+
+
+def row_json(r) -> dict:
+    """One instruction row's JSON (views/jsonline.py writes the same text directly)."""
+    sem = r.annotated.semantics if r.annotated else None
+    entry = {"line": r.line, "text": r.text, "form": r.form,
+             "uops": [{"ports": ports, "count": count} for ports, count in r.uops],
+             "pressure": {p: number(x) for p, x in r.pressure.items()},
+             "key": r.key,
+             "latency": number(r.latency) if sem else None,
+             "critical_path": r.on_critical_path, "loop_carried": r.on_loop_carried,
+             "slack": number(r.slack),
+             "notes": list(sem.notes) if sem and sem.notes else [],
+             "beyond_model": sem.beyond_model if sem else ""}
+    if r.form is not None:
+        entry["source"] = r.source
+        entry["match"] = "approximate" if r.approx else "exact"
+        if r.approx:
+            entry["approx"] = list(r.approx)
+    a = r.annotated
+    if a is not None:
+        if a.assumed:
+            entry["assumed"] = list(a.assumed)
+        for flag in ("eliminated", "fused"):
+            if getattr(a, flag):
+                entry[flag] = True
+        if a.idiom:
+            entry["idiom"] = a.idiom
+    return entry
