@@ -106,6 +106,13 @@ class PipelineFacts:
         return Forwarding(self.store_forward_latency, self.store_forward_indexed,
                           self.store_forward_vector)
 
+    def copy(self) -> "PipelineFacts":
+        """A copy whose `assumed` is its own (the one field a kernel changes)."""
+        twin = object.__new__(PipelineFacts)
+        twin.__dict__.update(self.__dict__)
+        twin.assumed = dict(self.assumed)
+        return twin
+
     def assume_forwarding(self, kinds) -> None:
         """Say which forwarding latencies a kernel used without the model giving them."""
         given = {"indexed": self.store_forward_indexed, "vector": self.store_forward_vector}
@@ -191,7 +198,13 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
     front end makes at no latency (the ISA's stack_engine_register). memo: a dict the caller
     keeps across kernels of one model: an instruction's annotation depends on its form and
     semantics alone (until macro-fusion pairs it), so each is made once."""
-    machine = machine_facts(model, loop)
+    if memo is None:
+        machine = machine_facts(model, loop)
+    else:
+        machine = memo.get(("machine facts", loop))
+        if machine is None:
+            machine = memo[("machine facts", loop)] = machine_facts(model, loop)
+        machine = machine.copy()            # a kernel adds what it assumed: to its own copy
     out = []
     for i, (form, sem) in enumerate(zip(forms, semantics)):
         if memo is None:

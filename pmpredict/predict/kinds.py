@@ -36,6 +36,7 @@ def _table(isa: str) -> tuple:
                  semantics.get(isa).operation_kinds)
 
 
+@lru_cache(maxsize=1 << 14)         # a corpus has a few hundred mnemonics: each matched once
 def classify(isa: str, mnemonic: str, *, loads: bool, stores: bool, branch: bool,
              vector: bool) -> tuple[str, ...]:
     """The kinds of an instruction: memory and branch kinds first, then its operation's."""
