@@ -1,8 +1,9 @@
-"""The one compiled part of the package: the simulation's passes in C
-(pmpredict/predict/_simcore.c). Everything else is in pyproject.toml.
+"""The compiled parts of the package, in C: the simulation's passes (_simcore.c), the port
+bound's max flow (_portflow.c), the loop-carried chains and critical path (_chains.c), all
+in pmpredict/predict/. Everything else is in pyproject.toml.
 
-The extension is optional: where no C compiler is found the install goes on without it and
-the simulation runs compiled by numba, or as plain Python (pmpredict.predict.engines)."""
+The extensions are optional: where no C compiler is found the install goes on without them;
+the simulation runs compiled by numba, or as plain Python, and the others as plain Python."""
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -24,10 +25,12 @@ class OptionalBuildExt(build_ext):
             print(f"pmpredict: {ext.name} was not built ({exc}); numba stands in")
 
 
+# the same IEEE arithmetic as the Python code: no fused multiply-add, no fast-math
+EXACT = ["-O2", "-ffp-contract=off", "-fno-fast-math"]
+
 setup(
-    ext_modules=[Extension(
-        "pmpredict.predict._simcore", ["pmpredict/predict/_simcore.c"],
-        # the same IEEE arithmetic as the Python passes: no fused multiply-add, no fast-math
-        extra_compile_args=["-O2", "-ffp-contract=off", "-fno-fast-math"])],
+    ext_modules=[Extension(f"pmpredict.predict.{name}", [f"pmpredict/predict/{name}.c"],
+                           extra_compile_args=EXACT)
+                 for name in ("_simcore", "_portflow", "_chains")],
     cmdclass={"build_ext": OptionalBuildExt},
 )
