@@ -28,6 +28,14 @@ cycle spans), computed exactly: every cycle passes through at least one distance
 H[s][t] = the longest path from s through one iteration to t (ending in one carried edge),
 and the bound is the maximum cycle mean of H (Karp's algorithm), the cycle itself found
 among the edges that are tight under the optimal potentials.
+
+The chains and the critical path run in C where the extension is built (_chains.c: the same
+algorithms step for step, the same floating-point operations in the same order, the same ties
+broken the same way, so bit-identical results); the Python functions here are the reference
+and the fallback where no C compiler was found (_loop_carried_cycles_python,
+_loop_carried_chains_python, _critical_path_python). The C takes float or int latencies (ints
+within 2**31) and raises ValueError on a distance-0 edge loop, which the Python would follow
+forever (build_graph makes none: its distance-0 edges go forward).
 """
 
 from __future__ import annotations
@@ -35,6 +43,12 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import attrgetter
+
+try:                              # the chains and the critical path in C, where built
+    from pmpredict.predict import _chains
+except ImportError:
+    _chains = None
 
 NEG = float("-inf")
 # relative tolerance for "tight" comparisons of sums of latencies
@@ -348,9 +362,26 @@ class Path:
     nodes: tuple[int, ...]
 
 
+_edge_row = attrgetter("src", "dst", "latency", "distance")
+
+
+def _edge_rows(graph: Graph) -> list[tuple]:
+    """The edges as _chains reads them, in graph.edges order: it names the edges of a cycle by
+    their index there, so that the cycle holds the graph's own Edge objects."""
+    return list(map(_edge_row, graph.edges))
+
+
 def critical_path(graph: Graph, latency: list[float]) -> Path:
     """Longest path through one iteration (distance-0 edges only); a node without a producer in
     the iteration finishes `latency[i]` after the start."""
+    if _chains is None:
+        return _critical_path_python(graph, latency)
+    length, nodes = _chains.critical_path(graph.n, _edge_rows(graph), latency)
+    return Path(length, nodes)
+
+
+def _critical_path_python(graph: Graph, latency: list[float]) -> Path:
+    """critical_path in plain Python: the reference for _chains.critical_path."""
     n = graph.n
     if n == 0:
         return Path(0.0, ())
@@ -397,6 +428,23 @@ def _forward_longest(n: int, zero_in: list[list[Edge]], start: int):
 
 def loop_carried_cycles(graph: Graph, exclude: frozenset[int] = frozenset()) -> Cycle | None:
     """The dependency cycle of largest ratio (None: no cycle), ignoring nodes in `exclude`."""
+    if _chains is None:
+        return _loop_carried_cycles_python(graph, exclude)
+    found = _chains.cycles(graph.n, _edge_rows(graph), exclude, 1, False)
+    return _native_cycle(graph, *found[0]) if found else None
+
+
+def _native_cycle(graph: Graph, ratio: float, latency: float, iterations: int,
+                  nodes: tuple[int, ...], edge_indices: tuple[int, ...]) -> Cycle:
+    """A cycle _chains found, its edges the graph's own Edge objects."""
+    edges = tuple(graph.edges[k] for k in edge_indices)
+    return Cycle(ratio, latency, iterations, nodes, edges,
+                 tuple(dict.fromkeys(e.resource for e in edges)))
+
+
+def _loop_carried_cycles_python(graph: Graph, exclude: frozenset[int] = frozenset()
+                                ) -> Cycle | None:
+    """loop_carried_cycles in plain Python: the reference for _chains.cycles."""
     n = graph.n
     edges = [e for e in graph.edges if e.src not in exclude and e.dst not in exclude]
     carried = [e for e in edges if e.distance > 0]
@@ -519,9 +567,18 @@ def _tight_cycle(weight: list[list[float]], mean: float) -> list[int]:
 def loop_carried_chains(graph: Graph, limit: int = 8) -> list[Cycle]:
     """Disjoint dependency cycles that cost time, worst first: the worst cycle, then the worst
     among the instructions not on it, and so on (at most `limit`)."""
+    if _chains is None:
+        return _loop_carried_chains_python(graph, limit)
+    # the whole search in one call: the graph is read once
+    return [_native_cycle(graph, *found)
+            for found in _chains.cycles(graph.n, _edge_rows(graph), (), limit, True)]
+
+
+def _loop_carried_chains_python(graph: Graph, limit: int = 8) -> list[Cycle]:
+    """loop_carried_chains in plain Python: the reference for _chains.cycles."""
     chains, used = [], frozenset()
     while len(chains) < limit:
-        c = loop_carried_cycles(graph, used)
+        c = _loop_carried_cycles_python(graph, used)
         if c is None or c.ratio <= 0:
             break                 # no cycle left, or only cycles that cost nothing
         chains.append(c)
