@@ -13,8 +13,9 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
-from pmpredict.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, STORE_PAIRS,
-                                      VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
+from pmpredict.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, STORE_COMMITS,
+                                      STORE_PAIRS, VECTOR_STORE_PAIR, WIDE_STORE_PAIRS,
+                                      WINDOW_SIZES,
                                       doubts, probes,
                                       read_frontend, snap_width)
 from pmpredict.model.machine import FUSION_KEYS, MachineModel
@@ -32,11 +33,12 @@ CHAIN = 220.0              # the window probes' chain of divisions, cycles
 
 def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"),
                          paired_within=0, window=224, paired_width=8,
-                         paired_vector=True) -> dict:
+                         paired_vector=True, store_commits=1) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
-    `paired_width` bytes wide, and of vector registers if `paired_vector`); a stack sync
+    `paired_width` bytes wide, and of vector registers if `paired_vector`), `store_commits`
+    a cycle in lines of their own whatever their forms; a stack sync
     of one cycle; copies of the window probe overlap up to `window` instructions."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
@@ -52,6 +54,7 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
             else 2.0
     cycles[f"stores: {VECTOR_STORE_PAIR}"] = 1.0 if 32 <= paired_within and paired_vector \
         else 2.0
+    cycles[f"stores: {STORE_COMMITS}"] = 4.0 / store_commits
     for name, _, _ in FUSION_SUBJECTS:
         # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
         cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0
@@ -77,8 +80,8 @@ def test_a_four_wide_core_read_from_its_timings():
                               "macro_fusion_and": 1, "macro_fusion_inc": 1, "macro_fusion_dec": 1,
                               "load_op_slots": 1, "indexed_load_op_slots": 2,
                               "vector_load_op_slots": 1, "indexed_vector_load_op_slots": 2,
-                              "paired_stores": 0, "stack_sync_latency": 1.0, "window": 219,
-                              "taken_branch": 1.0}
+                              "paired_stores": 0, "store_commits": 1,
+                              "stack_sync_latency": 1.0, "window": 219, "taken_branch": 1.0}
     assert set(front.how) == set(front.pipeline)          # each says what it rests on
     assert front.how["window"].endswith("copies of 219 instructions overlap, of 230 not")
     assert front.details["instructions_per_cycle"]["width: eliminated moves"] == 3.2
@@ -201,6 +204,7 @@ def test_a_busy_sibling_thread_is_caught_by_the_floor():
     assert doubts(front, 3.98) == [
         "the width probes (2.00 per cycle) are below the floor (3.98)",
         "a loop iteration takes 2.0 cycles",
+        "four stores of different forms, lines apart: 0.50 stores a cycle, fewer than one",
         "sub rsp, 8; add rsp, 8 runs at 2.00 cycles an operation"]
     clean = read_frontend(skylake_like_timings(), floor=3.98)
     assert clean.r_max == 4.0 and "width_from" not in clean.details

@@ -36,8 +36,9 @@ _LABEL = re.compile(r"^\d+:")                 # a numeric local label: a probe's
 ROUNDS = 3                            # timings of the probes at most, while the reading is in doubt
 # the probes' generation, in a model's provenance.front_end: 2 added the fusion of each first
 # instruction, vector load-op slots, the store pairing block, the stack sync and the window;
-# 3 the widest store that pairs; 4 whether vector-register stores pair
-FRONT_END_VERSION = 4
+# 3 the widest store that pairs; 4 whether vector-register stores pair; 5 the stores
+# committed a cycle
+FRONT_END_VERSION = 5
 
 
 @dataclass

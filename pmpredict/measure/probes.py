@@ -39,6 +39,11 @@ end's, so a subject that costs one more slot shows as 1 / width more cycles.
   scope), two where they do: the largest reach that pairs is the block (Zen 4: 32 bytes;
   a core that commits two stores to one line together: 64; stores 192 bytes apart pairing:
   anywhere, a page for the engine).
+* **Store commits** (`store_commits`): four stores of different forms a copy (a 64-bit
+  register, a 32-bit immediate, a vector register's low 64 bits, a byte register), each in a
+  line of its own: how many stores commit a cycle whatever their forms (Zen 4: one). The
+  forms' inferred ports cannot say it: each form alone runs one a cycle, so the inference
+  may put two forms on two ports, as if they could commit in one cycle.
 * **Stack sync** (`stack_sync_latency`): `push r8; add rsp, 8` against `sub rsp, 8; add rsp,
   8`. The push updates rsp in the stack engine; the add names rsp, so a sync uop applies
   the engine's offset first: the loop-carried chain is sync + add, against two plain ALU
@@ -183,6 +188,16 @@ WIDE_STORE_PAIRS = (
 VECTOR_STORE_PAIR = "two 8-byte vector-register stores in one 32-byte block"
 
 
+# four stores of different forms a copy, each in a line of its own (192 bytes apart: no two
+# pair): how many stores the core commits a cycle whatever their forms (store_commits; Zen 4:
+# one, where the forms' own ports would allow more: an inferred mapping puts stores of
+# different forms on different ports, as each form alone runs one a cycle)
+STORE_COMMITS = "four stores of different forms, lines apart"
+STORE_COMMIT_LINES = ("mov qword ptr [rsi + 8], r8", "mov dword ptr [rsi + 200], 1",
+                      "vmovq qword ptr [rsi + 392], xmm8", "mov byte ptr [rsi + 584], r9b")
+COMMITS_SNAP = 0.15             # stores a cycle this close to a whole number: that number
+
+
 def _store_probes() -> list[Probe]:
     narrow = [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {d}], {r}"
                                              for d, r in zip(offsets, STORE_REGISTERS)))
@@ -192,7 +207,8 @@ def _store_probes() -> list[Probe]:
             for name, a, b, _, _ in WIDE_STORE_PAIRS]
     vector = [Probe(f"stores: {VECTOR_STORE_PAIR}", ("vmovq qword ptr [rsi + 8], xmm8",
                                                      "vmovq qword ptr [rsi + 16], xmm9"))]
-    return narrow + wide + vector
+    commits = [Probe(f"stores: {STORE_COMMITS}", STORE_COMMIT_LINES)]
+    return narrow + wide + vector + commits
 
 
 STACK_PROBES = (
@@ -345,6 +361,7 @@ def _read_stores(cycles, out: FrontEnd) -> None:
     if not per_store:
         return
     out.details["cycles_per_store"] = {n: _round(v) for n, v in per_store.items()}
+    _read_store_commits(cycles, out)
     paired = [(name, offsets, size) for name, offsets, size in STORE_PAIRS
               if name in per_store and per_store[name] < PAIRED_BELOW]
     unclear = [n for n, v in per_store.items() if PAIRED_BELOW - 0.1 < v < 0.9]
@@ -368,6 +385,26 @@ def _read_stores(cycles, out: FrontEnd) -> None:
         f"{per_store[name]:.2f} cycles each" + ("" if paired[-1] == STORE_PAIRS[-1] else
                                                   ", farther apart one a cycle"))
     _read_wide_stores(cycles, size, out)
+
+
+def _read_store_commits(cycles, out: FrontEnd) -> None:
+    """Stores committed a cycle apart from pairing: the four stores of different forms in
+    lines of their own, a whole number a cycle (a reading between two is suspect, and taken
+    as the lower: noise only slows a probe)."""
+    c = cycles.get(f"stores: {STORE_COMMITS}")
+    if not c:
+        return
+    each = c / len(STORE_COMMIT_LINES)
+    out.details.setdefault("cycles_per_store", {})[STORE_COMMITS] = _round(each)
+    rate = 1.0 / each
+    commits = max(1, math.floor(rate + COMMITS_SNAP))
+    if rate < 1 - COMMITS_SNAP:                   # every core in scope commits one a cycle
+        out.suspect.append(f"{STORE_COMMITS}: {rate:.2f} stores a cycle, fewer than one")
+    elif abs(rate - round(rate)) > COMMITS_SNAP:
+        out.suspect.append(f"{STORE_COMMITS}: {rate:.2f} stores a cycle, not a whole number")
+    out.pipeline["store_commits"] = commits
+    out.how["store_commits"] = (f"{STORE_COMMITS} ({'; '.join(STORE_COMMIT_LINES)}): "
+                                f"{each:.2f} cycles each")
 
 
 def _read_wide_stores(cycles, block: int, out: FrontEnd) -> None:

@@ -101,6 +101,11 @@ class PipelineFacts:
     paired_store_vector_assumed: bool = True
     # measured facts whose chain did not reproduce (measure.latency._settle): key -> why
     fact_doubts: dict[str, str] = field(default_factory=dict)
+    # stores committed a cycle whatever their forms (0: the model does not say, and stores
+    # are limited by their forms' ports alone); `commit_mask`: the ports that stand for the
+    # commit, past the model's own (commit_ports)
+    store_commits: int = 0
+    commit_mask: int = 0
 
     def forwarding(self) -> Forwarding:
         return Forwarding(self.store_forward_latency, self.store_forward_indexed,
@@ -131,6 +136,15 @@ class PipelineFacts:
         """Whether the machine's facts count an instruction that costs more than its form
         (InstructionSemantics.beyond_model): an atomic, when atomic_cycles is measured."""
         return beyond_model == ATOMIC and bool(self.atomic_cycles)
+
+
+def commit_ports(model) -> tuple[str, ...]:
+    """The ports a model's measured store commits stand for (pipeline store_commits: every
+    store of a known form takes a uop there, besides its form's; a store that pairs with the
+    one before it runs its address uops only, as it commits with that one): named after the
+    model's own ports, `store` (or store1, store2...); none where the model does not say."""
+    n = int((model.pipeline or {}).get("store_commits") or 0)
+    return ("store",) if n == 1 else tuple(f"store{k + 1}" for k in range(n))
 
 
 def machine_facts(model, loop: bool) -> PipelineFacts:
@@ -178,6 +192,9 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
     for kind, key in FORWARDING_KEYS.items():
         if pipe.get(key) is not None:
             setattr(facts, f"store_forward_{kind}", float(pipe[key]))
+    if pipe.get("store_commits"):
+        facts.store_commits = int(pipe["store_commits"])
+        facts.commit_mask = ((1 << facts.store_commits) - 1) << len(model.ports)
     latencies = (model.provenance or {}).get("latencies")
     fact_doubts = latencies.get("doubts") if isinstance(latencies, dict) else None
     if isinstance(fact_doubts, dict):
@@ -325,6 +342,8 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
                       tuple((r, d) for r, d in sem.offsets if r in updated))
     if not sem.known:
         assumed.append("reads/writes guessed (instruction not in the semantics tables)")
+    if machine.commit_mask and sem.stores and form:
+        uops += ((machine.commit_mask, 1),)           # its commit (see commit_ports)
     return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
                      eliminated=eliminated, idiom=idiom, assumed=assumed)
 

@@ -281,8 +281,8 @@ def _forwarding_store(nodes, addresses: _Addresses, stores: dict, i: int, k: int
 EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of a pair (bits)
 
 
-def paired_stores(nodes: list[Node], block_bytes: int,
-                  max_width: int | None = None, vector: bool = True) -> dict[int, int]:
+def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = None,
+                  vector: bool = True, implicit: bool = False) -> dict[int, int]:
     """Stores that commit together with the store before them, on a core that commits two
     consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
     paired_store_bytes; Zen 4 measures 0.5 cycles per store for two stores at [rbp + 8],
@@ -303,8 +303,10 @@ def paired_stores(nodes: list[Node], block_bytes: int,
     ends a run. So does a store no operand names (push, call): a push form is measured as a
     run of pushes to adjacent addresses, which pair on a pairing core, so its uops already
     carry the pairing (Zen 4: push r64 measured 0.57 cycles in a block of its own, its form
-    0.5; paired again, 0.25). A store of a vector register's data pairs only where `vector`
-    (the pipeline's paired_store_vector: Zen 4 does not pair them, whatever their width)."""
+    0.5; paired again, 0.25); unless `implicit`: where the stores' commit is a port of its own
+    (the pipeline's store_commits), pushes pair as other stores do. A store of a vector
+    register's data pairs only where `vector` (the pipeline's paired_store_vector: Zen 4 does
+    not pair them, whatever their width)."""
     addresses = _Addresses(nodes)
     stores = [(i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
               if ref.store]
@@ -328,7 +330,7 @@ def paired_stores(nodes: list[Node], block_bytes: int,
         else abs(first[1] - last[1]) <= block_bytes // 2)
     def narrow(j: int) -> bool:
         i, k = stores[j]
-        if nodes[i].memory[k].implicit:
+        if nodes[i].memory[k].implicit and not implicit:
             return False                     # its measured uops hold the pairing already
         if nodes[i].memory[k].vector and not vector:
             return False

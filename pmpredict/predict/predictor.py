@@ -28,7 +28,8 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from pmpredict.isa import semantics as semantics_registry
-from pmpredict.predict.annotate import Annotated, PipelineFacts, annotate
+from pmpredict.isa.base import STORES
+from pmpredict.predict.annotate import Annotated, PipelineFacts, annotate, commit_ports
 from pmpredict.asm.kernel import Kernel
 from pmpredict.asm.match import APPROX_LOAD, FormMatcher, form_pattern
 from pmpredict.isa.keys import render_key
@@ -232,6 +233,8 @@ class Predictor:
                         if fallback is None else fallback.matcher(allow_approx))
         self.criticality = criticality
         self.engine = simulation_engine(compiled)
+        # the model's ports, and after them those its measured store commits stand for
+        self.ports = tuple(model.ports) + commit_ports(model)
         self._short: dict[str, str] = {}
         self._port_kinds = None
         # what depends on an instruction alone, by (its text, syntax): a kernel's instructions
@@ -317,7 +320,7 @@ class Predictor:
         if facts.paired_stores:
             annotated = _pair_stores(annotated, nodes, node_rows, self._address_uops(),
                                      facts.paired_store_bytes, facts.paired_store_width,
-                                     facts.paired_store_vector)
+                                     facts.paired_store_vector, implicit=facts.store_commits > 0)
             if facts.paired_store_width_assumed and any(
                     ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
                 facts.assumed["paired_store_width"] = facts.paired_store_width
@@ -337,7 +340,7 @@ class Predictor:
         path_ = critical_path(graph, [node.latency for node in annotation.nodes])
         path_ = Path(path_.length, tuple(dict.fromkeys(annotation.node_rows[i]
                                                        for i in path_.nodes)))
-        evidence = Evidence(throughput, neck, tuple(model.port_names(neck)), chains,
+        evidence = Evidence(throughput, neck, tuple(self._names(neck)), chains,
                             sum(a.slot for a in annotation.annotated), model.r_max,
                             facts.taken_branch, facts.window)
         return BoundsFound(Bounds.of(evidence), evidence, balance, tuple(pressure), port_load,
@@ -353,7 +356,7 @@ class Predictor:
         body = Body(tuple(node.latency for node in annotation.nodes), tuple(node_uops),
                     tuple(tuple((e.src, e.distance, e.latency) for e in incoming)
                           for incoming in found.graph.in_edges()),
-                    tuple(node_slots), len(self.model.ports), found.balance)
+                    tuple(node_slots), len(self.ports), found.balance)
         facts = annotation.facts
         core = CoreLimits(self.model.r_max, facts.window, facts.taken_branch)
         # results and retirements are what the slack needs; the views that need more ask
@@ -377,8 +380,8 @@ class Predictor:
         if found is None or simulated is None:
             if annotation is not None:
                 rows = [_row(r, a, self._port_names(a)) for r, a in zip(rows, annotation.annotated)]
-            return Report(path, model.isa, syntax, model.name, model.ports, kernel, rows, cycles,
-                          [], {p: 0.0 for p in model.ports}, model.r_max, pipeline=facts,
+            return Report(path, model.isa, syntax, model.name, self.ports, kernel, rows, cycles,
+                          [], {p: 0.0 for p in self.ports}, model.r_max, pipeline=facts,
                           fallback=self.fallback)
         evidence, chains = found.evidence, found.chains
         on_chain = set(chains[0].nodes) if chains else set()
@@ -397,7 +400,7 @@ class Predictor:
             classes = event_classes(evidence)
             body, core, run, engine = simulated.body, simulated.core, simulated.run, self.engine
             analyse_later = lambda: analyse(body, core, run, classes, engine=engine)  # noqa: E731
-        return Report(path, model.isa, syntax, model.name, model.ports, kernel, rows,
+        return Report(path, model.isa, syntax, model.name, self.ports, kernel, rows,
                       simulated.cycles,
                       [FRONTEND_BOTTLENECK] if front_limited else list(evidence.port_names),
                       found.port_load, model.r_max, bounds=found.bounds,
@@ -412,14 +415,19 @@ class Predictor:
     def _names(self, mask: int) -> list[str]:
         names = self._mask_names.get(mask)
         if names is None:
-            names = self._mask_names[mask] = self.model.port_names(mask)
+            names = self._mask_names[mask] = [p for i, p in enumerate(self.ports)
+                                              if mask >> i & 1]
         return list(names)
 
     def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
         """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.predict.kinds)."""
         if self._port_kinds is None:
             self._port_kinds = port_kinds(self.model)
-        rows = [(self._instruction_kinds(s), a.uops) for s, a in zip(sems, annotated)]
+        commit = ((1 << len(self.ports)) - 1) & ~((1 << len(self.model.ports)) - 1)
+        rows = [(self._instruction_kinds(s), a.uops if not commit else
+                 tuple(u for u in a.uops if u[0] != commit)) for s, a in zip(sems, annotated)]
+        if commit:                 # a commit uop is a store's whatever else the instruction does
+            rows.append(((STORES,), tuple(u for a in annotated for u in a.uops if u[0] == commit)))
         return kinds_within(self._port_kinds, rows, neck)
 
     def _instruction_kinds(self, sem) -> tuple[str, ...]:
@@ -432,15 +440,15 @@ class Predictor:
         """The throughput bound, its bottleneck port mask, each port's share of one optimal
         schedule (the simulation's tie-breaker), each instruction's port pressure in that
         schedule, and each port's load."""
-        model = self.model
-        n_ports = len(model.ports)
+        ports = self.ports
+        n_ports = len(ports)
         mass: dict[int, float] = {}
         for a in annotated:
             for mask, count in _uop_mass(a):
                 mass[mask] = mass.get(mask, 0) + count
         if not mass:
             return (0.0, 0, tuple([1.0] * n_ports), [{} for _ in annotated],
-                    {p: 0.0 for p in model.ports})
+                    {p: 0.0 for p in ports})
         masses = tuple(mass.items())         # in order: the order picks among optimal schedules
         found = self._optimum.get(masses)
         if found is None:
@@ -453,14 +461,14 @@ class Predictor:
                 share = count / mass[mask]
                 for p, x in schedule[mask].items():
                     pressure[p] += x * share
-            pressures.append({model.ports[p]: x for p, x in enumerate(pressure) if x > 1e-9})
+            pressures.append({ports[p]: x for p, x in enumerate(pressure) if x > 1e-9})
         load = [0.0] * n_ports
         for row in schedule.values():
             for p, x in row.items():
                 load[p] += x
         total = sum(load)
         return (cycles, neck, tuple(x / total for x in load), pressures,
-                {model.ports[p]: load[p] for p in range(n_ports)})
+                {ports[p]: load[p] for p in range(n_ports)})
 
 
 def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None,
@@ -473,13 +481,14 @@ def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None
 
 
 def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address,
-                 block_bytes: int, max_width: int | None, vector: bool = True) -> list:
+                 block_bytes: int, max_width: int | None, vector: bool = True,
+                 implicit: bool = False) -> list:
     """Plain stores committed with the store before them (deps.paired_stores) run only their
     address generation (`address`: the plain load's uops) on the iterations they pair: every
     iteration (their uops replaced), or every other one (Annotated.paired). A store that also
     loads (add [m], r) keeps its uops."""
     out = list(annotated)
-    for k, when in paired_stores(nodes, block_bytes, max_width, vector).items():
+    for k, when in paired_stores(nodes, block_bytes, max_width, vector, implicit).items():
         a = out[node_rows[k]]
         if a.semantics.loads or not a.uops:
             continue

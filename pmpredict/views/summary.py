@@ -212,7 +212,7 @@ def text(report) -> str:
     k = report.kernel
     span = f"lines {k.first_line}-{k.last_line}" if k.first_line is not None else "no instructions"
     out = [f"File:       {report.path} ({SYNTAX_NAMES.get(report.syntax, report.syntax)})",
-           f"Model:      {report.model} ({len(ports)} ports"
+           f"Model:      {report.model} ({_ports_counted(report)}"
            + (f", R_max {report.r_max:g}/cycle" if report.r_max else "") + ")",
            f"Kernel:     {k.description}, {span}, {len(report.rows)} instructions, "
            f"{report.matched} in the model", ""]
@@ -243,6 +243,16 @@ def text(report) -> str:
     for note in assumptions(report):
         out.append(f"Assumed:    {note}")
     return "\n".join(out) + "\n"
+
+
+def _ports_counted(report) -> str:
+    """`10 ports`, and the store-commit ports after them where the model measured them."""
+    commits = report.pipeline.store_commits if report.pipeline else 0
+    told = f"{len(report.ports) - commits} ports"
+    if commits:
+        told += (f" + {', '.join(report.ports[-commits:])}: "
+                 + ("a store" if commits == 1 else f"{commits} stores") + " committed a cycle")
+    return told
 
 
 def fallback_note(report) -> str:
