@@ -406,6 +406,9 @@ def test_facts_of_every_recent_x86_core(measured):
     assert front.pipeline["paired_stores"] in (0, 1)
     if front.pipeline["paired_stores"]:
         assert front.pipeline["paired_store_bytes"] in (32, 64, 128, 4096)
+    # stores of different forms in lines of their own: one a cycle (Skylake, Zen 4) or two
+    # (Intel's two store data ports since Ice Lake), never fewer
+    assert front.pipeline["store_commits"] in (1, 2)
     # the stack engine's sync: a cycle or so (push; add rsp at least the add's cycle)
     assert 0 <= front.pipeline["stack_sync_latency"] <= 3
     # every reorder buffer in scope holds 224 (Skylake, Zen 2) to 512 (Golden Cove)
