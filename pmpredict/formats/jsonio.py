@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+from itertools import accumulate
 
 from pmpredict.errors import InputError, find_line, text_position
 from pmpredict.formats.files import read_text, write_atomic
@@ -20,6 +21,9 @@ from pmpredict.model.validate import name_problem
 MAX_NESTING = 100
 # a JSON string, or a token that matters outside strings: brackets and the non-JSON constants
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|NaN|-?Infinity')
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+_DEPTH = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 class JsonDocument:
@@ -48,7 +52,13 @@ class JsonDocument:
 
 def structure_problem(text: str) -> tuple[str, int] | None:
     """(what is wrong, offset) if the text nests deeper than MAX_NESTING or uses NaN /
-    Infinity outside a string; None otherwise. A scan, no recursion."""
+    Infinity outside a string; None otherwise. A scan, no recursion: first over the text
+    with its strings emptied (a model file is mostly strings), then, where that finds a
+    problem, token by token for its offset."""
+    bare = _STRINGS.sub('""', text)
+    if "NaN" not in bare and "Infinity" not in bare and max(
+            accumulate(map(_DEPTH.__getitem__, _BRACKETS.findall(bare))), default=0) <= MAX_NESTING:
+        return None
     depth = 0
     for m in _TOKENS.finditer(text):
         token = m.group()

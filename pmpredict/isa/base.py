@@ -369,11 +369,17 @@ def _split_access(text: str) -> tuple[str, ...]:
     return tuple("" if a.strip() == "-" else a.strip() for a in text.split(",")) if text else ()
 
 
+_BRACES = re.compile(r"([^{]*)\{([\w,]*)\}(.*)$")
+
+
 def expand_mnemonics(text: str) -> list[str]:
     """"padd{b,w,d,q} ld{1,2}r s{add,sub}l{,2}" -> the mnemonics (every combination)."""
     out = []
     for word in text.split():
-        m = re.match(r"([^{]*)\{([\w,]*)\}(.*)$", word)
+        if "{" not in word:                  # most mnemonics (the tables load with the module)
+            out.append(word)
+            continue
+        m = _BRACES.match(word)
         if m:
             out.extend(expand_mnemonics(" ".join(m.group(1) + part + m.group(3)
                                                  for part in m.group(2).split(","))))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import os
-import platform
 import shutil
 import sys
 
@@ -23,7 +22,7 @@ HARNESS_ISA = "x86"          # the harness generates x86-64 code: forms of this 
 
 def harness_runs_here() -> bool:
     """Whether this host can run the harness: x86-64 Linux with a C compiler."""
-    return (platform.machine() in ("x86_64", "AMD64") and sys.platform.startswith("linux")
+    return (os.uname().machine in ("x86_64", "AMD64") and sys.platform.startswith("linux")
             and bool(shutil.which("cc") or shutil.which("gcc")))
 
 
@@ -50,7 +49,7 @@ def cpu_flags() -> set[str]:
 
 
 def cpu_name() -> str:
-    return cpuinfo().get("model name") or platform.processor() or platform.machine()
+    return cpuinfo().get("model name") or os.uname().machine
 
 
 def cpu_identity() -> str:
@@ -59,7 +58,7 @@ def cpu_identity() -> str:
     info = cpuinfo()
     fields = [info.get(k, "") for k in ("vendor_id", "cpu family", "model", "stepping", "model name")]
     kind = measured_core_type()
-    return "|".join(fields + [" ".join(sorted(cpu_flags())), platform.machine()]
+    return "|".join(fields + [" ".join(sorted(cpu_flags())), os.uname().machine]
                     + ([f"core type {kind}"] if kind else []))
 
 

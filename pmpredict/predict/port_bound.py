@@ -26,7 +26,6 @@ not fit in 64 bits.
 from __future__ import annotations
 
 from collections import deque
-from fractions import Fraction
 from functools import reduce
 from math import lcm
 from operator import or_
@@ -150,6 +149,8 @@ def optimum(uops: dict[int, float], native: bool = True
         scale = lcm(*range(1, used + 1))
         masses = [int(uops[m]) * scale for m in masks]
     else:
+        # deferred: fractions (~2 ms to import) only for fractional masses (paired stores)
+        from fractions import Fraction
         exact = [Fraction(uops[m]).limit_denominator(10**9) for m in masks]
         scale = lcm(*range(1, used + 1)) * lcm(*(q.denominator for q in exact))
         masses = [int(q * scale) for q in exact]
