@@ -6,6 +6,7 @@ import sys
 
 from pmpredict.errors import InputError
 from pmpredict.exporters import registry
+from pmpredict.exporters.commits import with_commit_ports
 from pmpredict.formats.files import check_output
 from pmpredict.commands.common import emit, load_model, name_value
 
@@ -45,7 +46,8 @@ def run(args):
         raise InputError("<command line>", "give the model once: as M or as --model M")
     spec = args.model_arg or args.model
     check_output(args.output, "export")
-    model = load_model(spec)
+    # the model as the engine runs it: its measured store commits as ports (exporters.commits)
+    model = with_commit_ports(load_model(spec))
     if args.name:
         model = model.with_uops(model.uops, name=args.name)
     result = registry.get(args.format).export(model, args.output, args, spec)
