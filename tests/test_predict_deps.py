@@ -227,3 +227,30 @@ def test_vector_data_forwards_at_the_vector_latency_whatever_its_width():
     # general-purpose data keeps its own (plain) forwarding
     gpr = predict(["movq (%rsp), %rax", "addq $1, %rax", "movq %rax, (%rsp)"], vector)
     assert gpr.bounds.loop_carried == 4.0 + 1.0
+
+
+LOAD64 = f"MOV_((REG:W:G:64)),_{MEM}"
+INVARIANT = MachineModel(**{**TOY.__dict__,
+                            "uops": {**TOY.uops, LOAD64: ((LD, 1),)},
+                            "latency": {**TOY.latency, LOAD64: 5}})
+
+
+def test_an_address_computed_afresh_but_the_same_every_iteration_carries_the_chain():
+    """A pointer loaded from memory no store of the loop names, or computed from registers the
+    loop never writes, is the same every iteration: what the previous iteration stored there
+    is what this one loads (Zen 4: `movq 40(%rbx), %r8; ...; movq 80(%r8), %r15; ...; orb $6,
+    (%r9)` 6.16 cycles a loop, predicted 2.39 as if every iteration had its own address)."""
+    chain = ["movsd (%rdi), %xmm0", "addsd %xmm1, %xmm0", "movsd %xmm0, (%rdi)"]
+    for setup in (["movq 40(%rbx), %rdi"],                              # loaded
+                  ["movq %rbx, %rdi", "addq %rcx, %rdi"],                # computed
+                  ["movq 40(%rbx), %rdi", "addq $8, %rdi"]):             # and bumped
+        r = predict(setup + chain, INVARIANT)
+        assert "mem" in r.chains[0].resources, setup
+        assert r.bounds.loop_carried == 8.0                # forwarding 4 + addsd 4, as above
+    # not where the pointer's own memory is stored to, nor where it moves, nor where an input
+    # changes every iteration
+    for setup in (["movq 40(%rbx), %rdi", "movq %rcx, 40(%rbx)"],
+                  ["movq 40(%rbx), %rdi", "addq $8, %rbx"],
+                  ["addq %rcx, %rdx", "movq %rdx, %rdi"]):
+        r = predict(setup + chain, INVARIANT)
+        assert "mem" not in {x for c in r.chains for x in c.resources}, setup

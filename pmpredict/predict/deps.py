@@ -152,11 +152,23 @@ class _Addresses:
     Two accesses of the same iteration name the same bytes when their versions agree; an access
     of the next iteration sees every register that only moved by constants moved by its
     per-iteration step (its offset at the end of the body), so the previous iteration's store
-    sits `step` bytes further back."""
+    sits `step` bytes further back. A write computed only from values that are the same every
+    iteration (registers the body never writes, other such results, loads from such addresses
+    that no store of the body names) makes a version ("same", ...) that is the same every
+    iteration too: a pointer loaded afresh each time from an unchanging place points where it
+    did the iteration before (Zen 4 runs a read-modify-write through one at its chain's pace)."""
 
     def __init__(self, nodes: list[Node]):
+        written = {r for node in nodes for r in node.writes}
+        stored = {(ref.address[0], ref.address[1], ref.address[2], ref.address[4])
+                  for node in nodes for ref in node.memory if ref.store}
         state: dict[str, tuple] = {}
         self.where: list[list[tuple]] = []
+
+        def invariant(version) -> bool:
+            return version is None or version[0] == "same" or (
+                version[0] == "start" and version[1] not in written)
+
         for i, node in enumerate(nodes):
             here = []
             for ref in node.memory:
@@ -165,13 +177,22 @@ class _Addresses:
                 iv, io = state.get(index, (("start", index), 0)) if index else (None, 0)
                 here.append(((bv, iv, scale, symbols), disp + bo + scale * io))
             self.where.append(here)
+            # a result computed from values that are the same every iteration (registers the
+            # body never writes, such results, loads from such addresses that no store of the
+            # body names) is the same every iteration: an address made of it is too
+            same = bool(node.writes) and all(
+                invariant(state.get(src.resource, (("start", src.resource), 0))[0])
+                for src in node.reads) and all(
+                invariant(key[0]) and invariant(key[1])
+                and (ref.address[0], ref.address[1], ref.address[2], ref.address[4]) not in stored
+                for ref, (key, _) in zip(node.memory, here) if ref.load)
             bumps = dict(node.offsets)
             for r in node.writes:
                 if r in bumps:
                     v, o = state.get(r, (("start", r), 0))
                     state[r] = (v, o + bumps[r])
                 else:
-                    state[r] = (("def", i, r), 0)
+                    state[r] = (("same" if same else "def", i, r), 0)
         # per-iteration step of the registers that only moved by constants (never written: 0)
         self.step = {r: o for r, (v, o) in state.items() if v == ("start", r)}
         self.recomputed = {r for r, (v, o) in state.items() if v != ("start", r)}
@@ -181,9 +202,10 @@ class _Addresses:
         when it depends on a value the iteration computes afresh."""
         bv, iv, scale, symbols = key
         for v in (bv, iv):
-            if v is not None and (v[0] != "start" or v[1] in self.recomputed):
+            if v is not None and v[0] != "same" and (v[0] != "start" or v[1] in self.recomputed):
                 return None
-        shift = (self.step.get(bv[1], 0) if bv else 0) + scale * (self.step.get(iv[1], 0) if iv else 0)
+        shift = (self.step.get(bv[1], 0) if bv and bv[0] == "start" else 0) + scale * (
+            self.step.get(iv[1], 0) if iv and iv[0] == "start" else 0)
         return key, offset - shift
 
 
