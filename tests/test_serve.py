@@ -124,3 +124,38 @@ def test_a_request_past_the_time_limit_is_stopped_and_the_service_goes_on():
     first, second = out
     assert first["error"]["path"] == "big.s" and "--timeout" in first["error"]["message"]
     assert second["result"]["cycles"] > 0
+
+
+def test_the_time_limit_never_fires_inside_a_garbage_collector_callback(monkeypatch):
+    """The timer signal lands wherever Python is: inside a callback the garbage collector runs
+    (as hypothesis and numba install), an exception is lost and reported as unraisable, and
+    a later one may land in the hook reporting it. The service stops a request in its own
+    code only: nothing unraisable, and the request is still stopped on time."""
+    import gc
+    import sys
+    import time
+
+    lost, slowed = [], []
+    monkeypatch.setattr(sys, "unraisablehook", lost.append)
+    big = "".join(f"\taddq ${i % 100}, %r{8 + i % 8}\n\timulq %rbx, %rcx\n"
+                  for i in range(20000))
+    start = time.perf_counter()
+
+    def slow_callback(phase, info):
+        # from the time limit on, a few collections long enough for the timer to fire inside
+        if phase == "start" and time.perf_counter() - start > 0.15 and len(slowed) < 4:
+            slowed.append(phase)
+            end = time.perf_counter() + 0.12
+            while time.perf_counter() < end:
+                pass
+    gc.callbacks.append(slow_callback)
+    try:
+        out = []
+        serve([json.dumps({"id": 1, "text": big, "model": "skl", "path": "big.s"})],
+              out.append, Service(), timeout=0.2)
+        took = time.perf_counter() - start
+    finally:
+        gc.callbacks.remove(slow_callback)
+    assert slowed                          # the timer fired inside the callback
+    assert lost == []
+    assert "--timeout" in out[0]["error"]["message"] and took < 10

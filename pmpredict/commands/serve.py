@@ -124,6 +124,10 @@ class _TimedOut(Exception):
     """Raised in a request that ran past the service's --timeout (by SIGALRM)."""
 
 
+# the modules whose code a request runs, where a timed-out request may be stopped
+_OWN_CODE = ("pmpredict", "lark")
+
+
 def _answer_within(service: Service, request: dict, timeout: float | None) -> dict:
     """service.answer(request), stopped after `timeout` seconds (None: no limit) by a timer
     signal: a located error then, and the service goes on. (The signal lands between Python
@@ -134,10 +138,13 @@ def _answer_within(service: Service, request: dict, timeout: float | None) -> di
     import signal
 
     def stop(signum, frame):
-        raise _TimedOut
+        # only in the request's own code (pmpredict's, or the parser's): an exception raised
+        # in code the interpreter runs on the side (a finalizer or a callback of the garbage
+        # collector, a hook formatting an exception it ignored) is lost there, or breaks that
+        # code; the timer fires again in 50 ms and lands in the request's code soon
+        if frame is not None and frame.f_globals.get("__name__", "").startswith(_OWN_CODE):
+            raise _TimedOut
     previous = signal.signal(signal.SIGALRM, stop)
-    # and again every 50 ms: an exception raised where Python ignores it (a finalizer or a
-    # weakref callback the collector runs, as numba's type cache has) is lost, the next not
     signal.setitimer(signal.ITIMER_REAL, timeout, 0.05)
     try:
         return service.answer(request)
