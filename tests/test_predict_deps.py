@@ -8,6 +8,7 @@ from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.model.machine import MachineModel
 from pmpredict.predict.predictor import Predictor
+from pmpredict.views import summary
 
 MEM = "qword_ptr_[((MEM:64))_+_((MIMM:16))]"
 F = {
@@ -254,3 +255,19 @@ def test_an_address_computed_afresh_but_the_same_every_iteration_carries_the_cha
                   ["addq %rcx, %rdx", "movq %rdx, %rdi"]):
         r = predict(setup + chain, INVARIANT)
         assert "mem" not in {x for c in r.chains for x in c.resources}, setup
+
+
+def test_a_load_without_a_latency_takes_the_load_latency():
+    """A pure load whose form the model has no latency for (pop: no chain measures it alone)
+    takes the machine's load-to-use latency, said in the Assumed line, not an ALU's 1 (Zen 4:
+    `leaq -40(%rbp), %rsp; popq %rbx; ...; popq %rbp` 6.50 cycles a loop, predicted 3.00
+    with pop at 1 cycle, now 6.00: the chain lea 1 + the load 4, and the port pressure)."""
+    pop = "POP_((REG:W:G:64))"
+    lea = "LEA_((REG:W:G:64)),__[((MEM:64))+((IMM:8))]"
+    model = MachineModel(**{**TOY.__dict__, "uops": {**TOY.uops, pop: ((LD, 1),),
+                                                     lea: ((ALU, 1),)},
+                            "latency": {**TOY.latency, lea: 1}})
+    r = predict(["leaq -8(%rbp), %rsp", "popq %rbp"], model)
+    assert r.rows[1].latency == 5.0                          # the toy's load latency
+    assert r.bounds.loop_carried == pytest.approx(1 + 5)      # the lea, then the pop's load
+    assert "latency 5 assumed (the load latency) (line 3)" in summary.assumptions(r)

@@ -262,7 +262,13 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
     assumed = []
     uops = tuple(model.uops.get(form, ())) if form else ()
     base = model.latency.get(form) if form else None
-    if base is None:
+    pure_load = _pure_load(sem)
+    if base is None and form and pure_load:
+        # a load the model has no latency for (pop: no chain measures it alone) takes the
+        # machine's load-to-use latency, not an ALU operation's
+        base = machine.load_latency
+        assumed.append(f"latency {base:g} assumed (the load latency)")
+    elif base is None:
         base = ASSUMED["latency"]
         assumed.append(f"latency {base:g} assumed" if form else
                        f"not in the model: no uops, latency {base:g} assumed")
@@ -281,7 +287,6 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
         base = 0.0 if idiom == "zero" else base
 
     load = machine.load_latency
-    pure_load = _pure_load(sem)
 
     def operand_latency(operand):
         if form is None or eliminated:
