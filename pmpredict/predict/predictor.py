@@ -235,6 +235,7 @@ class Predictor:
         self.engine = simulation_engine(compiled)
         # the model's ports, and after them those its measured store commits stand for
         self.ports = tuple(model.ports) + commit_ports(model)
+        self._commit_mask = ((1 << len(self.ports)) - 1) & ~((1 << len(model.ports)) - 1)
         self._short: dict[str, str] = {}
         self._port_kinds = None
         # what depends on an instruction alone, by (its text, syntax): a kernel's instructions
@@ -423,7 +424,7 @@ class Predictor:
         """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.predict.kinds)."""
         if self._port_kinds is None:
             self._port_kinds = port_kinds(self.model)
-        commit = ((1 << len(self.ports)) - 1) & ~((1 << len(self.model.ports)) - 1)
+        commit = self._commit_mask
         rows = [(self._instruction_kinds(s), a.uops if not commit else
                  tuple(u for u in a.uops if u[0] != commit)) for s, a in zip(sems, annotated)]
         if commit:                 # a commit uop is a store's whatever else the instruction does
