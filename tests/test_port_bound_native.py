@@ -26,14 +26,15 @@ def assert_same(uops):
     return native
 
 
-def random_uops(rnd, masses):
-    ports = rnd.randint(1, 12)
+def random_uops(rnd, mass, max_ports=12, max_masks=15):
+    """Up to max_masks uop masks on up to max_ports ports, each with mass() added."""
+    ports = rnd.randint(1, max_ports)
     uops = {}
-    for _ in range(rnd.randint(1, 15)):
+    for _ in range(rnd.randint(1, max_masks)):
         mask = 0
         while mask == 0:
             mask = rnd.getrandbits(ports)
-        uops[mask] = uops.get(mask, 0) + rnd.choice(masses)
+        uops[mask] = uops.get(mask, 0) + mass()
     return uops
 
 
@@ -41,14 +42,14 @@ def random_uops(rnd, masses):
 def test_random_integer_masses(seed):
     rnd = random.Random(seed)
     for _ in range(1500):
-        assert_same(random_uops(rnd, range(1, 9)))
+        assert_same(random_uops(rnd, lambda: rnd.choice(range(1, 9))))
 
 
 @pytest.mark.parametrize("seed", range(2))
 def test_random_fractional_masses(seed):
     rnd = random.Random(100 + seed)
     for _ in range(1500):
-        assert_same(random_uops(rnd, [0.5, 1.5, 1 / 3, 2 / 3, 0.25, 1, 2, 3]))
+        assert_same(random_uops(rnd, lambda: rnd.choice([0.5, 1.5, 1 / 3, 2 / 3, 0.25, 1, 2, 3])))
 
 
 def test_many_uops_and_wide_masks():
@@ -72,14 +73,7 @@ def test_the_cases_of_test_bound():
     assert assert_same({0b01: 1 / 3, 0b11: 1})[0] == pytest.approx(2 / 3, rel=1e-15)
     for seed in range(100):                     # test_equals_the_engine_and_the_lp's inputs
         rnd = random.Random(seed)
-        ports = rnd.randint(1, 10)
-        masses = {}
-        for _ in range(rnd.randint(1, 12)):
-            m = 0
-            while m == 0:
-                m = rnd.getrandbits(ports)
-            masses[m] = masses.get(m, 0) + rnd.randint(1, 4)
-        assert_same(masses)
+        assert_same(random_uops(rnd, lambda: rnd.randint(1, 4), max_ports=10, max_masks=12))
 
 
 def test_values_from_first_principles():
