@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 from pmpredict.isa.forms import FormTemplate, parse_form
@@ -120,11 +121,12 @@ class InstructionSemantics:
     # with them the dependency engine follows addresses from one iteration to the next
     offsets: tuple[tuple[str, int], ...] = ()
 
-    @property
+    # asked for again and again per kernel (annotation, pairing, kinds): found once
+    @cached_property
     def loads(self) -> bool:
         return any(m.load for m in self.memory)
 
-    @property
+    @cached_property
     def stores(self) -> bool:
         return any(m.store for m in self.memory)
 
