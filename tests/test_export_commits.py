@@ -5,6 +5,7 @@ the real OSACA and llvm-tblgen, against pmpredict's own prediction of mixed stor
 import shutil
 import subprocess
 import warnings
+from dataclasses import replace
 
 import pytest
 
@@ -45,10 +46,9 @@ def test_store_forms_take_a_uop_on_the_commit_port():
     again = Predictor(run).predict(select_kernel(parse(
         "# OSACA-BEGIN\n" + "\n".join(MIXED) + "\n# OSACA-END\n", "att", "k.s")), "att", "k.s")
     assert again.ports == run.ports and again.cycles == pytest.approx(_pmpredict(MIXED))
-    two = with_commit_ports(MachineModel(**{**MODEL.__dict__,
-                                            "pipeline": {"store_commits": 2}}))
+    two = with_commit_ports(replace(MODEL, **{"pipeline": {"store_commits": 2}}))
     assert two.ports[-2:] == ("store1", "store2") and two.uops[STORE][-1] == (0b11000, 1)
-    plain = MachineModel(**{**MODEL.__dict__, "pipeline": {}})
+    plain = replace(MODEL, **{"pipeline": {}})
     assert with_commit_ports(plain) is plain              # no fact, nothing added
 
 
@@ -79,7 +79,7 @@ def test_osaca_with_the_export_predicts_mixed_stores_as_pmpredict_does(tmp_path)
 
     assert _pmpredict(MIXED) == pytest.approx(2.0)
     assert throughput(with_commit_ports(MODEL)) == pytest.approx(2.0, abs=0.011)
-    without = MachineModel(**{**MODEL.__dict__, "pipeline": {}})
+    without = replace(MODEL, **{"pipeline": {}})
     assert throughput(without) == pytest.approx(1.0, abs=0.011)     # the forms' ports alone
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import platform
 import shutil
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -270,7 +271,7 @@ def front_end(body, model):
 def test_an_unlaminated_indexed_load_op_takes_two_slots():
     indexed = [f"addq 8(%rdi,%rsi), %{r}" for r in ("rax", "rbx", "rcx", "rdx")]
     based = [f"addq {8 * k}(%rdi), %{r}" for k, r in enumerate(("rax", "rbx", "rcx", "rdx"))]
-    unlaminated = MachineModel(**{**WIDE.__dict__, "pipeline": {
+    unlaminated = replace(WIDE, **{"pipeline": {
         "taken_branch": 1.0, "load_op_slots": 1, "indexed_load_op_slots": 2}})
     assert front_end(indexed, WIDE)[0] == 1.0              # default: one slot each, 4 / 4
     assert front_end(indexed, unlaminated)[0] == 2.0       # 8 slots / 4
@@ -279,12 +280,12 @@ def test_an_unlaminated_indexed_load_op_takes_two_slots():
 
 def test_a_jump_the_model_lacks_still_fuses():
     """cmp + jne with no jne form: one slot for the pair (the cmp's uops), not two."""
-    narrow = MachineModel(**{**WIDE.__dict__, "r_max": 1.0})
+    narrow = replace(WIDE, **{"r_max": 1.0})
     bound, report = front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], narrow)
     assert bound == 2.0
     jump = report.rows[2].annotated
     assert jump.fused and jump.slot == 0 and report.rows[1].annotated.uops == ((0b1111, 1),)
-    off = MachineModel(**{**narrow.__dict__, "pipeline": {"macro_fusion": 0}})
+    off = replace(narrow, **{"pipeline": {"macro_fusion": 0}})
     assert front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], off)[0] == 3.0
 
 
@@ -295,14 +296,14 @@ def fusion_assumed(report) -> dict:
 def test_each_first_instruction_fuses_as_the_model_says():
     """A model saying add + jcc does not fuse (and cmp + jcc does) predicts the extra slot for
     add + jne only; one without a fact for add fuses it as cmp and says so."""
-    narrow = MachineModel(**{**WIDE.__dict__, "r_max": 1.0})
+    narrow = replace(WIDE, **{"r_max": 1.0})
     add_pair = ["addq $1, %rax", "addq $1, %rbx", "jne .L1"]
     cmp_pair = ["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"]
-    measured = MachineModel(**{**narrow.__dict__, "pipeline": {
+    measured = replace(narrow, **{"pipeline": {
         "taken_branch": 1.0, "macro_fusion": 1, "macro_fusion_add": 0}})
     assert front_end(add_pair, measured)[0] == 3.0            # three slots: not fused
     assert front_end(cmp_pair, measured)[0] == 2.0
-    bound, report = front_end(add_pair, MachineModel(**{**narrow.__dict__, "pipeline": {
+    bound, report = front_end(add_pair, replace(narrow, **{"pipeline": {
         "taken_branch": 1.0, "macro_fusion": 1}}))
     assert bound == 2.0 and fusion_assumed(report) == {"macro_fusion_add": 1}
     assert any("fusion" in note for note in summary.assumptions(report))     # said
@@ -310,7 +311,7 @@ def test_each_first_instruction_fuses_as_the_model_says():
     assert fusion_assumed(told) == {}
     assert not any("fusion" in note for note in summary.assumptions(told))
     # an old model (cmp's fact only, not fused): add goes as cmp, assumed; no fact at all: fused
-    old = MachineModel(**{**narrow.__dict__, "pipeline": {"taken_branch": 1.0, "macro_fusion": 0}})
+    old = replace(narrow, **{"pipeline": {"taken_branch": 1.0, "macro_fusion": 0}})
     bound, report = front_end(add_pair, old)
     assert bound == 3.0 and fusion_assumed(report) == {"macro_fusion_add": 0}
     bound, report = front_end(cmp_pair, narrow)
@@ -329,7 +330,7 @@ def test_vector_load_ops_take_their_own_slots():
     vector = [f"vpaddd 8(%rdi,%rsi), %xmm0, %xmm{k}" for k in range(1, 5)]
     integer = [f"addq 8(%rdi,%rsi), %{r}" for r in ("rax", "rbx", "rcx", "rdx")]
     assert front_end(vector, model)[0] == 1.0 and front_end(integer, model)[0] == 2.0
-    older = MachineModel(**{**model.__dict__, "pipeline": {
+    older = replace(model, **{"pipeline": {
         "taken_branch": 1.0, "load_op_slots": 1, "indexed_load_op_slots": 2}})
     assert front_end(vector, older)[0] == 2.0
 

@@ -6,6 +6,8 @@ one store port, a store a cycle."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from test_frontend import skylake_like_timings
@@ -25,7 +27,7 @@ ONE_PORT = MachineModel(name="one-store-port", isa="x86", ports=("S", "A"),
                         uops={STORE: ((0b01, 1),), STORE32: ((0b01, 1),), STORE128: ((0b01, 1),),
                               LEA: ((0b10, 1),)},
                         pipeline={"paired_stores": 1})
-UNPAIRED = MachineModel(**{**ONE_PORT.__dict__, "pipeline": {"paired_stores": 0}})
+UNPAIRED = replace(ONE_PORT, **{"pipeline": {"paired_stores": 0}})
 
 
 def cycles(body: str, model=ONE_PORT):
@@ -93,8 +95,7 @@ def test_the_block_size_is_the_models_pipeline_fact():
     """paired_store_bytes (default 32, model/defaults.py): with 64-byte blocks (two stores to
     one cache line retire together, as measured on Raptor Cove) [rbp + 24] and [rbp + 32]
     pair; [rbp + 8] and [rbp + 200] still do not."""
-    line = MachineModel(**{**ONE_PORT.__dict__,
-                           "pipeline": {"paired_stores": 1, "paired_store_bytes": 64}})
+    line = replace(ONE_PORT, **{"pipeline": {"paired_stores": 1, "paired_store_bytes": 64}})
     assert cycles("movq %rax, 24(%rbp)\nmovq %rbx, 32(%rbp)\n")[0] == pytest.approx(2.0)
     assert cycles("movq %rax, 24(%rbp)\nmovq %rbx, 32(%rbp)\n", line)[0] == pytest.approx(1.0)
     assert cycles("movq %rax, 8(%rbp)\nmovq %rbx, 200(%rbp)\n", line)[0] == pytest.approx(2.0)
@@ -105,7 +106,7 @@ def test_the_stack_sync_is_assumed_unless_the_model_gives_it():
     _, assumed = cycles(body, UNPAIRED)
     notes = [n for r in assumed.rows for n in r.annotated.assumed]
     assert "stack sync: 1 cycle on rsp" in notes
-    slow = MachineModel(**{**UNPAIRED.__dict__, "pipeline": {"stack_sync_latency": 3}})
+    slow = replace(UNPAIRED, **{"pipeline": {"stack_sync_latency": 3}})
     _, given = cycles(body, slow)
     assert not [n for r in given.rows for n in r.annotated.assumed if n.startswith("stack sync")]
     sync = [r for r in given.rows if r.annotated.update is not None][0].annotated.update
@@ -118,7 +119,7 @@ def test_the_measured_reach_of_pairing_is_the_engines_block():
     Raptor Cove) as a 64-byte block: the model then pairs [rbp + 24] and [rbp + 32]."""
     for within, expected in ((0, 2.0), (32, 2.0), (64, 1.0)):
         front = read_frontend(skylake_like_timings(paired_within=within))
-        model = MachineModel(**{**ONE_PORT.__dict__, "pipeline": front.pipeline})
+        model = replace(ONE_PORT, **{"pipeline": front.pipeline})
         assert cycles("movq %rax, 24(%rbp)\nmovq %rbx, 32(%rbp)\n", model)[0] == \
             pytest.approx(expected)
 
@@ -149,10 +150,8 @@ def test_only_stores_up_to_the_measured_width_pair():
     16-byte ones do not (1.00 each: `vmovdqu %xmm1, 512(%rbx) ; vmovdqu %xmm1, 528(%rbx)`
     measured 2.00 a loop, predicted 1.00 before the width was a fact)."""
     wide = "vmovdqu %xmm1, 512(%rbx)\nvmovdqu %xmm1, 528(%rbx)\n"
-    narrow = MachineModel(**{**ONE_PORT.__dict__,
-                             "pipeline": {"paired_stores": 1, "paired_store_width": 8}})
-    sixteen = MachineModel(**{**ONE_PORT.__dict__,
-                              "pipeline": {"paired_stores": 1, "paired_store_width": 16}})
+    narrow = replace(ONE_PORT, **{"pipeline": {"paired_stores": 1, "paired_store_width": 8}})
+    sixteen = replace(ONE_PORT, **{"pipeline": {"paired_stores": 1, "paired_store_width": 16}})
     assert cycles(wide, narrow)[0] == pytest.approx(2.0)
     assert cycles(wide, sixteen)[0] == pytest.approx(1.0)
     assert cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\n", narrow)[0] == pytest.approx(1.0)
@@ -166,7 +165,7 @@ def test_only_stores_up_to_the_measured_width_pair():
 def test_the_widest_pairing_store_is_read_from_the_probes(width):
     front = read_frontend(skylake_like_timings(paired_within=64, paired_width=width))
     assert front.pipeline["paired_store_width"] == width
-    model = MachineModel(**{**ONE_PORT.__dict__, "pipeline": front.pipeline})
+    model = replace(ONE_PORT, **{"pipeline": front.pipeline})
     wide = "vmovdqu %xmm1, 512(%rbx)\nvmovdqu %xmm1, 528(%rbx)\n"
     assert cycles(wide, model)[0] == pytest.approx(1.0 if width >= 16 else 2.0)
 
@@ -177,8 +176,7 @@ def test_pushes_keep_their_uops():
     again (on Zen 4 a block of pushes, 0.57 cycles a push measured, was predicted 0.25), while
     a plain store beside them still pairs with its neighbour."""
     push = "PUSH_((REG:R:G:64))"
-    model = MachineModel(**{**ONE_PORT.__dict__,
-                            "uops": {**ONE_PORT.uops, push: ((0b01, 1),)}})
+    model = replace(ONE_PORT, **{"uops": {**ONE_PORT.uops, push: ((0b01, 1),)}})
     assert cycles("pushq %rax\npushq %rbx\n", model)[0] == pytest.approx(2.0)
     assert cycles("pushq %rax\n", model)[0] == pytest.approx(1.0)
     assert cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\npushq %rcx\n", model)[0] == \
@@ -195,11 +193,11 @@ def test_vector_register_stores_pair_only_where_the_probe_says(vector):
     assert front.pipeline["paired_store_vector"] == int(vector)
     uops = {**ONE_PORT.uops, "VMOVSD_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:V:128))":
             ((0b01, 1),)}
-    model = MachineModel(**{**ONE_PORT.__dict__, "uops": uops, "pipeline": front.pipeline})
+    model = replace(ONE_PORT, **{"uops": uops, "pipeline": front.pipeline})
     floats = "vmovsd %xmm0, 8(%rbx)\nvmovsd %xmm1, 16(%rbx)\n"
     assert cycles(floats, model)[0] == pytest.approx(1.0 if vector else 2.0)
     assert cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\n", model)[0] == pytest.approx(1.0)
-    got, report = cycles(floats, MachineModel(**{**ONE_PORT.__dict__, "uops": uops}))
+    got, report = cycles(floats, replace(ONE_PORT, **{"uops": uops}))
     assert got == pytest.approx(1.0) and report.pipeline.assumed["paired_store_vector"] == 1
     assert "paired_store_vector" not in cycles("movq %rax, 8(%rbp)\n")[1].pipeline.assumed
 
@@ -218,8 +216,7 @@ TWO_STORE_PORTS = MachineModel(name="two-store-ports", isa="x86", ports=("S", "T
 
 
 def commits(n: int, paired: int = 0) -> MachineModel:
-    return MachineModel(**{**TWO_STORE_PORTS.__dict__,
-                           "pipeline": {"paired_stores": paired, "store_commits": n}})
+    return replace(TWO_STORE_PORTS, **{"pipeline": {"paired_stores": paired, "store_commits": n}})
 
 
 @pytest.mark.parametrize("body, alone, one, two", [
@@ -250,8 +247,7 @@ def test_pushes_pair_where_stores_commit_on_their_own_ports():
     assert cycles("pushq %rax\npushq %rbx\npushq %rcx\npushq %rdx\n", model)[0] == \
         pytest.approx(2.0)
     # without the measured commits, as before: the push form's uops hold the pairing
-    assert cycles("pushq %rax\npushq %rbx\n", MachineModel(**{
-        **TWO_STORE_PORTS.__dict__, "pipeline": {"paired_stores": 1}}))[0] == pytest.approx(1.0)
+    assert cycles("pushq %rax\npushq %rbx\n", replace(TWO_STORE_PORTS, **{"pipeline": {"paired_stores": 1}}))[0] == pytest.approx(1.0)
 
 
 def test_the_commit_is_shown_as_a_port_of_its_own():
@@ -274,7 +270,7 @@ def test_a_pointer_the_loop_sets_to_an_unchanging_value_stores_to_one_place():
     counted as a new value every iteration)."""
     mov = "MOV_((REG:W:G:64)),_((REG:R:G:64))"
     add = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
-    model = MachineModel(**{**ONE_PORT.__dict__, "ports": ("S", "A", "B", "C"),
+    model = replace(ONE_PORT, **{"ports": ("S", "A", "B", "C"),
                             "uops": {**ONE_PORT.uops, mov: ((0b1110, 1),), add: ((0b1110, 1),)}})
     assert cycles("movq %rbx, (%rax)\nmovq %rbx, %rax\n", model)[0] == pytest.approx(0.5)
     # rax taking a new value every iteration: a new place every time, no pairing across

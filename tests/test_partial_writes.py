@@ -17,6 +17,7 @@ import platform
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -72,7 +73,7 @@ def test_a_load_into_part_of_a_register_chains_at_the_merge_not_the_load(line):
 @pytest.mark.parametrize("form, line", [(MOV8, "movb 24(%rsi), %cl"),
                                         (MOV16, "movw 24(%rsi), %cx")])
 def test_a_measured_merge_is_the_model_latency_of_the_destination_operand(form, line):
-    model = MachineModel(**{**MODEL.__dict__, "operand_latency": {form: {0: 2.0}}})
+    model = replace(MODEL, **{"operand_latency": {form: {0: 2.0}}})
     r = predict(line + "\n", model)
     assert r.bounds.loop_carried == 2.0 and not merge_notes(r)
 

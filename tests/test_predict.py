@@ -219,7 +219,7 @@ def test_the_other_regions_listed_are_the_others(tmp_path, capsys):
 def test_with_the_measured_cost_of_an_atomic_atomics_run_one_after_another(capsys):
     """atomic_cycles (measured: a locked add back to back) chains every atomic of the loop
     to the one before it; the prediction is then complete, not a lower bound."""
-    measured = MachineModel(**{**TOY.__dict__, "pipeline": {"atomic_cycles": 6.5}})
+    measured = replace(TOY, **{"pipeline": {"atomic_cycles": 6.5}})
     one = predict("# OSACA-BEGIN\n\tlock addq $1, (%rdi)\n\taddq $1, %rax\n# OSACA-END\n",
                   model=measured)
     assert one.bounds.loop_carried == 6.5 and one.chains[0].resources == ("atomics",)

@@ -2,6 +2,8 @@
 memory and flags, idioms, write-backs, the Gauss-Seidel shape of the OSACA paper, and the
 properties the simulation must keep (never below a bound)."""
 
+from dataclasses import replace
+
 import pytest
 
 from pmpredict.asm.kernel import select_kernel
@@ -122,7 +124,7 @@ def test_load_op_register_chain_uses_the_register_latency():
 
 
 def test_window_and_width_appear_when_the_model_has_them():
-    wide = MachineModel(**{**TOY.__dict__, "r_max": 1.0})
+    wide = replace(TOY, **{"r_max": 1.0})
     r = predict(["addq $1, %rax", "addq $1, %rbx", "addq $1, %rcx"], wide)
     assert r.bounds.front_end == 3.0 and r.cycles == 3.0 and r.bottleneck == ["frontend"]
 
@@ -152,7 +154,7 @@ def test_an_explicit_use_of_rsp_after_pushes_waits_for_the_stack_sync():
     stack = {"PUSH_((REG:R:G:64))": ((ST, 1),), "SUB_((REG:RW:G:64)),_((IMM:8))": ((ALU, 1),),
              "AND_((REG:RW:G:64)),_((IMM:8))": ((ALU, 1),),
              "MOV_((REG:W:G:64)),_((REG:R:G:64))": ((ALU, 1),)}
-    model = MachineModel(**{**TOY.__dict__, "uops": {**TOY.uops, **stack}})
+    model = replace(TOY, **{"uops": {**TOY.uops, **stack}})
     r = predict(["pushq %rbp", "pushq %rbx", "subq $8, %rsp"], model)
     assert r.bounds.loop_carried == 2.0 and ("rsp",) in [c.resources for c in r.chains]
     assert [any("stack sync" in x for x in row.annotated.assumed) for row in r.rows] == \
@@ -196,7 +198,7 @@ def test_a_lea_chain_takes_the_lea_latency_through_base_and_index():
     latency (it carried none, as if lea were a store's address: `leaq 1(%rax), %rax`
     predicted at the port bound, 0.25, where every core takes a cycle a link); a load's
     address still has the load's latency, a store's none."""
-    model = MachineModel(**{**TOY.__dict__, "uops": {**TOY.uops, LEA: ((ALU, 1),),
+    model = replace(TOY, **{"uops": {**TOY.uops, LEA: ((ALU, 1),),
                                                      LEA3: ((0b000001, 1),)},
                             "latency": {**TOY.latency, LEA: 1, LEA3: 2}})
     assert model.uops.keys() >= {LEA, LEA3}
@@ -206,7 +208,7 @@ def test_a_lea_chain_takes_the_lea_latency_through_base_and_index():
     assert index.bounds.loop_carried == 2.0 and index.cycles == 2.0
     # through memory: load 5 + lea 1 + store data 0, forwarded in 4 (the toy's): 5 + 1 + ...
     loop = predict(["movq (%rsi), %rdi", "leaq -1(%rdi), %rax", "movq %rax, (%rsi)"],
-                   MachineModel(**{**model.__dict__, "uops": {
+                   replace(model, **{"uops": {
                        **model.uops, "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]":
                        ((LD, 1),), "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))":
                        ((ST, 1),)}}))
@@ -218,7 +220,7 @@ def test_vector_data_forwards_at_the_vector_latency_whatever_its_width():
     bits wide (`movsd`: Zen 4 measures store; load; vaddss at 12 cycles = 9 + 3, general-purpose
     data 0); that latency is measured into a plain vector load's value, so only a load-op's
     operation comes after it (the load's own latency is not added again)."""
-    vector = MachineModel(**{**TOY.__dict__, "pipeline": {**TOY.pipeline,
+    vector = replace(TOY, **{"pipeline": {**TOY.pipeline,
                                                           "store_forward_latency_vector": 9}})
     r = predict(["movsd (%rsp), %xmm0", "addsd %xmm1, %xmm0", "movsd %xmm0, (%rsp)"], vector)
     assert r.bounds.loop_carried == 9.0 + 4.0
@@ -231,8 +233,7 @@ def test_vector_data_forwards_at_the_vector_latency_whatever_its_width():
 
 
 LOAD64 = f"MOV_((REG:W:G:64)),_{MEM}"
-INVARIANT = MachineModel(**{**TOY.__dict__,
-                            "uops": {**TOY.uops, LOAD64: ((LD, 1),)},
+INVARIANT = replace(TOY, **{"uops": {**TOY.uops, LOAD64: ((LD, 1),)},
                             "latency": {**TOY.latency, LOAD64: 5}})
 
 
@@ -264,7 +265,7 @@ def test_a_load_without_a_latency_takes_the_load_latency():
     with pop at 1 cycle, now 6.00: the chain lea 1 + the load 4, and the port pressure)."""
     pop = "POP_((REG:W:G:64))"
     lea = "LEA_((REG:W:G:64)),__[((MEM:64))+((IMM:8))]"
-    model = MachineModel(**{**TOY.__dict__, "uops": {**TOY.uops, pop: ((LD, 1),),
+    model = replace(TOY, **{"uops": {**TOY.uops, pop: ((LD, 1),),
                                                      lea: ((ALU, 1),)},
                             "latency": {**TOY.latency, lea: 1}})
     r = predict(["leaq -8(%rbp), %rsp", "popq %rbp"], model)

@@ -230,7 +230,9 @@ _FIT = {"reg": _fit_reg, "fixreg": _fit_fixreg, "vreg": _fit_vreg, "velem": _fit
 class FormMatcher:
     """Index of a model's forms by (mnemonic, operand count); matches FormKeys."""
 
-    def __init__(self, forms, isa: str, allow_approx: bool = True):
+    def __init__(self, forms, isa: str, allow_approx: bool = True, index: tuple | None = None):
+        """index: the `index_of` these forms made earlier (the same forms and ISA), shared:
+        it is only read."""
         self.isa = isa
         self.osaca = semantics.get(isa).osaca
         self.allow_approx = allow_approx
@@ -240,6 +242,11 @@ class FormMatcher:
         # foreign OSACA forms, in the model's (= the file's) order: (mnemonic, count) -> forms
         self.osaca_index: dict[tuple[str, int], list[tuple[int, str, tuple]]] = {}
         self.osaca_by_mnemonic: dict[str, list[str]] = {}
+        self._cache: dict[FormKey, Match] = {}
+        self._reasons: dict[tuple, str] = {}
+        if index is not None:
+            self.index, self.by_mnemonic, self.osaca_index, self.osaca_by_mnemonic = index
+            return
         for order, name in enumerate(forms):
             if is_foreign(name):
                 self._add_osaca(order, name)
@@ -255,8 +262,10 @@ class FormMatcher:
             if None not in rules:             # a pattern without a rule fits nothing
                 self.index.setdefault((mnemonic, len(pats)), []).append((name, pats, rules))
             self.by_mnemonic.setdefault(mnemonic, []).append(render_key(mnemonic, pats))
-        self._cache: dict[FormKey, Match] = {}
-        self._reasons: dict[tuple, str] = {}
+
+    def index_of(self) -> tuple:
+        """What the constructor made of the forms, for another matcher of the same forms."""
+        return self.index, self.by_mnemonic, self.osaca_index, self.osaca_by_mnemonic
 
     def _add_osaca(self, order: int, name: str) -> None:
         try:

@@ -19,6 +19,7 @@ from pmpredict.errors import InputError
 from pmpredict.asm.kernel import all_regions, select_kernel
 from pmpredict.asm.parse import parse_file, parse_source
 from pmpredict.commands.common import load_model
+from pmpredict.formats import prepared
 from pmpredict.formats.files import decode_utf8
 from pmpredict.formats.model_files import check_same_isa
 from pmpredict.host.model import kernel_forms, load_cached
@@ -156,9 +157,20 @@ def predictors(models: dict, *, instructions: int, costs: bool, exact: bool = Fa
     """ISA -> Predictor; compiled simulation from enough instructions (over all kernels) to
     pay for its loading."""
     compiled = instructions >= (COMPILED_FROM_WITH_COSTS if costs else COMPILED_FROM)
-    return {isa: Predictor(model, allow_approx=not exact, compiled=compiled,
+    made = {isa: Predictor(model, allow_approx=not exact, compiled=compiled,
                            fallback=with_fallback(fallback, model) if fallback else None)
             for isa, model in models.items()}
+    for predictor in made.values():
+        keep_prepared(predictor)
+    return made
+
+
+def keep_prepared(predictor) -> None:
+    """Keep the predictor's model, read from a file, ready for the next run (formats.prepared)
+    with what every prediction derives from it."""
+    if "source" in predictor.model.derived and "kept" not in predictor.model.derived:
+        predictor.port_kinds()
+        prepared.keep(predictor.model)
 
 
 def items(sources) -> list[tuple]:

@@ -64,6 +64,7 @@ class Service:
             else:
                 model = job.model_for(spec, isa, path)
             self.predictors[key] = Predictor(model, criticality=costs, compiled=True)
+            job.keep_prepared(self.predictors[key])
         return self.predictors[key]
 
     def answer(self, request: dict) -> dict:

@@ -13,6 +13,7 @@ from typing import Callable
 
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
+from pmpredict.formats import prepared
 from pmpredict.formats.jsonio import JsonDocument, read_json, write_json
 from pmpredict.formats.osaca import load_osaca_model
 from pmpredict.model.machine import (FORMAT_NAME, FORMAT_VERSION, HOST_MODEL, PER_FORM_FIELDS,
@@ -196,6 +197,14 @@ def load_model(spec: str, host: Callable[[], MachineModel | None] | None = None)
         if builtin is None:
             raise InputError(spec, "no such file, and not a built-in model (see `pmpredict models`)")
         path = builtin
+    model = prepared.load(path)
+    if model is None:
+        model = prepared.note_source(_read_model(path), path)
+    return model
+
+
+def _read_model(path: str) -> MachineModel:
+    """The model in the file at `path`, read and checked."""
     if path.endswith((".yml", ".yaml")):
         return load_osaca_model(path)
     doc = read_json(path)

@@ -141,6 +141,10 @@ class MachineModel:
     pipeline: dict = field(default_factory=dict)
     # where each pipeline fact comes from (key -> "osaca:skx.yml", "llvm-mca 19.1.7 ...")
     pipeline_source: dict[str, str] = field(default_factory=dict)
+    # what engines derive from the model once and keep with it (the form index, the kinds of
+    # the ports' uops: pmpredict.predict.predictor); not part of the model's value. A changed
+    # model (replace, with_uops) starts empty.
+    derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         problem = structure_problem(self)

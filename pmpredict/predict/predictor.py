@@ -229,8 +229,13 @@ class Predictor:
         self.model = model
         self.fallback = fallback
         self.semantics = semantics_registry.get(model.isa)
-        self.matcher = (FormMatcher(model.uops, model.isa, allow_approx=allow_approx)
-                        if fallback is None else fallback.matcher(allow_approx))
+        if fallback is None:
+            # the form index is the model's to keep (MachineModel.derived): made once a model
+            self.matcher = FormMatcher(model.uops, model.isa, allow_approx=allow_approx,
+                                       index=model.derived.get("form index"))
+            model.derived.setdefault("form index", self.matcher.index_of())
+        else:
+            self.matcher = fallback.matcher(allow_approx)
         self.criticality = criticality
         self.engine = simulation_engine(compiled)
         # the model's ports, and after them those its measured store commits stand for
@@ -423,13 +428,20 @@ class Predictor:
     def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
         """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.predict.kinds)."""
         if self._port_kinds is None:
-            self._port_kinds = port_kinds(self.model)
+            self._port_kinds = self.port_kinds()
         commit = self._commit_mask
         rows = [(self._instruction_kinds(s), a.uops if not commit else
                  tuple(u for u in a.uops if u[0] != commit)) for s, a in zip(sems, annotated)]
         if commit:                 # a commit uop is a store's whatever else the instruction does
             rows.append(((STORES,), tuple(u for a in annotated for u in a.uops if u[0] == commit)))
         return kinds_within(self._port_kinds, rows, neck)
+
+    def port_kinds(self):
+        """The kinds of each port's uops (kinds.port_kinds), made once a model."""
+        derived = self.model.derived
+        if "port kinds" not in derived:
+            derived["port kinds"] = port_kinds(self.model)
+        return derived["port kinds"]
 
     def _instruction_kinds(self, sem) -> tuple[str, ...]:
         entry = self._kinds.get(id(sem))
