@@ -326,7 +326,7 @@ class Predictor:
         if facts.paired_stores:
             annotated = _pair_stores(annotated, nodes, node_rows, self._address_uops(),
                                      facts.paired_store_bytes, facts.paired_store_width,
-                                     facts.paired_store_vector, implicit=facts.store_commits > 0)
+                                     facts.paired_store_vector, commit=facts.commit_mask)
             if facts.paired_store_width_assumed and any(
                     ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
                 facts.assumed["paired_store_width"] = facts.paired_store_width
@@ -495,18 +495,26 @@ def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None
 
 def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address,
                  block_bytes: int, max_width: int | None, vector: bool = True,
-                 implicit: bool = False) -> list:
+                 commit: int = 0) -> list:
     """Plain stores committed with the store before them (deps.paired_stores) run only their
     address generation (`address`: the plain load's uops) on the iterations they pair: every
     iteration (their uops replaced), or every other one (Annotated.paired). A store that also
-    loads (add [m], r) keeps its uops."""
+    loads keeps its uops; where the commit is a port of its own (`commit`: its mask, the
+    pipeline's store_commits), one that loads from elsewhere (push m64) shares its commit
+    (Zen 4: three `push m64` 2.06 cycles, as three `push r64`), while a read-modify-write of
+    one place (add [m], r) keeps it."""
     out = list(annotated)
-    for k, when in paired_stores(nodes, block_bytes, max_width, vector, implicit).items():
+    for k, when in paired_stores(nodes, block_bytes, max_width, vector, bool(commit)).items():
         a = out[node_rows[k]]
-        if a.semantics.loads or not a.uops:
+        if not a.uops:
             continue
-        out[node_rows[k]] = replace(a, uops=address) if when == EVERY else \
-            replace(a, paired=when, paired_uops=address)
+        uops = address
+        if a.semantics.loads:
+            if not commit or any(m.load and m.store for m in a.semantics.memory):
+                continue
+            uops = tuple(u for u in a.uops if u[0] != commit)
+        out[node_rows[k]] = replace(a, uops=uops) if when == EVERY else \
+            replace(a, paired=when, paired_uops=uops)
     return out
 
 
