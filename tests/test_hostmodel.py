@@ -243,6 +243,32 @@ def test_an_extension_measures_only_what_is_new_and_remembers_what_fails(cache):
 
 @ON_X86_LINUX
 @pytest.mark.slow
+def test_a_model_built_before_barriers_were_timed_gets_them_once(cache):
+    """A model whose mfence has no latency (built before barriers were timed back to back)
+    has it measured on its next use, once: then the barrier is counted, not a lower bound."""
+    from dataclasses import replace
+    from pmpredict.formats.model_files import save_model
+    model = load_cached(cache)
+    facts = {k: v for k, v in model.provenance["host"].items() if k != "barriers_measured"}
+    older = replace(model, uops={**model.uops, "MFENCE": model.uops[ADD]},
+                    provenance={**model.provenance, "host": facts})
+    save_model(older, model_path(cache))
+    updated, _ = host_model([ADD], cache_dir=cache)
+    assert updated.latency["MFENCE"] >= 10.0         # every recent x86-64 core: 33 to 60
+    assert updated.provenance["host"]["barriers_measured"] is True
+    assert load_cached(cache).latency["MFENCE"] == updated.latency["MFENCE"]
+    report = predict_text("mfence\naddq %rbx, %rax\n", updated)
+    assert report.complete and report.cycles == pytest.approx(updated.latency["MFENCE"])
+
+
+def predict_text(body: str, model):
+    from pmpredict.asm.parse import parse
+    from pmpredict.predict.predictor import Predictor
+    return Predictor(model).predict(select_kernel(parse(body, "att", "b.s")), "att", "b.s")
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
 def test_two_processes_extend_the_model_at_once(cache):
     code = ("import sys, json\nfrom pmpredict.host.model import host_model\n"
             f"m, u = host_model([{SHL!r}], cache_dir={cache!r}, notify=print)\n"

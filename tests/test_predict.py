@@ -235,6 +235,27 @@ def test_with_the_measured_cost_of_an_atomic_atomics_run_one_after_another(capsy
     assert "(atomic: 6.5 cycles, one after another)" in render_text(one)
 
 
+MFENCE = "MFENCE"
+
+
+def test_a_barrier_with_a_measured_latency_waits_for_the_one_before():
+    """A barrier (mfence) whose form has a measured latency (its time back to back,
+    measure/chains.py BARRIER) chains to the barrier before it; the prediction is complete.
+    Without one it is counted as its form's uops alone, a lower bound (Zen 4: mfence 58.1
+    cycles a loop, `mfence; mfence` 116.3)."""
+    plain = replace(TOY, uops={**TOY.uops, MFENCE: ((0b001, 1),)})
+    measured = replace(plain, latency={MFENCE: 58.0})
+    body = "# OSACA-BEGIN\n\tmfence\n\taddq $1, %rax\n\tmfence\n# OSACA-END\n"
+    two = predict(body, model=measured)
+    assert two.cycles == pytest.approx(116.0) and two.complete
+    assert two.chains[0].resources == ("barriers",)
+    from pmpredict.views import render_text
+    assert "(barrier: 58 cycles, one after another)" in render_text(two)
+    unknown = predict(body, model=plain)
+    assert unknown.cycles < 3 and not unknown.complete
+    assert [r.line for r in unknown.beyond_model] == [2, 4]
+
+
 def test_the_default_is_this_machines_model_once_measured(tmp_path, capsys, monkeypatch):
     """Without --model, on a host the harness runs on: a built-in with a hint on how to get
     this machine's model (first line of the text, `hint` in JSON) until it exists, then this

@@ -230,6 +230,10 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
             elif _front_end_dated(model):
                 model = _measure_front_end(model, cache_dir, progress)
                 save_model(model, path)
+            barriers = _unmeasured_barriers(model)
+            if barriers:
+                model = _measure_barriers(model, barriers, cache_dir, progress)
+                save_model(model, path)
             left = _host_facts(model).get("left_out", {})
             new = [f for f in dict.fromkeys(forms) if f not in model.uops and f not in left]
             if new:
@@ -267,7 +271,8 @@ def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool
              "created": _now(),
              "bootstrap": {"how": how, "forms": len(model.uops), "experiments": experiments,
                            "seconds": round(seconds, 1)},
-             "extensions": [], "left_out": {}}
+             "extensions": [], "left_out": {},
+             "barriers_measured": True}          # with every other latency, today's chains
     description = (f"this machine's model ({update.cpu}), measured on demand by pmpredict "
                    f"predict --model host: {how}")
     return _with_facts(model, facts, description)
@@ -310,6 +315,33 @@ def _front_end_dated(model) -> bool:
         return False                    # never measured here: nothing to bring up to date
     version = front.get("version", 1)
     return not isinstance(version, int) or version < FRONT_END_VERSION
+
+
+def _unmeasured_barriers(model) -> list[str]:
+    """Barrier forms (lfence, mfence) of a model built before their time back to back was
+    measured as their latency (measure/chains.py BARRIER): measured once, then marked done."""
+    if _host_facts(model).get("barriers_measured"):
+        return []
+    isa = semantics.get(model.isa)
+    out = []
+    for form in model.uops:
+        try:
+            barrier = isa.form(parse_form(form, model.isa)).barrier
+        except ValueError:
+            continue
+        if barrier and form not in model.latency:
+            out.append(form)
+    return out
+
+
+def _measure_barriers(model, forms, cache_dir, progress):
+    """The model with its barrier forms' latencies measured (marked done, whatever the
+    harness could measure)."""
+    # deferred: pmpredict.measure loads numpy and the harness
+    from pmpredict.measure.latency import measure_latencies
+    table = measure_latencies(forms, cache_dir=cache_dir, progress=progress)
+    model = _add_forms(model, {f: model.uops[f] for f in forms}, table)
+    return _with_facts(model, {**_host_facts(model), "barriers_measured": True})
 
 
 def _measure_front_end(model, cache_dir, progress):

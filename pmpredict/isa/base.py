@@ -156,6 +156,9 @@ class FormSemantics:
     branch: str | None = None
     trap: str | None = None
     known: bool = True
+    # waits for earlier instructions (lfence, mfence): what it costs is what is in flight, so
+    # what a model can say of it is its time back to back (measured as its latency)
+    barrier: bool = False
 
     @property
     def pinned_registers(self) -> frozenset[str]:

@@ -84,6 +84,9 @@ IDIOM_SATURATING = 8    # independent instances that saturate an idiom form's po
 IDIOM_ADDED = 2         # idioms (or nops) added to them
 FLAGS = "flags"
 DIVIDEND = "dividend"    # the source of a division's chain: its implicit dividend (rdx:rax, ax)
+# the "source" of a barrier's chain (lfence, mfence): the barrier before it; its latency is
+# the time the form takes back to back, what the engine charges from one barrier to the next
+BARRIER = "barrier"
 
 
 # --- what is measured ------------------------------------------------------------------
@@ -163,9 +166,9 @@ PIPELINE_REFERENCES = ("load_latency", "store_forward_latency", "store_forward_l
 class SourcePlan:
     """How one source's latency is measured: one chain, or several whose maximum counts
     (lea: through the base and through the index)."""
-    source: object                          # operand index, FLAGS, or DIVIDEND
+    source: object                          # operand index, FLAGS, DIVIDEND or BARRIER
     chains: tuple[Chain, ...]
-    kind: str = "register"                  # register, load, rmw, move, flags, merge, division
+    kind: str = "register"          # register, load, rmw, move, flags, merge, division, barrier
 
 
 @dataclass(frozen=True)
@@ -360,6 +363,9 @@ def plan_form(form: str) -> FormPlan:
     fs = _ISA.form(template)
     if fs.branch or fs.trap:
         return FormPlan(form, skipped=(("*", "a branch or a trap: no latency chain"),))
+    if fs.barrier and not template.operands and not fs.pinned_registers:
+        return FormPlan(form, (SourcePlan(BARRIER, (Chain((render(form, _Operands()),)),),
+                                          "barrier"),))
     operands = _operands(template, fs.operand_access)
     pinned = set(fs.pinned_registers)
     division = _ISA.division(template)

@@ -25,8 +25,8 @@ from pmpredict.measure.block import (BLOCK_OPTIONS, PreparedBlock, cached_block,
 from pmpredict.measure.block_measurement import BlockTiming
 from pmpredict.measure.cache import ResultCache, block_key
 from pmpredict.measure.cpu import cpu_identity, cpu_name
-from pmpredict.measure.chains import (DIVIDEND, FLAGS, PIPELINE_REFERENCES, REFERENCES, Chain,
-                                      FormPlan, FormTiming, form_timing, plan_form,
+from pmpredict.measure.chains import (BARRIER, DIVIDEND, FLAGS, PIPELINE_REFERENCES, REFERENCES,
+                                      Chain, FormPlan, FormTiming, form_timing, plan_form,
                                       reference_values)
 from pmpredict.measure.experiments import MeasurementStopped, Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
@@ -128,6 +128,8 @@ def split_latencies(form: str, sources: dict, own=()) -> tuple[float, dict[int, 
         return sources["*"], {}
     operands = {k: v for k, v in sources.items() if isinstance(k, int)}
     merges = {k for k in operands if _is_merge(form, k)}
+    if BARRIER in sources:
+        return sources[BARRIER], {}
     if FLAGS in sources:
         base = sources[FLAGS]
     elif DIVIDEND in sources:

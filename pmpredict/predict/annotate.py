@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from pmpredict.predict.deps import Forwarding, MemRef, Node, Source
 from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, MERGE, InstructionSemantics
-from pmpredict.isa.base import ATOMIC, VECTOR
+from pmpredict.isa.base import ATOMIC, BARRIER, VECTOR
 from pmpredict.model.defaults import ASSUMED
 from pmpredict.model.machine import FORWARDING_KEYS, FUSION_KEYS
 
@@ -30,6 +30,9 @@ from pmpredict.model.machine import FORWARDING_KEYS, FUSION_KEYS
 # them one after another (each waits for the one before, in this iteration or the last), so
 # they form a loop-carried chain of `atomic_cycles` each (measured: a pipeline fact)
 ATOMIC_ORDER = "atomics"
+# barriers (lfence, mfence) wait for what is in flight: one waits for the one before it, the
+# form's measured latency being its time back to back (measure/chains.py BARRIER)
+BARRIER_ORDER = "barriers"
 
 
 @dataclass
@@ -52,6 +55,10 @@ class Annotated:
     paired: int = 0
     paired_uops: tuple[tuple[int, int], ...] = ()
     assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
+    # an instruction that costs more than its form (semantics' beyond_model): the cycles from
+    # one such to the next that the prediction counts (an atomic: the machine's atomic_cycles;
+    # a barrier: its form's measured latency); None: not counted (a lower bound)
+    ordered: float | None = None
 
     def at(self, index: int) -> "Annotated":
         """A copy as instruction `index` (shallow: the later steps replace fields, they do not
@@ -333,9 +340,15 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
                                                   (sem.stores and not sem.loads) else base])
     updated = _address_updates(sem)
     writes = tuple(dict.fromkeys(w.name for w in sem.writes if w.name not in updated))
+    ordered = None
     if machine.counts(sem.beyond_model):                  # known form or not
-        sources.append(Source(ATOMIC_ORDER, machine.atomic_cycles))
+        ordered = machine.atomic_cycles
+        sources.append(Source(ATOMIC_ORDER, ordered))
         writes += (ATOMIC_ORDER,)
+    elif sem.beyond_model == BARRIER and form and form in model.latency:
+        ordered = model.latency[form]                     # its time back to back (chains.py)
+        sources.append(Source(BARRIER_ORDER, ordered))
+        writes += (BARRIER_ORDER,)
     bumps = tuple((r, d) for r, d in sem.offsets if r not in updated)
     node = Node(tuple(sources), writes, refs, latency, bumps)
     update = None
@@ -350,7 +363,7 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
     if machine.commit_mask and sem.stores and form:
         uops += ((machine.commit_mask, 1),)           # its commit (see commit_ports)
     return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
-                     eliminated=eliminated, idiom=idiom, assumed=assumed)
+                     eliminated=eliminated, idiom=idiom, assumed=assumed, ordered=ordered)
 
 
 def _merge_latency(r, form, base: float, pure_load: bool, measured, assumed: list) -> float:

@@ -188,10 +188,10 @@ class Report:
     def beyond_model(self) -> list[InstructionRow]:
         """Rows in the model whose cost its numbers do not hold (semantics' beyond_model: an
         atomic read-modify-write, a barrier): the model counts the plain form. An atomic is
-        counted when the model has the measured atomic_cycles (annotate.ATOMIC_ORDER)."""
+        counted when the model has the measured atomic_cycles (annotate.ATOMIC_ORDER), a
+        barrier when its form has a measured latency (annotate.BARRIER_ORDER)."""
         return [r for r in self.rows if r.form is not None and r.annotated is not None
-                and r.annotated.semantics.beyond_model
-                and not (self.pipeline and self.pipeline.counts(r.annotated.semantics.beyond_model))]
+                and r.annotated.semantics.beyond_model and r.annotated.ordered is None]
 
     @property
     def complete(self) -> bool:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pmpredict.views.common import BEYOND_MODEL_NAMES, cut, number
 
 
-def _flags(row, machine=None) -> str:
-    """What the table says of an instruction beyond its form; machine: the run's
-    annotate.PipelineFacts (with a measured atomic_cycles, atomics are counted)."""
+def _flags(row) -> str:
+    """What the table says of an instruction beyond its form (an atomic or a barrier is
+    counted where the model measured what it costs: annotate.Annotated.ordered)."""
     a = row.annotated
     if a is None:
         return ""
@@ -22,8 +22,8 @@ def _flags(row, machine=None) -> str:
     if not beyond:
         return ""
     name = BEYOND_MODEL_NAMES.get(beyond, "beyond the model")
-    if machine is not None and machine.counts(beyond):
-        return f"{name}: {machine.atomic_cycles:g} cycles, one after another"
+    if a.ordered is not None:
+        return f"{name}: {a.ordered:g} cycles, one after another"
     return f"{name}: costs more"
 
 
@@ -50,7 +50,7 @@ def text(report) -> str:
         else:
             tag = r.form_short + (" ~" if r.approx else "") + \
                 (" +" if r.source == "fallback" else "")
-        extra = _flags(r, report.pipeline)
+        extra = _flags(r)
         if extra:
             tag += f" ({extra})"
         if r.annotated and r.annotated.assumed and r.form is not None:

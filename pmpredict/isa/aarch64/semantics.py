@@ -520,7 +520,7 @@ class AArch64Semantics(IsaSemantics):
             mnemonic=res.mnemonic, operand_access=access, memory=_memory_kind(res, ops),
             implicit_reads=reads, implicit_writes=writes, flags_read=flags_read,
             flags_written=flags_written, branch=_branch(res), trap=_trap(res, ops),
-            known=res.known)
+            known=res.known, barrier=bool(spec and spec.beyond_model == BARRIER))
 
 
 class _Builder:

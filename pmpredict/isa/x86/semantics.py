@@ -1015,7 +1015,8 @@ class X86Semantics(IsaSemantics):
             implicit_reads=frozenset(r[0] for r in imp.reads),
             implicit_writes=frozenset(w[0] for w in imp.writes),
             flags_read=flags_read | imp.flags_read, flags_written=flags_written, fixed=fixed,
-            branch=_branch(spec, ops), trap=spec.trap if spec else None, known=res.known)
+            branch=_branch(spec, ops), trap=spec.trap if spec else None, known=res.known,
+            barrier=bool(spec and spec.barrier))
 
 
 def _branch(spec: _Spec | None, ops) -> str | None:
