@@ -258,7 +258,9 @@ def test_a_model_built_before_barriers_were_timed_gets_them_once(cache):
     assert updated.provenance["host"]["barriers_measured"] is True
     assert load_cached(cache).latency["MFENCE"] == updated.latency["MFENCE"]
     report = predict_text("mfence\naddq %rbx, %rax\n", updated)
-    assert report.complete and report.cycles == pytest.approx(updated.latency["MFENCE"])
+    # (uops after the first start on whole cycles: up to a cycle more where it has several)
+    assert report.complete
+    assert updated.latency["MFENCE"] - 1e-9 <= report.cycles <= updated.latency["MFENCE"] + 1
 
 
 def predict_text(body: str, model):
