@@ -69,6 +69,18 @@ def test_a_damaged_copy_is_ignored(capsys, model_copy):
     assert "kept" in load_model(model_copy).derived
 
 
+def test_a_copy_that_is_not_a_model_is_ignored(capsys, model_copy):
+    import pickle
+    cache = os.environ["PMPREDICT_CACHE"]
+    first = predict_json(capsys, model_copy)
+    (name,) = kept_files(cache)
+    for other in ({"derived": {}}, [1, 2, 3]):
+        with open(os.path.join(cache, prepared.FOLDER, name), "wb") as fh:
+            pickle.dump(other, fh)
+        assert "kept" not in load_model(model_copy).derived
+    assert predict_json(capsys, model_copy) == first
+
+
 def test_an_unwritable_cache_costs_only_time(capsys, model_copy):
     cache = os.environ["PMPREDICT_CACHE"]
     os.makedirs(cache, exist_ok=True)

@@ -19,6 +19,7 @@ import os
 import pickle
 import sys
 
+from pmpredict.model.machine import MachineModel
 from pmpredict.userdirs import cache_dir
 
 FOLDER = "prepared"
@@ -68,10 +69,10 @@ def load(path: str):
     try:
         with open(os.path.join(*names), "rb") as fh:
             model = pickle.load(fh)
+        model.derived["kept"] = names
     except Exception:           # absent, damaged, or of classes since changed: read the file
         return None
-    model.derived["kept"] = names
-    return model
+    return model if isinstance(model, MachineModel) else None
 
 
 def note_source(model, path: str):

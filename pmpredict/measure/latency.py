@@ -126,10 +126,10 @@ def split_latencies(form: str, sources: dict, own=()) -> tuple[float, dict[int, 
     load's), the merge's is its own (annotate reads it as the destination operand's)."""
     if "*" in sources:
         return sources["*"], {}
-    operands = {k: v for k, v in sources.items() if isinstance(k, int)}
-    merges = {k for k in operands if _is_merge(form, k)}
     if BARRIER in sources:
         return sources[BARRIER], {}
+    operands = {k: v for k, v in sources.items() if isinstance(k, int)}
+    merges = {k for k in operands if _is_merge(form, k)}
     if FLAGS in sources:
         base = sources[FLAGS]
     elif DIVIDEND in sources:
