@@ -14,11 +14,10 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
-from pmpredict.measure.probes import (FUSION_SUBJECTS, MAX_LOOP_BODY, STORE_COMMITS,
-                                      STORE_PAIRS, VECTOR_STORE_PAIR, WIDE_STORE_PAIRS,
-                                      WINDOW_SIZES,
-                                      doubts, probes,
-                                      read_frontend, snap_width)
+from pmpredict.measure.probes import (FUSION_SUBJECTS, LEFTOVER_STORES, MAX_LOOP_BODY,
+                                      STORE_COMMITS, STORE_PAIRS, VECTOR_STORE_PAIR,
+                                      WIDE_STORE_PAIRS, WINDOW_SIZES, _leftover_probe, doubts,
+                                      probes, read_frontend, snap_width)
 from pmpredict.model.machine import FUSION_KEYS, MachineModel
 from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, summary
@@ -34,12 +33,13 @@ CHAIN = 220.0              # the window probes' chain of divisions, cycles
 
 def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"),
                          paired_within=0, window=224, paired_width=8,
-                         paired_vector=True, store_commits=1) -> dict:
+                         paired_vector=True, store_commits=1, leftover_shared=True) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
     `paired_width` bytes wide, and of vector registers if `paired_vector`), `store_commits`
-    a cycle in lines of their own whatever their forms; a stack sync
+    a cycle in lines of their own whatever their forms, the stores a run leaves over
+    sharing commits if `leftover_shared`; a stack sync
     of one cycle; copies of the window probe overlap up to `window` instructions."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
@@ -56,6 +56,10 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     cycles[f"stores: {VECTOR_STORE_PAIR}"] = 1.0 if 32 <= paired_within and paired_vector \
         else 2.0
     cycles[f"stores: {STORE_COMMITS}"] = 4.0 / store_commits
+    for block in LEFTOVER_STORES:    # one store, then three in the next block
+        cycles[f"stores: {_leftover_probe(block)}"] = (
+            4.0 if not paired_within else 2.0 if leftover_shared or block != paired_within
+            else 3.0)
     for name, _, _ in FUSION_SUBJECTS:
         # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
         cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0

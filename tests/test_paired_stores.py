@@ -74,11 +74,36 @@ ZEN4_STORE_READINGS = [
 ]
 
 
+ZEN4_STORES = replace(ONE_PORT, pipeline={"paired_stores": 1, "paired_store_leftover": 1})
+
+
+def stores_at(offsets) -> str:
+    registers = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi")
+    return "".join(f"movq %{r}, {d}(%rbp)\n" for r, d in zip(registers, offsets))
+
+
 @pytest.mark.parametrize("offsets, measured", ZEN4_STORE_READINGS)
 def test_stores_commit_as_zen4_measured(offsets, measured):
-    registers = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi")
-    body = "".join(f"movq %{r}, {d}(%rbp)\n" for r, d in zip(registers, offsets))
-    assert cycles(body)[0] == pytest.approx(measured)
+    assert cycles(stores_at(offsets), ZEN4_STORES)[0] == pytest.approx(measured)
+
+
+def test_where_the_model_does_not_say_left_over_stores_commit_alone_as_assumed():
+    """Without paired_store_leftover each run pairs on its own (a core the probe has not
+    seen), and the report says so where the kernel has a store a run leaves over."""
+    left_over = stores_at((16, 32, 40, 48))
+    got, report = cycles(left_over)
+    assert got == pytest.approx(3.0) and report.pipeline.assumed["paired_store_leftover"] == 0
+    got, report = cycles(stores_at((16, 32, 40)))           # nothing left over: nothing said
+    assert got == pytest.approx(2.0) and "paired_store_leftover" not in report.pipeline.assumed
+    assert "paired_store_leftover" not in cycles(left_over, ZEN4_STORES)[1].pipeline.assumed
+
+
+@pytest.mark.parametrize("block, shared, expected", [(32, True, 1), (32, False, 0),
+                                                      (64, True, 1), (64, False, 0)])
+def test_whether_left_over_stores_share_is_read_from_the_probes(block, shared, expected):
+    front = read_frontend(skylake_like_timings(paired_within=block, leftover_shared=shared))
+    assert front.pipeline["paired_store_leftover"] == expected
+    assert "paired_store_leftover" not in read_frontend(skylake_like_timings()).pipeline
 
 
 def test_a_paired_store_is_shown_without_its_uops_and_halves_the_port_bound():

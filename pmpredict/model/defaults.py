@@ -27,6 +27,10 @@ ASSUMED = {
     # ... and a vector register's data pairs like general-purpose data (1; measured on Zen 4:
     # 0, two vmovsd to one block a store a cycle)
     "paired_store_vector": 1,
+    # ... and the stores a run of same-block stores leaves over (its 3rd, 5th...) commit alone
+    # (0), or share commits as far as the loop's stores commit at max(stores that start a
+    # block, half of all) cycles (1; measured on Zen 4)
+    "paired_store_leftover": 0,
     # a load into part of a register (mov cl, [m]; an AArch64 load into a lane): the old
     # value -> the result, the merge after the load (measured on Zen 4: `movb 24(%rsi), %cl`
     # in a loop 1.0 cycle, not the load's 4 + 1)

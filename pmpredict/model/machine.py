@@ -75,6 +75,9 @@ PIPELINE_KEYS = {
     "paired_store_width": "the widest store that pairs (bytes): 8, 16 or 32",
     "paired_store_vector": "1 if stores of a vector register's data pair as general-purpose "
                            "ones do, else 0",
+    "paired_store_leftover": "1 if the stores a run of same-block stores leaves over share "
+                             "commits (a loop's stores then commit at max(stores that start a "
+                             "block, half of all) cycles), 0 if they commit alone",
     "store_commits": "stores committed to the cache a cycle apart from pairing, whatever "
                      "their forms (the engine gives each store a uop on that many commit ports)",
     "stack_sync_latency": "cycles the stack engine's sync uop adds before an explicit use of the "

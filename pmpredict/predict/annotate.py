@@ -106,6 +106,9 @@ class PipelineFacts:
     # whether stores of a vector register's data pair, and whether the model does not say
     paired_store_vector: bool = bool(ASSUMED["paired_store_vector"])
     paired_store_vector_assumed: bool = True
+    # whether the stores a run leaves over share commits, and whether the model does not say
+    paired_store_leftover: bool = bool(ASSUMED["paired_store_leftover"])
+    paired_store_leftover_assumed: bool = True
     # measured facts whose chain did not reproduce (measure.latency._settle): key -> why
     fact_doubts: dict[str, str] = field(default_factory=dict)
     # stores committed a cycle whatever their forms (0: the model does not say, and stores
@@ -193,6 +196,9 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
     if pipe.get("paired_store_vector") is not None:
         facts.paired_store_vector = bool(pipe["paired_store_vector"])
         facts.paired_store_vector_assumed = False
+    if pipe.get("paired_store_leftover") is not None:
+        facts.paired_store_leftover = bool(pipe["paired_store_leftover"])
+        facts.paired_store_leftover_assumed = False
     if pipe.get("paired_store_width") is not None:
         facts.paired_store_width = int(pipe["paired_store_width"])
         facts.paired_store_width_assumed = False

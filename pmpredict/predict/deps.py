@@ -323,7 +323,8 @@ EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of
 
 
 def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = None,
-                  vector: bool = True, implicit: bool = False) -> dict[int, int]:
+                  vector: bool = True, implicit: bool = False, leftover: bool = False
+                  ) -> tuple[dict[int, int], bool]:
     """Stores that commit together with the store before them, on a core that commits two
     consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
     paired_store_bytes; Zen 4 measures 0.5 cycles per store for two stores at [rbp + 8],
@@ -337,10 +338,12 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
     staying in it. In each run of same-block stores, the 2nd, 4th... pair up (EVERY
     iteration). A run that spans the whole loop pairs across iterations: with an even number
     of stores as before, with an odd number each store is the second of a pair every other
-    iteration (EVEN or ODD: iteration parity, the first iteration being even). The 3rd,
-    5th... of the runs share commits as far as half of all stores need beyond the stores that
-    start a block: the loop's commits are max(block starts, stores / 2), as Zen 4 measures
-    (tests/test_paired_stores.py: [b + 16], [b + 32], [b + 40], [b + 48] 2.00 cycles).
+    iteration (EVEN or ODD: iteration parity, the first iteration being even). Where
+    `leftover` (the pipeline's paired_store_leftover), the 3rd, 5th... of the runs share
+    commits as far as half of all stores need beyond the stores that start a block: the
+    loop's commits are max(block starts, stores / 2), as Zen 4 measures (tests/
+    test_paired_stores.py: [b + 16], [b + 32], [b + 40], [b + 48] 2.00 cycles). Also returned:
+    whether the kernel has such stores (the fact matters to it).
 
     Only stores of at most `max_width` bytes pair (None: any width; the pipeline's
     paired_store_width: Zen 4 pairs 8-byte stores, not 16- or 32-byte ones); a wider store
@@ -356,7 +359,7 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
               if ref.store]
     m = len(stores)
     if m == 0:
-        return {}
+        return {}, False
 
     def at(j: int):
         i, k = stores[j]
@@ -389,7 +392,7 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
             when = EVERY if m % 2 == 0 and j % 2 else 0 if m % 2 == 0 else (EVEN if j % 2 else ODD)
             if when:
                 out[i] = out.get(i, 0) | when
-        return out
+        return out, False
     start = same.index(False)
     position = 0
     left = []                 # the 3rd, 5th... of a run: no store before it to pair with
@@ -400,12 +403,14 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
             out[stores[j][0]] = EVERY
         elif position:
             left.append(stores[j][0])
-    # Zen 4 commits a loop's stores at max(the stores that start a block, half of all) cycles:
-    # [b + 16], [b + 32], [b + 40], [b + 48] 2.00 (the runs alone would say 3), 16, 32..56
-    # 2.50, 16, 56, 24, 32, 40, 48 4.00 (tests/test_paired_stores.py has the readings). So
-    # the stores a run leaves over share commits too: of their cost, the half-cycles that
-    # half of all stores need beyond the block starts remain
+    # where the stores a run leaves over share commits (Zen 4 measures a loop's stores at
+    # max(the stores that start a block, half of all) cycles: [b + 16], [b + 32], [b + 40],
+    # [b + 48] 2.00, the runs alone would say 3; tests/test_paired_stores.py has the
+    # readings), of their cost the half-cycles that half of all stores need beyond the block
+    # starts remain
     halves = max(0, m - 2 * same.count(False))
+    if not leftover or halves >= 2 * len(left):
+        return out, halves < 2 * len(left)
     whole = max(0, halves - len(left))             # left-over stores that still commit alone
     for t, i in enumerate(left):
         if t < whole:
@@ -414,7 +419,7 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
             out[i] = out.get(i, 0) | (EVEN if (t - whole) % 2 else ODD)
         else:
             out[i] = out.get(i, 0) | EVERY
-    return out
+    return out, True
 
 
 # --- critical path of one iteration ----------------------------------------------------------

@@ -324,9 +324,12 @@ class Predictor:
                     node_rows.append(a.index)
                     mains.append(main)
         if facts.paired_stores:
-            annotated = _pair_stores(annotated, nodes, node_rows, self._address_uops(),
-                                     facts.paired_store_bytes, facts.paired_store_width,
-                                     facts.paired_store_vector, commit=facts.commit_mask)
+            annotated, left_over = _pair_stores(
+                annotated, nodes, node_rows, self._address_uops(), facts.paired_store_bytes,
+                facts.paired_store_width, facts.paired_store_vector, commit=facts.commit_mask,
+                leftover=facts.paired_store_leftover)
+            if facts.paired_store_leftover_assumed and left_over:
+                facts.assumed["paired_store_leftover"] = int(facts.paired_store_leftover)
             if facts.paired_store_width_assumed and any(
                     ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
                 facts.assumed["paired_store_width"] = facts.paired_store_width
@@ -495,16 +498,19 @@ def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None
 
 def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address,
                  block_bytes: int, max_width: int | None, vector: bool = True,
-                 commit: int = 0) -> list:
+                 commit: int = 0, leftover: bool = False) -> tuple[list, bool]:
     """Plain stores committed with the store before them (deps.paired_stores) run only their
     address generation (`address`: the plain load's uops) on the iterations they pair: every
     iteration (their uops replaced), or every other one (Annotated.paired). A store that also
     loads keeps its uops; where the commit is a port of its own (`commit`: its mask, the
     pipeline's store_commits), one that loads from elsewhere (push m64) shares its commit
     (Zen 4: three `push m64` 2.06 cycles, as three `push r64`), while a read-modify-write of
-    one place (add [m], r) keeps it."""
+    one place (add [m], r) keeps it. Also returned: whether the kernel has stores a run
+    leaves over (deps.paired_stores: the pipeline's paired_store_leftover matters)."""
     out = list(annotated)
-    for k, when in paired_stores(nodes, block_bytes, max_width, vector, bool(commit)).items():
+    pairs, left_over = paired_stores(nodes, block_bytes, max_width, vector, bool(commit),
+                                     leftover)
+    for k, when in pairs.items():
         a = out[node_rows[k]]
         if not a.uops:
             continue
@@ -515,7 +521,7 @@ def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], addres
             uops = tuple(u for u in a.uops if u[0] != commit)
         out[node_rows[k]] = replace(a, uops=uops) if when == EVERY else \
             replace(a, paired=when, paired_uops=uops)
-    return out
+    return out, left_over
 
 
 def _uop_mass(a: Annotated) -> list[tuple[int, float]]:

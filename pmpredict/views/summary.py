@@ -61,6 +61,8 @@ def assumptions(report) -> list[str]:
                  "store_forward_latency_vector": "vector store forwarding {:g}",
                  "paired_store_width": "only stores of up to {:g} bytes pair",
                  "paired_store_vector": "vector-register stores pair as others do",
+                 "paired_store_leftover": "the stores a run of stores into one block leaves "
+                                          "over commit alone",
                  "taken_branch": "a taken loop branch {:g} cycle"}
         out.append(", ".join(_fact_text(facts, k, v) for k, v in m.assumed.items())
                    + " (not in the model)")
