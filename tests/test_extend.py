@@ -140,3 +140,53 @@ def test_new_forms_that_share_ports_are_measured_together_so_every_fit_agrees(kn
     for seed in range(8):
         predicted, truth = _wide_fit(seed, together=True, known=known)
         assert predicted == pytest.approx(truth), seed
+
+
+# --- the pairs of forms the kernels use together (extend.py step 4) ------------------------
+
+def test_kernel_pairs_are_the_pairs_one_kernel_uses_with_a_form_that_can_move():
+    from pmpredict.host.extend import kernel_pairs, pair_digest
+    known = {ADD: (), SUB: (), IMUL: (), LOAD: ()}
+    kernels = [[SUB, ADD, IMUL], [ADD, IMUL], [LOAD, SUB, VPADDD]]      # VPADDD: not in the model
+    assert kernel_pairs(kernels, known, movable={SUB}) == \
+        [tuple(sorted((ADD, SUB))), tuple(sorted((IMUL, SUB))), tuple(sorted((LOAD, SUB)))]
+    checked = {pair_digest(SUB, ADD)}                                   # either order
+    assert kernel_pairs(kernels, known, {SUB}, checked) == \
+        [tuple(sorted((IMUL, SUB))), tuple(sorted((LOAD, SUB)))]
+    assert kernel_pairs(kernels, known, movable=set()) == []
+
+
+def test_the_model_cycles_of_an_experiment_are_the_simulators():
+    from pmpredict.host.extend import predicted_cycles
+    exps = [Experiment.of({ADD: 1, SUB: 1}), Experiment.of({VPMULLD: 1, VPADDD: 3}),
+            Experiment.of({LOAD: 2, VPADDD_M: 1, IMUL: 1})]
+    cycles, _ = simulate(model_of(TRUTH), ExperimentSet(
+        tuple(sorted({f for e in exps for f, _ in e.counts})), tuple(exps), "x86", "t"))
+    for e, c in zip(exps, cycles):
+        assert predicted_cycles(TRUTH, e.counts) == pytest.approx(float(c))
+    assert predicted_cycles(TRUTH, Experiment.of({ADD: 1}).counts, r_max=2.0) == 0.5
+
+
+def test_a_form_fitted_onto_the_wrong_port_set_is_fitted_again_from_a_kernels_pair():
+    """sub added in a run whose blockers could not tell the four ALUs from four other ports
+    (its singleton, 0.25, fits both): the pair add + sub a kernel uses, 0.50 measured, is
+    predicted 0.33; fitted again on it, sub shares add's ports and the pair is right."""
+    from pmpredict.host.extend import mispredicted, predicted_cycles, refit
+    wrong = {**FIXED, SUB: ((0b111100, 1),)}
+    pair = measured([Experiment.of({ADD: 1, SUB: 1})])
+    assert pair.experiments[0].cycles == 0.5
+    assert predicted_cycles(wrong, pair.experiments[0].counts) == pytest.approx(1 / 3)
+    assert mispredicted(wrong, pair.experiments) == list(pair.experiments)
+    throughput = model_throughput(wrong)
+    alone = measured(singleton_experiments([SUB])
+                     + extension_experiments([SUB], blockers_of(FIXED, throughput), throughput))
+    moved = refit(wrong, len(PORTS), alone.concat(pair), [SUB])
+    assert set(moved) == {SUB}
+    fixed = {**wrong, **moved}
+    assert not mispredicted(fixed, pair.experiments)
+    assert not mispredicted(fixed, alone.experiments)
+    # and one it never saw: sub beside the other ALU form of a kernel, and two subs with a load
+    unseen = measured([Experiment.of({SUB: 2, ADD: 2, LOAD: 1}), Experiment.of({SUB: 3})])
+    assert not mispredicted(fixed, unseen.experiments)
+    # a form on the right ports stays where it is
+    assert refit(TRUTH, len(PORTS), alone.concat(pair), [SUB]) == {}

@@ -243,6 +243,36 @@ def test_an_extension_measures_only_what_is_new_and_remembers_what_fails(cache):
 
 @ON_X86_LINUX
 @pytest.mark.slow
+def test_the_pairs_a_kernel_uses_are_measured_once_and_predicted_as_measured(cache):
+    """Every pair of forms one kernel uses, with a form an extension fitted, is measured once
+    (remembered as checked) and the model predicts it within the tolerance of its measurement
+    afterwards: fitted again where it was off."""
+    from pmpredict.host.extend import PAIR_TOLERANCE, pair_digest, predicted_cycles
+    from pmpredict.infer.design import balanced_pair
+    from pmpredict.measure import measure_experiment_set
+    from pmpredict.model.experiments import ExperimentSet
+    model, update = host_model([ADD, SUB, IMUL], kernels=[[ADD, SUB], [SUB, IMUL]],
+                               cache_dir=cache)
+    facts = model.provenance["host"]
+    check = facts["pair_checks"][-1]
+    assert check["pairs"] == 2 and update.refitted == check["refitted"]
+    assert {pair_digest(ADD, SUB), pair_digest(SUB, IMUL)} <= set(facts["pairs_checked"])
+    pairs = [balanced_pair(a, b, {f: predicted_cycles(model.uops, ((f, 1),), model.r_max)
+                                  for f in (a, b)}) for a, b in ((ADD, SUB), (SUB, IMUL))]
+    # the pairs as the check measured them (from the measurement cache where the fit left the
+    # balance of a pair as it was)
+    again = measure_experiment_set(ExperimentSet((ADD, IMUL, SUB), tuple(pairs), "x86", "t"),
+                                   cache_dir=cache)
+    for e in again.experiments:
+        assert e.cycles and abs(predicted_cycles(model.uops, e.counts, model.r_max) - e.cycles) \
+            <= PAIR_TOLERANCE * e.cycles + 0.02, e
+    second, update2 = host_model([ADD, SUB], kernels=[[SUB, ADD]], cache_dir=cache)
+    assert update2.experiments == 0 and update2.refitted == []
+    assert second.provenance["host"]["pair_checks"] == facts["pair_checks"]
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
 def test_a_model_built_before_barriers_were_timed_gets_them_once(cache):
     """A model whose mfence has no latency (built before barriers were timed back to back)
     has it measured on its next use, once: then the barrier is counted, not a lower bound."""

@@ -59,9 +59,9 @@ def _host_model(sources):
     from pmpredict.host.model import host_model
     from pmpredict.commands.predict_files import host_forms
 
-    forms, left_out = host_forms(sources)
+    forms, left_out, kernels = host_forms(sources)
     display = ProgressDisplay()
-    model, update = host_model(forms, progress=display,
+    model, update = host_model(forms, kernels=kernels, progress=display,
                                notify=lambda text: display.note(f"pmpredict: {text}"))
     display.close()
     update.left_out = left_out

@@ -121,22 +121,25 @@ def default_models(sources) -> tuple[dict, str | None]:
     return models, HOST_HINT if here and host is None else None
 
 
-def host_forms(sources) -> tuple[list[str], list]:
+def host_forms(sources) -> tuple[list[str], list, list[list[str]]]:
     """(the forms every kernel needs, [(line, text, why)] of instructions that cannot be
-    measured) for this machine's model; an ISA the harness cannot measure is refused."""
+    measured, the forms of each kernel) for this machine's model; an ISA the harness cannot
+    measure is refused."""
     # deferred: pmpredict.measure loads numpy and the harness, only for --model host
     from pmpredict.measure.instantiate import HARNESS_ISA
 
-    forms, left_out = [], []
+    forms, left_out, kernels = [], [], []
     for src in sources:
         if src.isa != HARNESS_ISA:
             raise InputError(src.path, f"the kernel is {src.isa}; this machine's model "
                                        f"(--model host) is measured for {HARNESS_ISA} only")
         for k in src.kernels:
             more, left = kernel_forms(k.instructions, src.syntax, src.isa)
-            forms += [f for f in more if f not in forms]
+            seen = set(forms)
+            forms += [f for f in more if f not in seen]
             left_out += left
-    return forms, left_out
+            kernels.append(more)
+    return forms, left_out, kernels
 
 
 def with_fallback(spec: str, model):

@@ -64,6 +64,8 @@ class HostUpdate:
     failed: dict = field(default_factory=dict)   # form -> why it could not be measured
     left_out: list = field(default_factory=list)  # (line, text, why) of the kernel
     waited: float = 0.0                          # seconds spent waiting for another process
+    # known forms fitted again: the model predicted a pair of forms a kernel uses wrongly
+    refitted: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"path": self.path, "cpu": self.cpu, "forms": self.forms,
@@ -73,7 +75,7 @@ class HostUpdate:
                 "seconds": _round(self.seconds), "failed": dict(self.failed),
                 "left_out": [{"line": line, "text": text, "reason": why}
                              for line, text, why in self.left_out],
-                "waited_seconds": _round(self.waited)}
+                "waited_seconds": _round(self.waited), "refitted": list(self.refitted)}
 
     def line(self) -> str:
         parts = []
@@ -88,6 +90,9 @@ class HostUpdate:
                          f"experiments) in {self.seconds:.1f} s")
         elif not self.created:
             parts.append("every measurable form already known")
+        if self.refitted:
+            parts.append(f"{len(self.refitted)} form(s) fitted again to how the kernels' forms "
+                         "run together")
         if self.failed:
             parts.append(f"{len(self.failed)} form(s) unusable here ("
                          + "; ".join(f"{_short(f)}: {why}" for f, why in self.failed.items()) + ")")
@@ -209,9 +214,12 @@ def kernel_forms(instructions, syntax: str, isa_name: str = "x86"):
 # --- building and growing the model ------------------------------------------------------------
 
 def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=None,
-               core=None, seed_builtin: bool = True):
+               core=None, seed_builtin: bool = True, kernels=()):
     """(this machine's model with `forms` in it where they can be measured, HostUpdate).
 
+    kernels: the forms of each kernel (lists): every pair of forms one kernel uses together
+    is measured once, and the extension forms the model predicts them wrongly with are fitted
+    again (host.extend, step 4).
     progress(Progress): measurement progress; notify(text): a note (waiting for the lock).
     core: the bootstrap forms (default measure/forms_core.txt); seed_builtin: start from a built-in
     model measured on this very CPU when there is one."""
@@ -240,6 +248,11 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
                 beside = [f for f in dict.fromkeys(forms) if f in model.uops]
                 model = _extend(model, new, cache_dir, progress, update, beside)
                 save_model(model, path)
+            if kernels:
+                checked = model
+                model = _check_kernel_pairs(model, kernels, cache_dir, progress, update)
+                if model is not checked:
+                    save_model(model, path)
     except HostError as exc:
         raise InputError("<host>", f"cannot measure this machine's model: {exc}") from None
     update.forms = len(model.uops)
@@ -432,6 +445,60 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=()):
     update.experiments += experiments
     update.seconds += seconds
     update.failed.update(failed)
+    return _with_facts(model, facts)
+
+
+def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate):
+    """The model with the pairs of forms its kernels use together measured (those not checked
+    before), and the extension forms of the pairs it predicts wrongly fitted again
+    (host.extend, step 4); the model itself where there is nothing new to check."""
+    # deferred: measuring loads numpy and the harness, fitting numba
+    from pmpredict.host.extend import (blockers_of, extension_experiments, kernel_pairs,
+                                       mispredicted, model_throughput, pair_digest, refit)
+    from pmpredict.infer.design import balanced_pair
+    from pmpredict.infer.experiments import singleton_experiments
+    from pmpredict.measure import measure_experiment_set
+    from pmpredict.model.experiments import ExperimentSet
+
+    facts = dict(_host_facts(model))
+    movable = {f for e in facts.get("extensions", []) for f in e.get("forms", ())}
+    checked = set(facts.get("pairs_checked", ()))
+    pairs = kernel_pairs(kernels, model.uops, movable, checked)
+    if not pairs:
+        return model
+    started = time.monotonic()
+
+    def measure(name, exps):
+        forms = list(dict.fromkeys(f for e in exps for f, _ in e.counts))
+        return measure_experiment_set(
+            ExperimentSet(tuple(forms), tuple(exps), HARNESS_ISA, f"host model ({name})"),
+            cache_dir=cache_dir, progress=progress, phase=name)
+
+    throughput = model_throughput(model.uops, model.r_max)
+    together = measure("forms the kernels use together",
+                       [balanced_pair(a, b, throughput) for a, b in pairs])
+    wrong = mispredicted(model.uops, together.experiments, model.r_max)
+    forms = sorted({f for e in wrong for f, _ in e.counts if f in movable})
+    moved, experiments = {}, sum(1 for e in together.experiments if e.cycles is not None)
+    if forms:
+        blockers = blockers_of(model.uops, throughput)
+        alone = measure("forms fitted again", singleton_experiments(forms)
+                        + extension_experiments(forms, blockers, throughput))
+        theirs = [e for e in together.experiments if any(f in forms for f, _ in e.counts)]
+        measured = alone.concat(ExperimentSet(together.forms, tuple(theirs), HARNESS_ISA,
+                                              "kernel pairs"))
+        experiments += sum(1 for e in alone.experiments if e.cycles is not None)
+        moved = refit(model.uops, len(model.ports), measured, forms, r_max=model.r_max)
+        if moved:
+            model = model.with_uops({**model.uops, **moved})
+    facts["pairs_checked"] = sorted(checked | {pair_digest(a, b) for a, b in pairs})
+    facts["pair_checks"] = list(facts.get("pair_checks", [])) + [{
+        "date": _now(), "pairs": len(pairs), "mispredicted": len(wrong),
+        "still_mispredicted": len(mispredicted(model.uops, together.experiments, model.r_max)),
+        "refitted": sorted(moved), "seconds": round(time.monotonic() - started, 1)}]
+    update.experiments += experiments
+    update.seconds += time.monotonic() - started
+    update.refitted += sorted(moved)
     return _with_facts(model, facts)
 
 
