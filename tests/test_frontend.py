@@ -15,9 +15,10 @@ from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
 from pmpredict.measure.probes import (FUSION_SUBJECTS, LEFTOVER_STORES, MAX_LOOP_BODY,
-                                      STORE_COMMITS, STORE_PAIRS, VECTOR_STORE_PAIR,
-                                      WIDE_STORE_PAIRS, WINDOW_SIZES, _leftover_probe, doubts,
-                                      probes, read_frontend, snap_width)
+                                      NOP_SUBJECTS, STORE_COMMITS, STORE_PAIRS,
+                                      VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
+                                      _leftover_probe, _nop_probe, doubts, probes,
+                                      read_frontend, snap_width)
 from pmpredict.model.machine import FUSION_KEYS, MachineModel
 from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, summary
@@ -33,13 +34,15 @@ CHAIN = 220.0              # the window probes' chain of divisions, cycles
 
 def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"),
                          paired_within=0, window=224, paired_width=8,
-                         paired_vector=True, store_commits=1, leftover_shared=True) -> dict:
+                         paired_vector=True, store_commits=1, leftover_shared=True,
+                         nops_share=()) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
     `paired_width` bytes wide, and of vector registers if `paired_vector`), `store_commits`
     a cycle in lines of their own whatever their forms, the stores a run leaves over
-    sharing commits if `leftover_shared`; a stack sync
+    sharing commits if `leftover_shared`; a nop after an instruction of a class in
+    `nops_share` ("integer", "vector") sharing its slot, a slot of its own otherwise; a stack sync
     of one cycle; copies of the window probe overlap up to `window` instructions."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
@@ -60,6 +63,9 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
         cycles[f"stores: {_leftover_probe(block)}"] = (
             4.0 if not paired_within else 2.0 if leftover_shared or block != paired_within
             else 3.0)
+    for name, _, _ in NOP_SUBJECTS:     # twice a copy: six fillers, the subject (and a nop)
+        cycles[_nop_probe(name, False)] = 14 / 4
+        cycles[_nop_probe(name, True)] = (14 if name in nops_share else 16) / 4
     for name, _, _ in FUSION_SUBJECTS:
         # two subjects, each with six fillers and a jump: 14 slots fused, 16 apart
         cycles[f"fusion {name}: adjacent"] = 3.5 if name in fused else 4.0
@@ -86,12 +92,74 @@ def test_a_four_wide_core_read_from_its_timings():
                               "load_op_slots": 1, "indexed_load_op_slots": 2,
                               "vector_load_op_slots": 1, "indexed_vector_load_op_slots": 2,
                               "paired_stores": 0, "store_commits": 1,
+                              "nop_fusion": 0, "nop_fusion_vector": 0,
                               "stack_sync_latency": 1.0, "window": 219, "taken_branch": 1.0}
     assert set(front.how) == set(front.pipeline)          # each says what it rests on
     assert front.how["window"].endswith("copies of 219 instructions overlap, of 230 not")
     assert front.details["instructions_per_cycle"]["width: eliminated moves"] == 3.2
     assert front.details["loop_cycles_per_iteration"]["7"] == 2.0
     assert front.missing == []
+
+
+def test_a_nop_shares_the_slot_of_the_instruction_before_it_where_the_timings_say():
+    """Zen 4's readings: a nop after lea adds nothing, after vpaddd a slot; a core whose nops
+    take slots of their own (Skylake) adds a slot after either."""
+    zen4 = read_frontend(skylake_like_timings(nops_share=("integer",)))
+    assert zen4.pipeline["nop_fusion"] == 1 and zen4.pipeline["nop_fusion_vector"] == 0
+    assert zen4.details["nop_slots_after"] == {"integer": 0.0, "vector": 1.0}
+    assert zen4.how["nop_fusion"] == "a nop after lea adds 0.00 slots: it shares the slot"
+    both = read_frontend(skylake_like_timings(nops_share=("integer", "vector"))).pipeline
+    assert both["nop_fusion"] == both["nop_fusion_vector"] == 1
+    cycles = skylake_like_timings()
+    del cycles[_nop_probe("vector", True)]                  # no number: the fact is not said
+    front = read_frontend(cycles)
+    assert front.pipeline["nop_fusion"] == 0 and "nop_fusion_vector" not in front.pipeline
+
+
+ZERO_IDIOMS = "".join(f"xorl %{r}, %{r}\n" for r in ("eax", "ebx", "ecx", "edx", "esi", "edi"))
+
+
+@pytest.mark.parametrize("body, slots, fusion", [
+    # six zero idioms (slots of their own, no port) and nops: Zen 4's times, 6 slots a cycle
+    (ZERO_IDIOMS, 6, 1),                                    # 1.00 cycles measured
+    (ZERO_IDIOMS + "nop\n", 6, 1),                          # 1.00: the nop shares xor's slot
+    (ZERO_IDIOMS + "nop\nnop\n", 7, 1),                     # 1.17: the second one its own
+    (ZERO_IDIOMS + "nopw (%rax,%rax)\nnopl (%rax)\n", 7, 1),  # 1.17: long nops alike
+    (ZERO_IDIOMS + "nop\n" * 6, 9, 1),                       # 1.50: xor + nop, then pairs
+    (ZERO_IDIOMS[:48] + "nop\n" + ZERO_IDIOMS[48:] + "nop\n", 6, 1),   # 1.00: two apart
+    ("nop\n" * 8, 4, 1),                                    # 0.67: two nops a slot
+    ("vpaddd %xmm0, %xmm0, %xmm7\nnop\n" + ZERO_IDIOMS, 8, 1),  # after a vector op: its own
+    (ZERO_IDIOMS + "nop\nnop\n", 8, 0),                     # a core whose nops take slots
+])
+def test_nops_take_the_front_end_slots_zen4_measures(body, slots, fusion):
+    report = predict(body, {"nop_fusion": fusion, "nop_fusion_vector": 0})
+    assert report.complete
+    assert report.bounds.front_end == pytest.approx(slots / 6)
+    assert "nop_fusion" not in report.pipeline.assumed
+
+
+def test_a_model_that_does_not_say_is_said_to_assume_a_slot_per_nop():
+    report = predict(ZERO_IDIOMS + "nop\n", {})
+    assert report.bounds.front_end == pytest.approx(7 / 6)
+    assert report.pipeline.assumed["nop_fusion"] == 0
+    assert "a nop takes a front-end slot of its own" in " ".join(summary.assumptions(report))
+    assert "nop_fusion" not in predict(ZERO_IDIOMS, {}).pipeline.assumed
+
+
+# six ports, none a bottleneck: what limits these blocks is the front end, six slots a cycle
+NOPS = MachineModel(name="nops", isa="x86", ports=tuple("012345"), r_max=6.0,
+                    uops={"XOR_((REG:RW:G:32)),_((REG:R:G:32))": (),
+                          "NOP": ((0b111111, 1),),
+                          "NOP_word_ptr_[((MEM:64))_+_((MIMM:16))]": ((0b111111, 1),),
+                          "NOP_dword_ptr_[((MEM:64))_+_((MIMM:16))]": ((0b111111, 1),),
+                          "VPADDD_((REG:W:V:128)),_((REG:R:V:128)),_((REG:R:V:128))":
+                              ((0b111111, 1),)},
+                    pipeline={"taken_branch": 0.0})
+
+
+def predict(body: str, pipeline: dict):
+    model = replace(NOPS, pipeline={**NOPS.pipeline, **pipeline})
+    return Predictor(model).predict(select_kernel(parse(body, "att", "k.s")), "att", "k.s")
 
 
 def test_no_fusion_and_a_missing_probe():
@@ -419,6 +487,9 @@ def test_facts_of_every_recent_x86_core(measured):
     # every reorder buffer in scope holds 224 (Skylake, Zen 2) to 512 (Golden Cove)
     assert 200 <= front.pipeline["window"] <= 1000
     assert front.details["window_chain_cycles"] >= 150        # 20 divisions of 10-14 cycles
+    # a nop after an instruction adds at most a slot of its own (Zen 4: none after lea)
+    assert front.pipeline["nop_fusion"] in (0, 1) and front.pipeline["nop_fusion_vector"] in (0, 1)
+    assert all(-0.3 <= v <= 1.3 for v in front.details["nop_slots_after"].values())
     # zero idioms take a rename slot and no port: they run at the full width
     ipc = front.details["instructions_per_cycle"]
     assert ipc["width: zero idioms (vector)"] >= 0.95 * front.r_max
@@ -479,3 +550,17 @@ def test_a_host_model_measured_by_older_probes_gets_todays_front_end(tmp_path, m
     assert load_cached(str(tmp_path)).pipeline == model.pipeline           # saved
     host_model([ADD_IMM], cache_dir=str(tmp_path))
     assert calls == [True]                                                  # not again
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_the_measured_nop_facts_predict_a_block_of_nops_timed_by_itself(measured):
+    """Six zero idioms and two nops, timed as a block: the front end the probes read (the
+    width, whether a nop shares a slot) predicts it (Zen 4: 1.17 cycles, seven slots)."""
+    from pmpredict.measure import measure_block
+    front = measured.facts
+    body = ZERO_IDIOMS + "nop\nnop\n"
+    report = predict(body, {k: front.pipeline[k] for k in ("nop_fusion", "nop_fusion_vector")})
+    model_cycles = report.bounds.front_end * 6 / front.r_max      # NOPS is six wide
+    timed = measure_block(body, "att").cycles
+    assert timed == pytest.approx(model_cycles, rel=0.08)

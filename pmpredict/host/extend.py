@@ -31,6 +31,7 @@ A model inferred from pairs knows its forms' port sets; the fit puts a new form 
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 from dataclasses import dataclass
@@ -199,7 +200,6 @@ def kernel_pairs(kernels, known, movable, checked=frozenset()) -> list[tuple[str
 
 def pair_digest(a: str, b: str) -> str:
     """A short, order-free name of a pair of forms (what a model remembers as checked)."""
-    import hashlib
     return hashlib.sha1("\n".join(sorted((a, b))).encode()).hexdigest()[:12]
 
 

@@ -37,8 +37,9 @@ ROUNDS = 3                            # timings of the probes at most, while the
 # the probes' generation, in a model's provenance.front_end: 2 added the fusion of each first
 # instruction, vector load-op slots, the store pairing block, the stack sync and the window;
 # 3 the widest store that pairs; 4 whether vector-register stores pair; 5 the stores
-# committed a cycle; 6 whether the stores a run leaves over share commits
-FRONT_END_VERSION = 6
+# committed a cycle; 6 whether the stores a run leaves over share commits; 7 whether a nop
+# shares the slot of the instruction before it
+FRONT_END_VERSION = 7
 
 
 @dataclass

@@ -56,6 +56,11 @@ end's, so a subject that costs one more slot shows as 1 / width more cycles.
   the chain (measured alone, loop-carried). The window is the largest S before that. Zero
   idioms take a reorder-buffer entry and nothing else (no port, no scheduler entry); `nop`s
   would not do (Zen 4 keeps a window of more than 700 of them).
+* **Nops** (`nop_fusion`, `nop_fusion_vector`): fillers + an integer instruction (`lea r10,
+  [r9 + 8]`) against the same with a `nop` after it, and the same after a vector instruction
+  (`vpaddd xmm7, xmm0, xmm0`): a nop that shares the slot of the instruction before it costs
+  nothing (Zen 4: after `lea`, a load, a store, an ALU operation or another nop, not after
+  `vpaddd` or a vector zero idiom; twelve nops a cycle, two a slot).
 * **Taken loop branch** (`taken_branch`): loops whose body is k = 0..7 zero idioms; the
   fewest cycles per iteration any of them takes is the least a loop iteration costs (the
   whole series is kept: it also shows the width, k + 1 slots with the fused dec/jnz).
@@ -228,6 +233,26 @@ def _store_probes() -> list[Probe]:
     return narrow + wide + vector + commits + leftover
 
 
+# the instruction a nop follows, by class: whether the nop shares its slot (nop_fusion: a
+# general-purpose instruction; nop_fusion_vector: a vector one)
+NOP_SUBJECTS = (("integer", "lea r10, [r9 + 8]", "nop_fusion"),
+                ("vector", "vpaddd xmm7, xmm0, xmm0", "nop_fusion_vector"))
+
+
+def _nop_probe(name: str, nop: bool) -> str:
+    return f"nops: after an {name} instruction" if nop else f"nops: an {name} instruction"
+
+
+def _nop_probes() -> list[Probe]:
+    """Twice a copy: six fillers and the subject, then (or not) a nop."""
+    out = []
+    for name, subject, _ in NOP_SUBJECTS:
+        for nop in (False, True):
+            copy = fillers() + [subject] + (["nop"] if nop else [])
+            out.append(Probe(_nop_probe(name, nop), tuple(copy * 2)))
+    return out
+
+
 STACK_PROBES = (
     ("push, add rsp", ("push r8", "add rsp, 8")),      # the sync uop + the add, a copy
     ("sub rsp, add rsp", ("sub rsp, 8", "add rsp, 8")),  # two ALU operations on rsp
@@ -265,7 +290,7 @@ def _loop_probes() -> list[Probe]:
 
 def probes() -> tuple[Probe, ...]:
     return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
-                 + _stack_probes() + _loop_probes() + _window_probes())
+                 + _nop_probes() + _stack_probes() + _loop_probes() + _window_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------
@@ -324,7 +349,25 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     out.r_max = snap_width(best)
     _read_fusion(cycles, out, 1.0 / out.r_max)
     _read_load_ops(cycles, out, 1.0 / out.r_max)
+    _read_nops(cycles, out, 1.0 / out.r_max)
     return out
+
+
+def _read_nops(cycles, out: FrontEnd, slot: float) -> None:
+    """Per class of the instruction before it: the slots a nop adds (two nops a copy); it
+    shares that instruction's slot when it adds less than half a slot."""
+    added = {}
+    for name, subject, key in NOP_SUBJECTS:
+        without, with_nop = cycles.get(_nop_probe(name, False)), cycles.get(_nop_probe(name, True))
+        if without is None or with_nop is None:
+            continue
+        added[name] = (with_nop - without) / 2 / slot
+        shares = added[name] < FUSED_BELOW
+        out.pipeline[key] = 1 if shares else 0
+        out.how[key] = (f"a nop after {subject.split()[0]} adds {max(0.0, added[name]):.2f} "
+                        f"slots: {'it shares the slot' if shares else 'a slot of its own'}")
+    if added:
+        out.details["nop_slots_after"] = {n: _round(v) for n, v in added.items()}
 
 
 def _read_fusion(cycles, out: FrontEnd, slot: float) -> None:

@@ -31,6 +31,11 @@ ASSUMED = {
     # (0), or share commits as far as the loop's stores commit at max(stores that start a
     # block, half of all) cycles (1; measured on Zen 4)
     "paired_store_leftover": 0,
+    # a nop takes a front-end slot of its own (0), or shares the slot of the general-purpose
+    # instruction (or nop) before it, one nop a slot (1; measured on Zen 4); the same after a
+    # vector instruction (Zen 4: a slot of its own)
+    "nop_fusion": 0,
+    "nop_fusion_vector": 0,
     # a load into part of a register (mov cl, [m]; an AArch64 load into a lane): the old
     # value -> the result, the merge after the load (measured on Zen 4: `movb 24(%rsi), %cl`
     # in a loop 1.0 cycle, not the load's 4 + 1)

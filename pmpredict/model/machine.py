@@ -78,6 +78,10 @@ PIPELINE_KEYS = {
     "paired_store_leftover": "1 if the stores a run of same-block stores leaves over share "
                              "commits (a loop's stores then commit at max(stores that start a "
                              "block, half of all) cycles), 0 if they commit alone",
+    "nop_fusion": "1 if a nop shares the front-end slot of the general-purpose instruction "
+                  "(or nop) before it, one nop a slot (two nops one slot), else 0",
+    "nop_fusion_vector": "1 if a nop shares the front-end slot of the vector instruction "
+                         "before it, else 0",
     "store_commits": "stores committed to the cache a cycle apart from pairing, whatever "
                      "their forms (the engine gives each store a uop on that many commit ports)",
     "stack_sync_latency": "cycles the stack engine's sync uop adds before an explicit use of the "
@@ -94,7 +98,7 @@ FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion", "add": "macro_fusi
 FORWARDING_KEYS = {"indexed": "store_forward_latency_indexed",
                    "vector": "store_forward_latency_vector"}
 # pipeline keys whose value is a yes/no fact: 0 or 1
-PIPELINE_FLAGS = {"paired_stores", *FUSION_KEYS.values()}
+PIPELINE_FLAGS = {"paired_stores", "nop_fusion", "nop_fusion_vector", *FUSION_KEYS.values()}
 
 
 def abstract_port_names(n: int) -> tuple[str, ...]:

@@ -109,6 +109,11 @@ class PipelineFacts:
     # whether the stores a run leaves over share commits, and whether the model does not say
     paired_store_leftover: bool = bool(ASSUMED["paired_store_leftover"])
     paired_store_leftover_assumed: bool = True
+    # whether a nop shares the slot of the general-purpose (vector) instruction before it, and
+    # whether the model does not say (then assumed)
+    nop_fusion: bool = bool(ASSUMED["nop_fusion"])
+    nop_fusion_vector: bool = bool(ASSUMED["nop_fusion_vector"])
+    nop_fusion_assumed: bool = True
     # measured facts whose chain did not reproduce (measure.latency._settle): key -> why
     fact_doubts: dict[str, str] = field(default_factory=dict)
     # stores committed a cycle whatever their forms (0: the model does not say, and stores
@@ -199,6 +204,10 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
     if pipe.get("paired_store_leftover") is not None:
         facts.paired_store_leftover = bool(pipe["paired_store_leftover"])
         facts.paired_store_leftover_assumed = False
+    if pipe.get("nop_fusion") is not None:
+        facts.nop_fusion = bool(pipe["nop_fusion"])
+        facts.nop_fusion_vector = bool(pipe.get("nop_fusion_vector", ASSUMED["nop_fusion_vector"]))
+        facts.nop_fusion_assumed = False
     if pipe.get("paired_store_width") is not None:
         facts.paired_store_width = int(pipe["paired_store_width"])
         facts.paired_store_width_assumed = False
@@ -255,7 +264,37 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
             if b.uops:
                 a.uops = ()          # the pair runs as the jump's uop; a jump the model
             b.slot, b.fused = 0, True    # lacks leaves the pair the first one's uops
+    _share_nop_slots(out, machine)
     return out, machine
+
+
+def _share_nop_slots(out: list[Annotated], machine: PipelineFacts) -> None:
+    """A nop takes no front-end slot of its own where it shares the slot of the instruction
+    before it, one nop a slot: after a general-purpose instruction or a nop (the pipeline's
+    nop_fusion), after a vector one (nop_fusion_vector). Zen 4: `lea r10, [r9 + 8]` then a nop
+    one slot, two nops one slot, a nop after `vpaddd` a slot of its own (measure/probes.py).
+    The block repeats, so the first instruction follows the last."""
+    if len(out) < 2 or not any(_is_nop(a) for a in out):
+        return
+    if machine.nop_fusion_assumed:
+        machine.assumed["nop_fusion"] = int(machine.nop_fusion)
+    taken = set()                            # instructions whose slot a nop shares already
+    # from an instruction that is not a nop: each nop's predecessor is settled before it
+    start = next((i for i, a in enumerate(out) if not _is_nop(a)), 0)
+    for k in range(len(out)):
+        i = (start + k) % len(out)
+        a, before = out[i], out[i - 1]
+        if not _is_nop(a) or before.slot <= 0 or before.index in taken:
+            continue
+        vector = any(r.kind == VECTOR and r.role == DATA
+                     for r in before.semantics.reads + before.semantics.writes)
+        if machine.nop_fusion_vector if vector else machine.nop_fusion:
+            a.slot = 0
+            taken.add(before.index)
+
+
+def _is_nop(a: Annotated) -> bool:
+    return a.semantics.mnemonic == "nop"
 
 
 def _fuse(a: Annotated, b: Annotated, machine: PipelineFacts) -> bool:
