@@ -146,7 +146,7 @@ def test_new_forms_that_share_ports_are_measured_together_so_every_fit_agrees(kn
 
 def test_kernel_pairs_are_the_pairs_one_kernel_uses_with_a_form_that_can_move():
     from pmpredict.host.extend import kernel_pairs, pair_digest
-    known = {ADD: (), SUB: (), IMUL: (), LOAD: ()}
+    known = {f: TRUTH[f] for f in (ADD, SUB, IMUL, LOAD)}
     kernels = [[SUB, ADD, IMUL], [ADD, IMUL], [LOAD, SUB, VPADDD]]      # VPADDD: not in the model
     assert kernel_pairs(kernels, known, movable={SUB}) == \
         [tuple(sorted((ADD, SUB))), tuple(sorted((IMUL, SUB))), tuple(sorted((LOAD, SUB)))]
@@ -154,6 +154,10 @@ def test_kernel_pairs_are_the_pairs_one_kernel_uses_with_a_form_that_can_move():
     assert kernel_pairs(kernels, known, {SUB}, checked) == \
         [tuple(sorted((IMUL, SUB))), tuple(sorted((LOAD, SUB)))]
     assert kernel_pairs(kernels, known, movable=set()) == []
+    # a long kernel gives at most per_kernel pairs, those whose forms share a port first:
+    # sub and add (the ALUs), sub and imul (its port is an ALU), then sub and the load
+    assert kernel_pairs([[SUB, LOAD, ADD, IMUL]], known, {SUB}, per_kernel=2) == \
+        [tuple(sorted((ADD, SUB))), tuple(sorted((IMUL, SUB)))]
 
 
 def test_the_model_cycles_of_an_experiment_are_the_simulators():

@@ -50,6 +50,11 @@ OVERLAP_PAIRS = 3                # pairs of new forms measured together, per new
 # again (Zen 4, 1,158 pairs of 300 BHive blocks: 320 off by more where the ports are to
 # blame, 44 after the fit)
 PAIR_TOLERANCE = 0.10
+# new pairs one kernel gives at most (a kernel of ten forms has 45 pairs; a long one would
+# otherwise take hours to measure), and one call measures at most (about five minutes; the
+# rest are measured by the calls after it: a pair is remembered only once measured)
+PAIRS_PER_KERNEL = 45
+PAIRS_PER_CALL = 2000
 FINAL_VOLUME_WEIGHT = 0.005      # as the host model's own inference (docs/MEASUREMENT.md)
 
 
@@ -184,17 +189,22 @@ def _start(t: float, n_ports: int, rng) -> tuple[int, float]:
 
 # --- the pairs of forms the kernels use together ---------------------------------------------
 
-def kernel_pairs(kernels, known, movable, checked=frozenset()) -> list[tuple[str, str]]:
+def kernel_pairs(kernels, known: dict, movable, checked=frozenset(),
+                 per_kernel: int = PAIRS_PER_KERNEL) -> list[tuple[str, str]]:
     """Distinct pairs (a, b), a < b, of forms one kernel uses together (kernels: lists of
-    forms), both in the model (`known`), at least one of them `movable` (fitted into the model
-    by an extension), not in `checked` (pair_digest of pairs measured before); in order of
-    first use."""
+    forms), both in the model (`known`: form -> uops), at least one of them `movable` (fitted
+    into the model by an extension), not in `checked` (pair_digest of pairs measured before);
+    in order of first use. A kernel gives at most `per_kernel` new pairs (its pairs grow as
+    the square of its forms): first those whose forms share a port in the model (how they
+    contend is the mapping's to get right), then the others."""
     out: dict[tuple[str, str], None] = {}
     for forms in kernels:
         mine = sorted({f for f in forms if f in known})
-        for a, b in itertools.combinations(mine, 2):
-            if (a in movable or b in movable) and pair_digest(a, b) not in checked:
-                out.setdefault((a, b), None)
+        pairs = [(a, b) for a, b in itertools.combinations(mine, 2)
+                 if (a in movable or b in movable) and (a, b) not in out
+                 and pair_digest(a, b) not in checked]
+        pairs.sort(key=lambda p: not _union(known[p[0]]) & _union(known[p[1]]))   # stable
+        out.update(dict.fromkeys(pairs[:per_kernel]))
     return list(out)
 
 

@@ -453,8 +453,9 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate)
     before), and the extension forms of the pairs it predicts wrongly fitted again
     (host.extend, step 4); the model itself where there is nothing new to check."""
     # deferred: measuring loads numpy and the harness, fitting numba
-    from pmpredict.host.extend import (blockers_of, extension_experiments, kernel_pairs,
-                                       mispredicted, model_throughput, pair_digest, refit)
+    from pmpredict.host.extend import (PAIRS_PER_CALL, blockers_of, extension_experiments,
+                                       kernel_pairs, mispredicted, model_throughput,
+                                       pair_digest, refit)
     from pmpredict.infer.design import balanced_pair
     from pmpredict.infer.experiments import singleton_experiments
     from pmpredict.measure import measure_experiment_set
@@ -463,7 +464,7 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate)
     facts = dict(_host_facts(model))
     movable = {f for e in facts.get("extensions", []) for f in e.get("forms", ())}
     checked = set(facts.get("pairs_checked", ()))
-    pairs = kernel_pairs(kernels, model.uops, movable, checked)
+    pairs = kernel_pairs(kernels, model.uops, movable, checked)[:PAIRS_PER_CALL]
     if not pairs:
         return model
     started = time.monotonic()
