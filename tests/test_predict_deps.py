@@ -272,3 +272,39 @@ def test_a_load_without_a_latency_takes_the_load_latency():
     assert r.rows[1].latency == 5.0                          # the toy's load latency
     assert r.bounds.loop_carried == pytest.approx(1 + 5)      # the lea, then the pop's load
     assert "latency 5 assumed (the load latency) (line 3)" in summary.assumptions(r)
+
+
+ADD_M = "ADD_((REG:RW:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+STORE64 = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+# Zen 4's forwarding: a store renamed into a plain load (0 cycles), 7 into a load-op's load
+RENAMING = replace(TOY, **{
+    "uops": {**TOY.uops, LOAD64: ((LD, 1),), ADD_M: ((ALU, 1), (LD, 1)), STORE64: ((ST, 1),)},
+    "latency": {**TOY.latency, LOAD64: 5, ADD_M: 1, STORE64: 0},
+    "operand_latency": {**TOY.operand_latency, ADD_M: {1: 6}},
+    "pipeline": {**TOY.pipeline, "store_forward_latency": 0,
+                 "store_forward_latency_load_op": 7}})
+
+
+def test_a_load_op_reads_a_store_at_its_own_forwarding_latency():
+    """Zen 4 (`pmpredict measure`): `addq 904(%rbx), %rdi; movq %rdi, 904(%rbx)` 8.05 cycles a
+    link, the load-op's load forwarded in 7; `movq 904(%rbx), %r8; addq %r8, %rdi; movq %rdi,
+    904(%rbx)` 1.00 (the plain load renamed, 0) and the indexed load-op too (1.00)."""
+    r = predict(["addq 904(%rbx), %rdi", "movq %rdi, 904(%rbx)"], RENAMING)
+    assert r.bounds.loop_carried == 7.0 + 1.0 and "mem" in r.chains[0].resources
+    assert "store_forward_latency_load_op" not in r.pipeline.assumed
+    r = predict(["movq %rdi, 904(%rbx)", "addq 904(%rbx), %rdi"], RENAMING)   # stored first
+    assert r.bounds.loop_carried == 8.0
+    plain = predict(["movq 904(%rbx), %r8", "addq %r8, %rdi", "movq %rdi, 904(%rbx)"], RENAMING)
+    assert plain.bounds.loop_carried == 1.0
+    indexed = predict(["addq 904(%rbx,%rcx), %rdi", "movq %rdi, 904(%rbx,%rcx)"], RENAMING)
+    assert indexed.bounds.loop_carried == 1.0             # the indexed kind's (plain here)
+    assert indexed.pipeline.assumed["store_forward_latency_indexed"] == 0
+
+
+def test_a_model_without_the_load_op_latency_says_it_assumed_the_plain_one():
+    model = replace(RENAMING, pipeline={k: v for k, v in RENAMING.pipeline.items()
+                                        if k != "store_forward_latency_load_op"})
+    r = predict(["addq 904(%rbx), %rdi", "movq %rdi, 904(%rbx)"], model)
+    assert r.bounds.loop_carried == 0.0 + 1.0
+    assert r.pipeline.assumed["store_forward_latency_load_op"] == 0
+    assert "store forwarding into a load-op 0" in " ".join(summary.assumptions(r))

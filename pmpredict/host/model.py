@@ -242,6 +242,9 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
             if barriers:
                 model = _measure_barriers(model, barriers, cache_dir, progress)
                 save_model(model, path)
+            if _unmeasured_pipeline_facts(model):
+                model = _measure_pipeline_facts(model, cache_dir, progress)
+                save_model(model, path)
             left = _host_facts(model).get("left_out", {})
             new = [f for f in dict.fromkeys(forms) if f not in model.uops and f not in left]
             if new:
@@ -285,7 +288,8 @@ def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool
              "bootstrap": {"how": how, "forms": len(model.uops), "experiments": experiments,
                            "seconds": round(seconds, 1)},
              "extensions": [], "left_out": {},
-             "barriers_measured": True}          # with every other latency, today's chains
+             "barriers_measured": True,          # with every other latency, today's chains
+             "pipeline_facts_measured": _pipeline_references()}
     description = (f"this machine's model ({update.cpu}), measured on demand by pmpredict "
                    f"predict --model host: {how}")
     return _with_facts(model, facts, description)
@@ -345,6 +349,37 @@ def _unmeasured_barriers(model) -> list[str]:
         if barrier and form not in model.latency:
             out.append(form)
     return out
+
+
+def _pipeline_references() -> list[str]:
+    # deferred: measure.chains builds the chain tables, only for a host model
+    from pmpredict.measure.chains import PIPELINE_REFERENCES
+    return list(PIPELINE_REFERENCES)
+
+
+def _unmeasured_pipeline_facts(model) -> list[str]:
+    """Pipeline facts measured by reference chains (measure/chains.py PIPELINE_REFERENCES) that
+    a model built before their time lacks and has not tried (store_forward_latency_load_op):
+    measured once, on its next use."""
+    # deferred: measure.chains builds the chain tables, only for a host model
+    from pmpredict.measure.chains import PIPELINE_REFERENCES
+    tried = set(_host_facts(model).get("pipeline_facts_measured", ()))
+    return [k for k in PIPELINE_REFERENCES
+            if k not in model.pipeline and k not in tried] if _host_facts(model) else []
+
+
+def _measure_pipeline_facts(model, cache_dir, progress):
+    """The model with the pipeline facts it lacks measured (those the chains gave), the facts
+    it has kept as they are, and every fact marked as tried."""
+    # deferred: measuring loads numpy and the harness
+    from pmpredict.measure.chains import PIPELINE_REFERENCES
+    from pmpredict.measure.latency import measure_latencies
+    table = measure_latencies([], cache_dir=cache_dir, progress=progress)
+    new = {k: v for k, v in table.pipeline().items() if k not in model.pipeline}
+    model = replace(model, pipeline={**model.pipeline, **new},
+                    pipeline_source={**model.pipeline_source, **{k: table.source for k in new}})
+    return _with_facts(model, {**_host_facts(model),
+                               "pipeline_facts_measured": list(PIPELINE_REFERENCES)})
 
 
 def _measure_barriers(model, forms, cache_dir, progress):

@@ -146,6 +146,12 @@ def _reference_list() -> tuple[Reference, ...]:
                   Chain(("movdqu xmmword ptr [rbx + 64], xmm0",
                          "movdqu xmm0, xmmword ptr [rbx + 64]")),
                   "store -> load forwarding of vector data: movdqu [m], xmm; movdqu xmm, [m]"),
+        # the add closes the link: the load-op's load is the forwarded one (Zen 4: 8.05 a
+        # link, where a plain load renamed from the store takes 0)
+        Reference("store_forward_latency_load_op",
+                  Chain(("mov qword ptr [rbx + 64], rax", "add rax, qword ptr [rbx + 64]"),
+                        companions=("add",)),
+                  "store -> the load of a load-op: mov [m], r64; add r64, [m], minus add"),
         Reference("atomic_cycles", Chain(("lock add qword ptr [rbx + 64], 1",)),
                   "atomic read-modify-write: lock add [m], imm back to back"),
     ]
@@ -159,7 +165,8 @@ def _reference_list() -> tuple[Reference, ...]:
 
 REFERENCES = {r.name: r for r in _reference_list()}
 PIPELINE_REFERENCES = ("load_latency", "store_forward_latency", "store_forward_latency_indexed",
-                       "store_forward_latency_vector", "atomic_cycles")
+                       "store_forward_latency_vector", "store_forward_latency_load_op",
+                       "atomic_cycles")
 
 
 @dataclass(frozen=True)

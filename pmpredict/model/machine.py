@@ -48,6 +48,8 @@ PIPELINE_KEYS = {
                                      "(store_forward_latency where absent, assumed)",
     "store_forward_latency_vector": "the same for vector data, a store wider than 64 bits "
                                     "(store_forward_latency where absent, assumed)",
+    "store_forward_latency_load_op": "the same into the load of a load-op (add r, [base + "
+                                     "disp]; store_forward_latency where absent, assumed)",
     "taken_branch": "front-end cycles a taken loop branch costs at least per iteration",
     "macro_fusion": "1 if cmp/test + jcc fuse into one uop, else 0 (the other first "
                     "instructions: their own keys, else as cmp, assumed)",
@@ -96,7 +98,8 @@ FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion", "add": "macro_fusi
                "dec": "macro_fusion_dec"}
 # the pipeline key of each kind of store forwarding besides the plain one (predict.deps.Forwarding)
 FORWARDING_KEYS = {"indexed": "store_forward_latency_indexed",
-                   "vector": "store_forward_latency_vector"}
+                   "vector": "store_forward_latency_vector",
+                   "load_op": "store_forward_latency_load_op"}
 # pipeline keys whose value is a yes/no fact: 0 or 1
 PIPELINE_FLAGS = {"paired_stores", "nop_fusion", "nop_fusion_vector", *FUSION_KEYS.values()}
 

@@ -100,6 +100,7 @@ class PipelineFacts:
     # does not say (store_forward_latency is taken, and said to be assumed where it is used)
     store_forward_indexed: float | None = None
     store_forward_vector: float | None = None
+    store_forward_load_op: float | None = None
     # the widest store (bytes) that pairs, and whether the model does not say (then assumed)
     paired_store_width: int = ASSUMED["paired_store_width"]
     paired_store_width_assumed: bool = True
@@ -124,7 +125,7 @@ class PipelineFacts:
 
     def forwarding(self) -> Forwarding:
         return Forwarding(self.store_forward_latency, self.store_forward_indexed,
-                          self.store_forward_vector)
+                          self.store_forward_vector, self.store_forward_load_op)
 
     def copy(self) -> "PipelineFacts":
         """A copy whose `assumed` is its own (the one field a kernel changes)."""
@@ -135,7 +136,8 @@ class PipelineFacts:
 
     def assume_forwarding(self, kinds) -> None:
         """Say which forwarding latencies a kernel used without the model giving them."""
-        given = {"indexed": self.store_forward_indexed, "vector": self.store_forward_vector}
+        given = {"indexed": self.store_forward_indexed, "vector": self.store_forward_vector,
+                 "load_op": self.store_forward_load_op}
         for kind in sorted(kinds):
             if kind in given and given[kind] is None:
                 self.assumed[FORWARDING_KEYS[kind]] = self.store_forward_latency
@@ -379,7 +381,8 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
         not sem.loads else any(w.kind == VECTOR for w in sem.writes)
     refs = tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
                         m.store, mem_latency.get(m.operand, 0.0), m.operand is None, vector,
-                        0.0 if pure_load else base)
+                        0.0 if pure_load else base,
+                        m.load and not m.store and not sem.stores and not pure_load)
                  for m in sem.memory)
     latency = max([s.latency for s in sources] + [0.0 if (eliminated or idiom == "zero") or
                                                   (sem.stores and not sem.loads) else base])

@@ -77,6 +77,7 @@ class MemRef:
     # a vector load: what its consumer latency adds after a plain vector load (a load-op's
     # operation: 0 for vmovss, the addition's for vaddss xmm, xmm, [m])
     beyond_load: float = 0.0
+    load_op: bool = False         # the load of a load-op (add r, [m]; not mov r, [m], add [m], r)
 
 
 @dataclass(frozen=True)
@@ -95,23 +96,28 @@ class Forwarding:
     forwarded: general-purpose data through a base + displacement address, through an address
     with an index register, and vector data (a vector register's, or a store wider than 64
     bits: Zen 4 forwards `vmovss` as slowly as `movdqu`, 9 cycles, where it renames a
-    general-purpose word in 0). None: as `plain`."""
+    general-purpose word in 0), and into the load of a load-op through a base + displacement
+    address (Zen 4: 7 cycles, `add rax, [rbx + 64]; mov [rbx + 64], rax` 8.05 a link, where
+    `mov r, [m]`, `add [m], r` and an indexed load-op are renamed, 1.00). None: as `plain`."""
     plain: float
     indexed: float | None = None
     vector: float | None = None
+    load_op: float | None = None
 
     def latency(self, store: MemRef, load: MemRef) -> float:
-        if self.vector is not None and _vector(store):
-            return self.vector
-        if self.indexed is not None and load.address[1] is not None:
-            return self.indexed
-        return self.plain
+        kind = self.kind(store, load)
+        given = {"vector": self.vector, "indexed": self.indexed,
+                 "load_op": self.load_op}.get(kind)
+        return self.plain if given is None else given
 
     def kind(self, store: MemRef, load: MemRef) -> str:
-        """Which of the three a forwarding edge uses: "vector", "indexed" or "plain"."""
+        """Which of the four a forwarding edge uses: "vector", "indexed", "load_op" or
+        "plain"."""
         if _vector(store):
             return "vector"
-        return "indexed" if load.address[1] is not None else "plain"
+        if load.address[1] is not None:
+            return "indexed"
+        return "load_op" if load.load_op else "plain"
 
 
 def _vector(store: MemRef) -> bool:

@@ -59,6 +59,7 @@ def assumptions(report) -> list[str]:
                  "store_forward_latency_indexed": "store forwarding through an indexed "
                                                   "address {:g}",
                  "store_forward_latency_vector": "vector store forwarding {:g}",
+                 "store_forward_latency_load_op": "store forwarding into a load-op {:g}",
                  "paired_store_width": "only stores of up to {:g} bytes pair",
                  "paired_store_vector": "vector-register stores pair as others do",
                  "paired_store_leftover": "the stores a run of stores into one block leaves "
