@@ -295,6 +295,29 @@ def test_a_model_built_before_barriers_were_timed_gets_them_once(cache):
     assert updated.latency["MFENCE"] - 1e-9 <= report.cycles <= updated.latency["MFENCE"] + 1
 
 
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_a_model_built_before_a_pipeline_reference_gets_it_once(cache):
+    """A model without the load-op forwarding fact (built before its reference chain) has it
+    measured on its next use, once, and keeps the facts it had."""
+    from dataclasses import replace
+    from pmpredict.formats.model_files import save_model
+    key = "store_forward_latency_load_op"
+    model = load_cached(cache)
+    assert key in model.pipeline                       # a model built today has it
+    facts = {k: v for k, v in model.provenance["host"].items()
+             if k != "pipeline_facts_measured"}
+    older = replace(model, pipeline={k: v for k, v in model.pipeline.items() if k != key},
+                    pipeline_source={k: v for k, v in model.pipeline_source.items() if k != key},
+                    provenance={**model.provenance, "host": facts})
+    save_model(older, model_path(cache))
+    updated, _ = host_model([ADD], cache_dir=cache)
+    assert updated.pipeline[key] >= updated.pipeline["store_forward_latency"] - 0.5
+    assert {k: v for k, v in updated.pipeline.items() if k != key} == older.pipeline
+    assert key in updated.provenance["host"]["pipeline_facts_measured"]
+    assert load_cached(cache).pipeline[key] == updated.pipeline[key]
+
+
 def predict_text(body: str, model):
     from pmpredict.asm.parse import parse
     from pmpredict.predict.predictor import Predictor

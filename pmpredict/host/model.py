@@ -352,6 +352,7 @@ def _unmeasured_barriers(model) -> list[str]:
 
 
 def _pipeline_references() -> list[str]:
+    """The pipeline facts today's reference chains measure."""
     # deferred: measure.chains builds the chain tables, only for a host model
     from pmpredict.measure.chains import PIPELINE_REFERENCES
     return list(PIPELINE_REFERENCES)
@@ -361,10 +362,8 @@ def _unmeasured_pipeline_facts(model) -> list[str]:
     """Pipeline facts measured by reference chains (measure/chains.py PIPELINE_REFERENCES) that
     a model built before their time lacks and has not tried (store_forward_latency_load_op):
     measured once, on its next use."""
-    # deferred: measure.chains builds the chain tables, only for a host model
-    from pmpredict.measure.chains import PIPELINE_REFERENCES
     tried = set(_host_facts(model).get("pipeline_facts_measured", ()))
-    return [k for k in PIPELINE_REFERENCES
+    return [k for k in _pipeline_references()
             if k not in model.pipeline and k not in tried] if _host_facts(model) else []
 
 
@@ -372,14 +371,13 @@ def _measure_pipeline_facts(model, cache_dir, progress):
     """The model with the pipeline facts it lacks measured (those the chains gave), the facts
     it has kept as they are, and every fact marked as tried."""
     # deferred: measuring loads numpy and the harness
-    from pmpredict.measure.chains import PIPELINE_REFERENCES
     from pmpredict.measure.latency import measure_latencies
     table = measure_latencies([], cache_dir=cache_dir, progress=progress)
     new = {k: v for k, v in table.pipeline().items() if k not in model.pipeline}
     model = replace(model, pipeline={**model.pipeline, **new},
                     pipeline_source={**model.pipeline_source, **{k: table.source for k in new}})
     return _with_facts(model, {**_host_facts(model),
-                               "pipeline_facts_measured": list(PIPELINE_REFERENCES)})
+                               "pipeline_facts_measured": _pipeline_references()})
 
 
 def _measure_barriers(model, forms, cache_dir, progress):
