@@ -82,6 +82,9 @@ def form(matcher, text, syntax):
     ("addl %ecx, %eax", "add eax, ecx", "ADD_((REG:RW:G:32)),_((REG:R:G:32))"),  # exact width first
     ("addq %rcx, %rax", "add rax, rcx", "ADD_((REG:RW:G:64)),_((REG:R:G:64))"),
     ("leaq (%rdi,%rsi,4), %rax", "lea rax, [rdi+rsi*4]", "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))]"),
+    # an rbp base has no encoding without a displacement: the disp8 form, as assembled
+    ("leaq (%rbp,%rsi,4), %rax", "lea rax, [rbp+rsi*4]",
+     "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))+((IMM:8))]"),
     ("leaq 8(%rdi,%rsi,2), %rax", "lea rax, 8[rdi+rsi*2]",
      "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))+((IMM:8))]"),
     ("leaq 8(%rdi), %rax", "lea rax, 8[rdi]", "LEA_((REG:W:G:64)),__[((MEM:64))+((IMM:8))]"),

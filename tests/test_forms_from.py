@@ -78,6 +78,13 @@ def test_host_forms_come_back_from_their_example_instances():
     ("leaq 1000(%rdi), %rdx", "lea rdx, [rdi+1000]",
      "LEA_((REG:W:G:64)),__[((MEM:64))_+_((MIMM:16))]"),
     ("leaq (%rdi), %rdx", "lea rdx, [rdi]", "LEA_((REG:W:G:64)),__[((MEM:64))]"),
+    # an rbp or r13 base is encoded with a displacement of 0 (`lea 0x0(%rbp,%r10,1),%r9`): a
+    # three-part address (Zen 4: two a cycle, where `[rbx + r10]` runs four)
+    ("leaq (%rbp,%r10), %r9", "lea r9, [rbp+r10]",
+     "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))+((IMM:8))]"),
+    ("leal (%r13d,%eax,2), %ecx", "lea ecx, [r13d+eax*2]",
+     "LEA_((REG:W:G:32)),__[((MEM:64))+2*((DIV:64))+((IMM:8))]"),
+    ("leaq (%rbx,%r10), %r9", "lea r9, [rbx+r10]", "LEA_((REG:W:G:64)),__[((MEM:64))+2*((DIV:64))]"),
     ("cmovl %rbx, %rax", "cmovl rax, rbx", "CMOVL_((REG:RW:G:64)),_((REG:R:G:64))"),
     ("setne %al", "setne al", "SETNE_((REG:W:G:8))"),
     ("prefetcht0 64(%rdx)", "prefetcht0 byte ptr [rdx+64]",

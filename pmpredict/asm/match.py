@@ -178,8 +178,8 @@ def _fit_addr(u, f, hint, allow_approx):
     if u[0] != "addr" or u[1] != f[1] or u[2] != f[2]:
         return None
     disp = u[3]
-    if f[3] is None:
-        return (0.0, None) if disp == 0 else None
+    if f[3] is None:                  # no displacement: not one encoded as 0 (an rbp base)
+        return (0.0, None) if disp == 0 and not (len(u) > 4 and u[4]) else None
     if f[3] == 8:
         return (1.0, None) if disp is not None and -128 <= disp < 128 else None
     return 2.0, None

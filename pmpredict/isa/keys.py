@@ -12,7 +12,8 @@ small tuples:
     ("velem", "d", lane)       AArch64 vector element `v0.d[1]`
     ("vlist", "16b", n)        AArch64 register list
     ("mem", width|None)        x86 memory operand (None: the syntax does not say)
-    ("addr", base?, index?, disp|None)   x86 address of `lea` (its shape matters)
+    ("addr", base?, index?, disp|None, zero8)   x86 address of `lea` (its shape matters);
+                               zero8: encoded with a displacement of 0 (an rbp or r13 base)
     ("amem", mode)             AArch64 memory: base / imm / reg / ext / pre / post
     ("imm", value|None)        immediate (None: symbolic)
     ("shift", op, amount)      AArch64 shift or extend (`lsl 3`, `sxtw`, `uxtw 2`)
@@ -73,7 +74,7 @@ def render_operand(op: tuple) -> str:
             parts.append("base")
         if op[2]:
             parts.append("index*s")
-        if op[3] is not None and (op[3] != 0 or not parts):
+        if op[3] is not None and (op[3] != 0 or not parts or _zero8(op)):
             parts.append("disp8" if -128 <= op[3] < 128 else "disp32")
         elif op[3] is None:
             parts.append("disp32")
@@ -105,3 +106,8 @@ def render_key(mnemonic: str, operands: tuple) -> str:
 
 def _unique(names) -> tuple[str, ...]:
     return tuple(dict.fromkeys(filter(None, names)))
+
+
+def _zero8(op: tuple) -> bool:
+    """An x86 `lea` address key encoded with a displacement of 0 (its fifth field)."""
+    return len(op) > 4 and bool(op[4])

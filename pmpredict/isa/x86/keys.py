@@ -154,6 +154,11 @@ def is_x86_branch(m: str) -> bool:
     return bool(_X86_BRANCHES.fullmatch(m))
 
 
+# bases whose ModRM encoding without a displacement means something else (rip-relative or
+# no base): the assembler writes a displacement of 0
+_DISP_BASES = frozenset(("rbp", "ebp", "r13", "r13d"))
+
+
 def _x86_operand(op, mnemonic: str, mem_width: int | None):
     if isinstance(op, Register):
         return x86_register(op.name)
@@ -163,8 +168,12 @@ def _x86_operand(op, mnemonic: str, mem_width: int | None):
         if mnemonic == "lea":
             disp = op.disp if not op.symbols else None
             # rip counts as a base: `lea r, [rip+sym]` is a base+disp32 address
-            return ("addr", op.base is not None, op.index is not None,
-                    disp if (op.has_disp or op.base in ("rip", "eip")) else 0)
+            disp = disp if (op.has_disp or op.base in ("rip", "eip")) else 0
+            # an rbp or r13 base has no encoding without a displacement: `lea r, [rbp + r10]`
+            # is `lea r, [rbp + r10 + 0]`, a three-part address (Zen 4: two a cycle, as
+            # `lea r, [rcx + r11 - 16]`, where `[rbx + r10]` runs four)
+            zero8 = disp == 0 and op.base in _DISP_BASES
+            return ("addr", op.base is not None, op.index is not None, disp, zero8)
         width = op.width if op.width is not None else mem_width
         if op.broadcast:
             width = None

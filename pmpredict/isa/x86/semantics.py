@@ -805,12 +805,13 @@ def _immediate_width(value, operand_width: int | None) -> int:
 
 def _address_shape(k: tuple) -> str:
     """`lea`'s address as PMEvo spells it: base, index (scale written 2), disp8 or disp32."""
-    _, base, index, disp = k
+    _, base, index, disp = k[:4]
+    zero8 = len(k) > 4 and k[4]                  # encoded with a displacement of 0
     parts = (["((MEM:64))"] if base else []) + (["2*((DIV:64))"] if index else [])
     text = "+".join(parts)
     if disp is None or not -128 <= disp < 128:
         text += "_+_((MIMM:16))" if text else "((MIMM:16))"
-    elif disp != 0 or not parts:
+    elif disp != 0 or not parts or zero8:
         text += "+((IMM:8))" if text else "((IMM:8))"
     return "_[" + text + "]"
 
