@@ -278,8 +278,6 @@ def _share_nop_slots(out: list[Annotated], machine: PipelineFacts) -> None:
     The block repeats, so the first instruction follows the last."""
     if len(out) < 2 or not any(_is_nop(a) for a in out):
         return
-    if machine.nop_fusion_assumed:
-        machine.assumed["nop_fusion"] = int(machine.nop_fusion)
     taken = set()                            # instructions whose slot a nop shares already
     # from an instruction that is not a nop: each nop's predecessor is settled before it
     start = next((i for i, a in enumerate(out) if not _is_nop(a)), 0)
@@ -290,6 +288,8 @@ def _share_nop_slots(out: list[Annotated], machine: PipelineFacts) -> None:
             continue
         vector = any(r.kind == VECTOR and r.role == DATA
                      for r in before.semantics.reads + before.semantics.writes)
+        if machine.nop_fusion_assumed:          # said only where the fact decides a slot
+            machine.assumed["nop_fusion"] = int(machine.nop_fusion)
         if machine.nop_fusion_vector if vector else machine.nop_fusion:
             a.slot = 0
             taken.add(before.index)
