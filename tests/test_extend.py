@@ -160,6 +160,24 @@ def test_kernel_pairs_are_the_pairs_one_kernel_uses_with_a_form_that_can_move():
         [tuple(sorted((ADD, SUB))), tuple(sorted((IMUL, SUB)))]
 
 
+def test_earlier_pairs_are_a_refitted_forms_pairs_checked_before():
+    """The pairs earlier checks measured with a form to fit again go into its fit: those of
+    the model's forms whose digest was checked, in either order, the port-sharing ones first,
+    at most per_form a form."""
+    from pmpredict.host.extend import earlier_pairs, pair_digest
+    known = {f: TRUTH[f] for f in (ADD, SUB, IMUL, LOAD, VPADDD)}
+    checked = {pair_digest(LOAD, SUB), pair_digest(SUB, ADD), pair_digest(IMUL, VPADDD)}
+    # sub with add (the ALUs) before sub with the load (no port shared)
+    assert earlier_pairs([SUB], known, checked) == \
+        [tuple(sorted((ADD, SUB))), tuple(sorted((LOAD, SUB)))]
+    assert earlier_pairs([SUB], known, checked, per_form=1) == [tuple(sorted((ADD, SUB)))]
+    # a pair of two forms fitted again comes once; a form nothing was checked with has none
+    assert earlier_pairs([SUB, ADD], known, checked) == \
+        [tuple(sorted((ADD, SUB))), tuple(sorted((LOAD, SUB)))]
+    assert earlier_pairs([LOAD], known, set()) == []
+    assert earlier_pairs([VPADDD], known, checked) == [tuple(sorted((IMUL, VPADDD)))]
+
+
 def test_the_model_cycles_of_an_experiment_are_the_simulators():
     from pmpredict.host.extend import predicted_cycles
     exps = [Experiment.of({ADD: 1, SUB: 1}), Experiment.of({VPMULLD: 1, VPADDD: 3}),

@@ -276,18 +276,20 @@ def test_the_pairs_a_kernel_uses_are_measured_once_and_predicted_as_measured(cac
 @ON_X86_LINUX
 @pytest.mark.slow
 def test_a_model_built_before_barriers_were_timed_gets_them_once(cache):
-    """A model whose mfence has no latency (built before barriers were timed back to back)
-    has it measured on its next use, once: then the barrier is counted, not a lower bound."""
+    """A model whose mfence has no latency (built before barriers were timed back to back,
+    and before the chains were recorded) has it measured on its next use, once: then the
+    barrier is counted, not a lower bound."""
     from dataclasses import replace
     from pmpredict.formats.model_files import save_model
+    from pmpredict.measure.chains import chains_version
     model = load_cached(cache)
-    facts = {k: v for k, v in model.provenance["host"].items() if k != "barriers_measured"}
+    facts = {k: v for k, v in model.provenance["host"].items() if k != "latency_chains"}
     older = replace(model, uops={**model.uops, "MFENCE": model.uops[ADD]},
                     provenance={**model.provenance, "host": facts})
     save_model(older, model_path(cache))
     updated, _ = host_model([ADD], cache_dir=cache)
     assert updated.latency["MFENCE"] >= 10.0         # every recent x86-64 core: 33 to 60
-    assert updated.provenance["host"]["barriers_measured"] is True
+    assert updated.provenance["host"]["latency_chains"] == chains_version()
     assert load_cached(cache).latency["MFENCE"] == updated.latency["MFENCE"]
     report = predict_text("mfence\naddq %rbx, %rax\n", updated)
     # (uops after the first start on whole cycles: up to a cycle more where it has several)
@@ -297,25 +299,34 @@ def test_a_model_built_before_barriers_were_timed_gets_them_once(cache):
 
 @ON_X86_LINUX
 @pytest.mark.slow
-def test_a_model_built_before_a_pipeline_reference_gets_it_once(cache):
-    """A model without the load-op forwarding fact (built before its reference chain) has it
-    measured on its next use, once, and keeps the facts it had."""
+def test_a_model_measured_with_older_chains_is_measured_again_once(cache):
+    """A model whose latencies older chains measured (a fact it lacks, a forwarding latency
+    and a form's latency that today's chains read otherwise) has every latency and reference
+    fact measured again on its next use, once, and then agrees with a model built today; its
+    uops are kept."""
     from dataclasses import replace
     from pmpredict.formats.model_files import save_model
     key = "store_forward_latency_load_op"
     model = load_cached(cache)
     assert key in model.pipeline                       # a model built today has it
-    facts = {k: v for k, v in model.provenance["host"].items()
-             if k != "pipeline_facts_measured"}
-    older = replace(model, pipeline={k: v for k, v in model.pipeline.items() if k != key},
+    pipeline = {k: v for k, v in model.pipeline.items() if k != key}
+    pipeline["store_forward_latency"] += 3.0
+    older = replace(model, pipeline=pipeline,
                     pipeline_source={k: v for k, v in model.pipeline_source.items() if k != key},
-                    provenance={**model.provenance, "host": facts})
+                    latency={**model.latency, ADD: model.latency[ADD] + 5.0},
+                    provenance={**model.provenance,
+                                "host": {**model.provenance["host"], "latency_chains": "0.old"}})
     save_model(older, model_path(cache))
-    updated, _ = host_model([ADD], cache_dir=cache)
-    assert updated.pipeline[key] >= updated.pipeline["store_forward_latency"] - 0.5
-    assert {k: v for k, v in updated.pipeline.items() if k != key} == older.pipeline
-    assert key in updated.provenance["host"]["pipeline_facts_measured"]
-    assert load_cached(cache).pipeline[key] == updated.pipeline[key]
+    updated, update = host_model([ADD], cache_dir=cache)
+    assert update.latencies_again is not None
+    assert "latencies measured again with today's chains" in update.line()
+    # the same chains, timed before, read from the measurement cache
+    assert updated.pipeline == model.pipeline
+    assert updated.latency == model.latency
+    assert updated.uops == model.uops
+    assert load_cached(cache).pipeline == model.pipeline
+    again, update2 = host_model([ADD], cache_dir=cache)
+    assert update2.latencies_again is None and again.latency == model.latency
 
 
 def predict_text(body: str, model):

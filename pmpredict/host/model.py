@@ -66,6 +66,8 @@ class HostUpdate:
     waited: float = 0.0                          # seconds spent waiting for another process
     # known forms fitted again: the model predicted a pair of forms a kernel uses wrongly
     refitted: list = field(default_factory=list)
+    # seconds measuring every latency again (the model's were measured with older chains)
+    latencies_again: float | None = None
 
     def to_json(self) -> dict:
         return {"path": self.path, "cpu": self.cpu, "forms": self.forms,
@@ -75,7 +77,8 @@ class HostUpdate:
                 "seconds": _round(self.seconds), "failed": dict(self.failed),
                 "left_out": [{"line": line, "text": text, "reason": why}
                              for line, text, why in self.left_out],
-                "waited_seconds": _round(self.waited), "refitted": list(self.refitted)}
+                "waited_seconds": _round(self.waited), "refitted": list(self.refitted),
+                "latencies_measured_again_seconds": _round(self.latencies_again)}
 
     def line(self) -> str:
         parts = []
@@ -85,6 +88,9 @@ class HostUpdate:
         elif self.created:
             parts.append(f"{self.created}, latencies and front end measured in "
                          f"{self.bootstrap_seconds:.1f} s")
+        if self.latencies_again is not None:
+            parts.append(f"latencies measured again with today's chains in "
+                         f"{self.latencies_again:.1f} s")
         if self.measured:
             parts.append(f"measured {len(self.measured)} new form(s) ({self.experiments} "
                          f"experiments) in {self.seconds:.1f} s")
@@ -238,12 +244,8 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
             elif _front_end_dated(model):
                 model = _measure_front_end(model, cache_dir, progress)
                 save_model(model, path)
-            barriers = _unmeasured_barriers(model)
-            if barriers:
-                model = _measure_barriers(model, barriers, cache_dir, progress)
-                save_model(model, path)
-            if _unmeasured_pipeline_facts(model):
-                model = _measure_pipeline_facts(model, cache_dir, progress)
+            if _latencies_dated(model):
+                model = _measure_latencies_again(model, cache_dir, progress, update)
                 save_model(model, path)
             left = _host_facts(model).get("left_out", {})
             new = [f for f in dict.fromkeys(forms) if f not in model.uops and f not in left]
@@ -288,8 +290,7 @@ def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool
              "bootstrap": {"how": how, "forms": len(model.uops), "experiments": experiments,
                            "seconds": round(seconds, 1)},
              "extensions": [], "left_out": {},
-             "barriers_measured": True,          # with every other latency, today's chains
-             "pipeline_facts_measured": _pipeline_references()}
+             "latency_chains": _chains_version()}
     description = (f"this machine's model ({update.cpu}), measured on demand by pmpredict "
                    f"predict --model host: {how}")
     return _with_facts(model, facts, description)
@@ -334,60 +335,32 @@ def _front_end_dated(model) -> bool:
     return not isinstance(version, int) or version < FRONT_END_VERSION
 
 
-def _unmeasured_barriers(model) -> list[str]:
-    """Barrier forms (lfence, mfence) of a model built before their time back to back was
-    measured as their latency (measure/chains.py BARRIER): measured once, then marked done."""
-    if _host_facts(model).get("barriers_measured"):
-        return []
-    isa = semantics.get(model.isa)
-    out = []
-    for form in model.uops:
-        try:
-            barrier = isa.form(parse_form(form, model.isa)).barrier
-        except ValueError:
-            continue
-        if barrier and form not in model.latency:
-            out.append(form)
-    return out
-
-
-def _pipeline_references() -> list[str]:
-    """The pipeline facts today's reference chains measure."""
+def _chains_version() -> str:
     # deferred: measure.chains builds the chain tables, only for a host model
-    from pmpredict.measure.chains import PIPELINE_REFERENCES
-    return list(PIPELINE_REFERENCES)
+    from pmpredict.measure.chains import chains_version
+    return chains_version()
 
 
-def _unmeasured_pipeline_facts(model) -> list[str]:
-    """Pipeline facts measured by reference chains (measure/chains.py PIPELINE_REFERENCES) that
-    a model built before their time lacks and has not tried (store_forward_latency_load_op):
-    measured once, on its next use."""
-    tried = set(_host_facts(model).get("pipeline_facts_measured", ()))
-    return [k for k in _pipeline_references()
-            if k not in model.pipeline and k not in tried] if _host_facts(model) else []
+def _latencies_dated(model) -> bool:
+    """Whether the model's latencies and pipeline facts were measured with other chains than
+    today's (or before the chains were recorded): a fact measured by an older reference chain
+    and the latencies derived from it would disagree with forms measured since."""
+    facts = _host_facts(model)
+    return bool(facts) and facts.get("latency_chains") != _chains_version()
 
 
-def _measure_pipeline_facts(model, cache_dir, progress):
-    """The model with the pipeline facts it lacks measured (those the chains gave), the facts
-    it has kept as they are, and every fact marked as tried."""
+def _measure_latencies_again(model, cache_dir, progress, update: HostUpdate):
+    """The model with every form's latency and every pipeline fact of the reference chains
+    measured by today's chains (their uops kept; chains timed before come from the
+    measurement cache)."""
     # deferred: measuring loads numpy and the harness
     from pmpredict.measure.latency import measure_latencies
-    table = measure_latencies([], cache_dir=cache_dir, progress=progress)
-    new = {k: v for k, v in table.pipeline().items() if k not in model.pipeline}
-    model = replace(model, pipeline={**model.pipeline, **new},
-                    pipeline_source={**model.pipeline_source, **{k: table.source for k in new}})
-    return _with_facts(model, {**_host_facts(model),
-                               "pipeline_facts_measured": _pipeline_references()})
-
-
-def _measure_barriers(model, forms, cache_dir, progress):
-    """The model with its barrier forms' latencies measured (marked done, whatever the
-    harness could measure)."""
-    # deferred: pmpredict.measure loads numpy and the harness
-    from pmpredict.measure.latency import measure_latencies
-    table = measure_latencies(forms, cache_dir=cache_dir, progress=progress)
-    model = _add_forms(model, {f: model.uops[f] for f in forms}, table)
-    return _with_facts(model, {**_host_facts(model), "barriers_measured": True})
+    started = time.monotonic()
+    table = measure_latencies(list(model.uops), cache_dir=cache_dir, progress=progress)
+    update.latencies_again = time.monotonic() - started
+    facts = {k: v for k, v in _host_facts(model).items()
+             if k not in ("barriers_measured", "pipeline_facts_measured")}  # older markers
+    return _with_facts(table.apply(model), {**facts, "latency_chains": _chains_version()})
 
 
 def _measure_front_end(model, cache_dir, progress):
@@ -486,9 +459,9 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate)
     before), and the extension forms of the pairs it predicts wrongly fitted again
     (host.extend, step 4); the model itself where there is nothing new to check."""
     # deferred: measuring loads numpy and the harness, fitting numba
-    from pmpredict.host.extend import (PAIRS_PER_CALL, blockers_of, extension_experiments,
-                                       kernel_pairs, mispredicted, model_throughput,
-                                       pair_digest, refit)
+    from pmpredict.host.extend import (PAIRS_PER_CALL, blockers_of, earlier_pairs,
+                                       extension_experiments, kernel_pairs, mispredicted,
+                                       model_throughput, pair_digest, refit)
     from pmpredict.infer.design import balanced_pair
     from pmpredict.infer.experiments import singleton_experiments
     from pmpredict.measure import measure_experiment_set
@@ -516,8 +489,11 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate)
     moved, experiments = {}, sum(1 for e in together.experiments if e.cycles is not None)
     if forms:
         blockers = blockers_of(model.uops, throughput)
+        # with the pairs earlier checks measured: a fit on this check's alone could undo them
+        earlier = earlier_pairs(forms, model.uops, checked)
         alone = measure("forms fitted again", singleton_experiments(forms)
-                        + extension_experiments(forms, blockers, throughput))
+                        + extension_experiments(forms, blockers, throughput)
+                        + [balanced_pair(a, b, throughput) for a, b in earlier])
         theirs = [e for e in together.experiments if any(f in forms for f, _ in e.counts)]
         measured = alone.concat(ExperimentSet(together.forms, tuple(theirs), HARNESS_ISA,
                                               "kernel pairs"))

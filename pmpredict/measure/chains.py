@@ -68,6 +68,7 @@ Zen 4 forwards general-purpose data in 1 cycle, memory renaming, and vector data
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass, field
 
 from pmpredict.isa import semantics
@@ -167,6 +168,21 @@ REFERENCES = {r.name: r for r in _reference_list()}
 PIPELINE_REFERENCES = ("load_latency", "store_forward_latency", "store_forward_latency_indexed",
                        "store_forward_latency_vector", "store_forward_latency_load_op",
                        "atomic_cycles")
+
+# how a form's chains are planned and read (plan_form, form_timing): raised with any change
+# that can move a latency the reference chains do not show
+PLANS_VERSION = 1
+
+
+def chains_version() -> str:
+    """What a model's latencies were measured with: the plans' version and a digest of the
+    reference chains. A host model measured with other chains is measured again (a fixed
+    reference moves the latencies derived from it: Zen 4's store forwarding read 1 cycle
+    from the store-load pair alone, 0 closed by an imul, and read-modify-write forms measured
+    after the fix were derived from 0 while the model kept 1)."""
+    text = repr(sorted((r.name, r.chain.lines, r.chain.instances, r.chain.companions, r.share)
+                       for r in REFERENCES.values()))
+    return f"{PLANS_VERSION}.{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True)
