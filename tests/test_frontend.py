@@ -35,7 +35,7 @@ CHAIN = 220.0              # the window probes' chain of divisions, cycles
 def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"),
                          paired_within=0, window=224, paired_width=8,
                          paired_vector=True, store_commits=1, leftover_shared=True,
-                         nops_share=()) -> dict:
+                         nops_share=(), reads_sync=True) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -43,13 +43,15 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     a cycle in lines of their own whatever their forms, the stores a run leaves over
     sharing commits if `leftover_shared`; a nop after an instruction of a class in
     `nops_share` ("integer", "vector") sharing its slot, a slot of its own otherwise; a stack sync
-    of one cycle; copies of the window probe overlap up to `window` instructions."""
+    of one cycle, that a read of rsp waits for if `reads_sync`; copies of the window probe
+    overlap up to `window` instructions."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
               "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
               "slots: vector register": 3.5, "slots: vector load-op": 3.5,
               "slots: vector indexed load-op": 4.0,
               "stack: push, add rsp": 2.0, "stack: sub rsp, add rsp": 2.0,
+              "stack: pop, read rsp": 1.0 if reads_sync else 0.5, "stack: pop, read rbx": 0.5,
               "window: chain": CHAIN}
     for name, _, block in STORE_PAIRS:
         cycles[f"stores: {name}"] = 1.0 if block <= paired_within else 2.0
@@ -93,7 +95,8 @@ def test_a_four_wide_core_read_from_its_timings():
                               "vector_load_op_slots": 1, "indexed_vector_load_op_slots": 2,
                               "paired_stores": 0, "store_commits": 1,
                               "nop_fusion": 0, "nop_fusion_vector": 0,
-                              "stack_sync_latency": 1.0, "window": 219, "taken_branch": 1.0}
+                              "stack_sync_latency": 1.0, "stack_sync_reads": 1,
+                              "window": 219, "taken_branch": 1.0}
     assert set(front.how) == set(front.pipeline)          # each says what it rests on
     assert front.how["window"].endswith("copies of 219 instructions overlap, of 230 not")
     assert front.details["instructions_per_cycle"]["width: eliminated moves"] == 3.2
@@ -224,6 +227,17 @@ def test_the_stack_sync_is_the_push_chain_minus_an_alu_operation():
     assert read(3.5, 2.0).pipeline["stack_sync_latency"] == 2.5
     slowed = read(4.0, 4.0)
     assert doubts(slowed) == ["sub rsp, 8; add rsp, 8 runs at 2.00 cycles an operation"]
+
+
+def test_whether_a_read_of_rsp_waits_for_the_sync():
+    """pop r8; mov rax, rsp against the same reading rbx: a sync a copy (1 cycle) on rsp's
+    chain, or the pops' own rate (Zen 4: 0.32 and 0.33); no reading without a sync to tell."""
+    assert read_frontend(skylake_like_timings()).pipeline["stack_sync_reads"] == 1
+    front = read_frontend(skylake_like_timings(reads_sync=False))
+    assert front.pipeline["stack_sync_reads"] == 0
+    assert front.how["stack_sync_reads"].endswith("a read of rsp does not wait")
+    no_sync = read_frontend({**skylake_like_timings(), "stack: push, add rsp": 1.0})
+    assert "stack_sync_reads" not in no_sync.pipeline
 
 
 def test_the_window_is_the_largest_copy_that_still_overlaps():
@@ -484,6 +498,7 @@ def test_facts_of_every_recent_x86_core(measured):
     assert front.pipeline["store_commits"] in (1, 2)
     # the stack engine's sync: a cycle or so (push; add rsp at least the add's cycle)
     assert 0 <= front.pipeline["stack_sync_latency"] <= 3
+    assert front.pipeline.get("stack_sync_reads", 0) in (0, 1)
     # every reorder buffer in scope holds 224 (Skylake, Zen 2) to 512 (Golden Cove)
     assert 200 <= front.pipeline["window"] <= 1000
     assert front.details["window_chain_cycles"] >= 150        # 20 divisions of 10-14 cycles

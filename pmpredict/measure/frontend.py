@@ -38,8 +38,8 @@ ROUNDS = 3                            # timings of the probes at most, while the
 # instruction, vector load-op slots, the store pairing block, the stack sync and the window;
 # 3 the widest store that pairs; 4 whether vector-register stores pair; 5 the stores
 # committed a cycle; 6 whether the stores a run leaves over share commits; 7 whether a nop
-# shares the slot of the instruction before it
-FRONT_END_VERSION = 7
+# shares the slot of the instruction before it; 8 whether a read of rsp waits for the sync
+FRONT_END_VERSION = 8
 
 
 @dataclass

@@ -47,7 +47,9 @@ end's, so a subject that costs one more slot shows as 1 / width more cycles.
 * **Stack sync** (`stack_sync_latency`): `push r8; add rsp, 8` against `sub rsp, 8; add rsp,
   8`. The push updates rsp in the stack engine; the add names rsp, so a sync uop applies
   the engine's offset first: the loop-carried chain is sync + add, against two plain ALU
-  operations on rsp (one cycle each on every core): the sync is the difference.
+  operations on rsp (one cycle each on every core): the sync is the difference. Whether a
+  read waits for it too (`stack_sync_reads`): `pop r8; mov rax, rsp` against `pop r8; mov
+  rax, rbx` (Zen 4: 0.32 and 0.33, no; a sync a copy would make it at least a cycle).
 * **Window** (`window`): copies of `vmovaps xmm0, xmm15` + a chain of WINDOW_CHAIN `vdivss
   xmm0, xmm0, xmm14` (about 220 cycles, few scheduler entries) + zero idioms, S instructions
   a copy, for S on a geometric grid. Each copy's chain is its own, so while two copies fit in
@@ -256,7 +258,13 @@ def _nop_probes() -> list[Probe]:
 STACK_PROBES = (
     ("push, add rsp", ("push r8", "add rsp, 8")),      # the sync uop + the add, a copy
     ("sub rsp, add rsp", ("sub rsp, 8", "add rsp, 8")),  # two ALU operations on rsp
+    # a read of rsp after a pop, against a read of another register: pops are loads (two
+    # or three a cycle), so a sync a copy on rsp's chain shows against the pops' own rate
+    ("pop, read rsp", ("pop r8", "mov rax, rsp")),
+    ("pop, read rbx", ("pop r8", "mov rax, rbx")),
 )
+# a read of rsp that costs at least this share of the sync more than the reference: it waits
+READ_SYNC_SHARE = 0.5
 
 
 def _stack_probes() -> list[Probe]:
@@ -534,6 +542,16 @@ def _read_stack(cycles, out: FrontEnd) -> None:
     out.pipeline["stack_sync_latency"] = sync
     out.how["stack_sync_latency"] = (f"push r8; add rsp, 8 {push:.2f} cycles, minus an ALU "
                                      f"operation on rsp ({one:.2f})")
+    read, other = cycles.get("stack: pop, read rsp"), cycles.get("stack: pop, read rbx")
+    if read is None or other is None or sync < 0.5:
+        return                  # no probe, or no sync worth telling apart from the pops
+    out.details["stack_cycles"].update({"pop r8; mov rax, rsp": _round(read),
+                                        "pop r8; mov rax, rbx": _round(other)})
+    waits = read - other >= READ_SYNC_SHARE * sync
+    out.pipeline["stack_sync_reads"] = int(waits)
+    out.how["stack_sync_reads"] = (f"pop r8; mov rax, rsp {read:.2f} cycles against pop r8; "
+                                   f"mov rax, rbx {other:.2f}: a read of rsp "
+                                   + ("waits for the sync" if waits else "does not wait"))
 
 
 def _read_window(cycles, out: FrontEnd) -> None:

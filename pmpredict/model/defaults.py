@@ -18,6 +18,9 @@ ASSUMED = {
     "address_update_latency": 1.0,   # base register -> its write-back update
     # the stack engine's sync uop before an explicit use of the stack pointer (one ALU operation)
     "stack_sync_latency": 1.0,
+    # ... and an explicit read of it (mov rbp, rsp; an address through rsp) waits for the sync
+    # as a write does (1; measured on Zen 4: 0, only writes sync)
+    "stack_sync_reads": 1,
     # stores that pair (pipeline paired_stores) commit together within one aligned block of
     # this many bytes (measured on Zen 4: 32)
     "paired_store_bytes": 32,

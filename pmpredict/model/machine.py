@@ -88,6 +88,9 @@ PIPELINE_KEYS = {
                      "their forms (the engine gives each store a uop on that many commit ports)",
     "stack_sync_latency": "cycles the stack engine's sync uop adds before an explicit use of the "
                           "stack pointer",
+    "stack_sync_reads": "1 if an explicit read of the stack pointer (mov rbp, rsp; an address "
+                        "through it) waits for the stack sync as a write does, 0 if only "
+                        "writes do",
 }
 # the name of this machine's model (pmpredict.host.model), measured on demand
 HOST_MODEL = "host"
@@ -101,7 +104,8 @@ FORWARDING_KEYS = {"indexed": "store_forward_latency_indexed",
                    "vector": "store_forward_latency_vector",
                    "load_op": "store_forward_latency_load_op"}
 # pipeline keys whose value is a yes/no fact: 0 or 1
-PIPELINE_FLAGS = {"paired_stores", "nop_fusion", "nop_fusion_vector", *FUSION_KEYS.values()}
+PIPELINE_FLAGS = {"paired_stores", "nop_fusion", "nop_fusion_vector", "stack_sync_reads",
+                  *FUSION_KEYS.values()}
 
 
 def abstract_port_names(n: int) -> tuple[str, ...]:

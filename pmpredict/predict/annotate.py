@@ -115,6 +115,10 @@ class PipelineFacts:
     nop_fusion: bool = bool(ASSUMED["nop_fusion"])
     nop_fusion_vector: bool = bool(ASSUMED["nop_fusion_vector"])
     nop_fusion_assumed: bool = True
+    # whether an explicit read of the stack pointer (mov rbp, rsp; an address through rsp)
+    # waits for the stack sync as a write does, and whether the model does not say
+    stack_sync_reads: bool = bool(ASSUMED["stack_sync_reads"])
+    stack_sync_reads_assumed: bool = True
     # measured facts whose chain did not reproduce (measure.latency._settle): key -> why
     fact_doubts: dict[str, str] = field(default_factory=dict)
     # stores committed a cycle whatever their forms (0: the model does not say, and stores
@@ -210,6 +214,9 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
         facts.nop_fusion = bool(pipe["nop_fusion"])
         facts.nop_fusion_vector = bool(pipe.get("nop_fusion_vector", ASSUMED["nop_fusion_vector"]))
         facts.nop_fusion_assumed = False
+    if pipe.get("stack_sync_reads") is not None:
+        facts.stack_sync_reads = bool(pipe["stack_sync_reads"])
+        facts.stack_sync_reads_assumed = False
     if pipe.get("paired_store_width") is not None:
         facts.paired_store_width = int(pipe["paired_store_width"])
         facts.paired_store_width_assumed = False
@@ -442,36 +449,46 @@ def _stack_syncs(out: list[Annotated], register: str, facts: PipelineFacts) -> N
     sync is charged to the last implicit update before that use: the machine's
     stack_sync_latency instead of nothing, said to be assumed unless the model gives it
     (measured on Zen 4: push; push; sub rsp, 8 runs at 2 cycles a loop, the sync
-    and the sub; push; mov rbp, rsp; and rsp, -32; add rsp, 16 at 3.4)."""
+    and the sub; push; mov rbp, rsp; and rsp, -32; add rsp, 16 at 3.4). Where the machine's
+    reads do not wait for it (stack_sync_reads 0; Zen 4: `pop r8; mov rax, rsp` 0.32 cycles,
+    `push rbp; mov rbp, rsp` 0.49, the push alone 0.50), only an explicit write syncs and a
+    read is as if the stack pointer were not named."""
     def implicit_update(a):
         return a.update is not None and register in a.update.writes and any(
             w.name == register and w.operand is None for w in a.semantics.writes)
 
-    def explicit(a):
+    def writes(a):
+        return any(w.name == register and w.operand is not None for w in a.semantics.writes)
+
+    def reads(a):
         return any(r.name == register and r.operand is not None for r in a.semantics.reads) or \
             any(register in (m.base, m.index) and m.operand is not None
-                for m in a.semantics.memory) or \
-            any(w.name == register and w.operand is not None for w in a.semantics.writes)
+                for m in a.semantics.memory)
 
     if not any(implicit_update(a) for a in out):
         return                                   # no push, pop or call: nothing to sync
-    synced, pending = set(), None
+    synced, pending, by_read = set(), None, False
     for a in out + out:                        # what the previous pass left pending
-        if explicit(a) and pending is not None:
+        explicit = writes(a) or (facts.stack_sync_reads and reads(a))
+        if explicit and pending is not None:
             synced.add(pending)
+            by_read = by_read or not writes(a)
             pending = None
-        elif explicit(a):
+        elif explicit:
             pending = None
         if implicit_update(a):
             pending = a.index
     for a in out:
         if a.index in synced:
-            reads = tuple(replace(s, latency=s.latency + facts.stack_sync_latency)
-                          if s.resource == register else s for s in a.update.reads)
-            a.update = replace(a.update, reads=reads, latency=max(s.latency for s in reads))
+            latencies = tuple(replace(s, latency=s.latency + facts.stack_sync_latency)
+                              if s.resource == register else s for s in a.update.reads)
+            a.update = replace(a.update, reads=latencies,
+                               latency=max(s.latency for s in latencies))
             if not facts.stack_sync_measured:
                 a.assumed = a.assumed + [f"stack sync: {facts.stack_sync_latency:g} cycle on "
                                          f"{register}"]
+    if by_read and facts.stack_sync_reads_assumed:
+        facts.assumed["stack_sync_reads"] = 1
 
 
 def _slots(sem: InstructionSemantics, machine: PipelineFacts) -> int:

@@ -65,6 +65,7 @@ def assumptions(report) -> list[str]:
                  "paired_store_leftover": "the stores a run of stores into one block leaves "
                                           "over commit alone",
                  "nop_fusion": "a nop takes a front-end slot of its own",
+                 "stack_sync_reads": "a read of the stack pointer waits for the stack sync",
                  "taken_branch": "a taken loop branch {:g} cycle"}
         out.append(", ".join(_fact_text(facts, k, v) for k, v in m.assumed.items())
                    + " (not in the model)")
