@@ -160,6 +160,26 @@ def test_kernel_pairs_are_the_pairs_one_kernel_uses_with_a_form_that_can_move():
         [tuple(sorted((ADD, SUB))), tuple(sorted((IMUL, SUB)))]
 
 
+def test_each_form_takes_the_candidate_its_own_experiments_prefer():
+    """per_form: of the uops two fits gave, each form takes those closest on the experiments
+    it is in, the other forms as they stand: a fit that got sub right and vpsubd wrong and one
+    the other way round make one model with both right (the measurements the truth's)."""
+    from pmpredict.host.extend import mean_error, per_form
+    exps = measured(singleton_experiments([SUB, VPSUBD])
+                    + [Experiment.of({SUB: 1, ADD: 1}), Experiment.of({VPSUBD: 1, VPADDD: 1}),
+                       Experiment.of({SUB: 2, VPSUBD: 1, LOAD: 1})]).experiments
+    wrong_sub, wrong_vpsubd = ((0b110000, 1),), ((0b001100, 1),)
+    first = {**FIXED, SUB: TRUTH[SUB], VPSUBD: wrong_vpsubd}
+    second = {**FIXED, SUB: wrong_sub, VPSUBD: TRUTH[VPSUBD]}
+    assert mean_error(first, exps) > 0 and mean_error(second, exps) > 0
+    candidates = {SUB: [TRUTH[SUB], wrong_sub], VPSUBD: [wrong_vpsubd, TRUTH[VPSUBD]]}
+    chosen = per_form(first, candidates, exps)
+    assert chosen[SUB] == TRUTH[SUB] and chosen[VPSUBD] == TRUTH[VPSUBD]
+    assert mean_error(chosen, exps) == pytest.approx(0.0)
+    # the forms without candidates never move
+    assert {f: chosen[f] for f in FIXED} == FIXED
+
+
 def test_earlier_pairs_are_a_refitted_forms_pairs_checked_before():
     """The pairs earlier checks measured with a form to fit again go into its fit: those of
     the model's forms whose digest was checked, in either order, the port-sharing ones first,

@@ -24,9 +24,10 @@ learns more without inferring everything again:
    (kernel_pairs) is measured once; where the model is off by more than PAIR_TOLERANCE, the
    extension forms of those pairs are fitted again (refit) on their singletons, blocker pairs
    and the kernel pairs measured with them, now and by earlier checks (earlier_pairs), the
-   other forms fixed; the new fit is kept only where it is closer on those experiments (a
-   fit on this check's pairs alone gave Zen 4's `mov r32, m32` an ALU uop: with `test r32,
-   r32` 0.43 cycles predicted, 0.33 measured by an earlier check).
+   other forms fixed (a fit on this check's pairs alone gave Zen 4's `mov r32, m32` an ALU
+   uop: with `test r32, r32` 0.43 cycles predicted, 0.33 measured by an earlier check); each
+   form then takes the closest of its uops in two fits (per_form), and the result is kept
+   only where it is closer on those experiments.
 
 A model inferred from pairs knows its forms' port sets; the fit puts a new form among them.
 """
@@ -282,14 +283,52 @@ def refit(uops: dict, n_ports: int, measured, forms, *, r_max: float | None = No
     """New uops for `forms` (form -> uops, the forms that moved) fitted again on `measured`,
     every other form fixed: from their current uops, and afresh (the slot moves stop in a
     local optimum: Zen 4's `cmp r64, m64` kept a load uop on an ALU port from its current
-    uops), the closer fit; nothing where neither makes the model closer on `measured` (mean
-    relative error)."""
+    uops). The closer of the two fits is the start; then each form in turn takes whichever
+    of its uops (current, or in either fit) makes its own experiments closest (per_form): a
+    joint fit trades forms against each other, and of dozens of forms one fit gets some
+    right and the other fit others (Zen 4, built afresh: `cmp m64, r64` with its load on
+    ports C, F, I, J in the fit kept, on the loads' A, C, I in the other). Nothing where the
+    result is not closer on `measured` (mean relative error)."""
     fixed = {f: u for f, u in uops.items() if f not in forms}
-    best, best_error = {}, mean_error(uops, measured.experiments, r_max)
+    before = mean_error(uops, measured.experiments, r_max)
+    best, best_error = dict(uops), before
+    candidates = {f: [tuple(uops[f])] for f in forms}
     for start in ({f: uops[f] for f in forms}, None):
         fit = fit_new_forms(fixed, n_ports, measured, forms, r_max=r_max, start=start)
-        moved = {f: u for f, u in fit.uops.items() if tuple(u) != tuple(uops[f])}
-        error = mean_error({**uops, **moved}, measured.experiments, r_max)
-        if moved and error < best_error:
-            best, best_error = moved, error
-    return best
+        for f, u in fit.uops.items():
+            if tuple(u) not in candidates[f]:
+                candidates[f].append(tuple(u))
+        error = mean_error({**uops, **fit.uops}, measured.experiments, r_max)
+        if error < best_error:
+            best, best_error = {**uops, **fit.uops}, error
+    chosen = per_form(best, candidates, measured.experiments, r_max)
+    if mean_error(chosen, measured.experiments, r_max) >= before:
+        return {}
+    return {f: chosen[f] for f in forms if tuple(chosen[f]) != tuple(uops[f])}
+
+
+def per_form(uops: dict, candidates: dict, experiments, r_max: float | None = None,
+             passes: int = 3) -> dict:
+    """`uops` with each form of `candidates` (form -> its possible uops) on the candidate
+    that makes the experiments it is in closest (mean relative error), the others as they
+    are at that moment; in turn, until a pass changes nothing (at most `passes`)."""
+    out = dict(uops)
+    mine: dict[str, list] = {}
+    for e in experiments:
+        if e.cycles:
+            for f, _ in e.counts:
+                if f in candidates:
+                    mine.setdefault(f, []).append(e)
+    for _ in range(passes):
+        changed = False
+        for f, options in candidates.items():
+            exps = [e for e in mine.get(f, ()) if all(g in out for g, _ in e.counts)]
+            if len(options) < 2 or not exps:
+                continue
+            error = {u: mean_error({**out, f: u}, exps, r_max) for u in options}
+            pick = min(options, key=error.__getitem__)
+            if error[pick] < error[tuple(out[f])] - 1e-12:
+                out[f], changed = pick, True
+        if not changed:
+            break
+    return out
