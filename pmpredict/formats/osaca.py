@@ -97,7 +97,12 @@ def _load_yaml(path):
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         what = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(path, f"malformed YAML: {what}", mark.line + 1 if mark else None,
+        if "nesting depth" in what:
+            # PyYAML 6.0.4's scanner stops deep flow collections itself, ahead of the events
+            what = f"nested more than {MAX_YAML_NESTING} levels deep"
+        else:
+            what = f"malformed YAML: {what}"
+        raise InputError(path, what, mark.line + 1 if mark else None,
                          mark.column + 1 if mark else None) from None
     except (ValueError, TypeError, OverflowError) as exc:   # a constructor on a bad scalar
         raise InputError(path, f"malformed YAML: {exc}") from None
