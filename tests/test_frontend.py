@@ -498,7 +498,11 @@ def test_facts_of_every_recent_x86_core(measured):
     assert front.pipeline["store_commits"] in (1, 2)
     # the stack engine's sync: a cycle or so (push; add rsp at least the add's cycle)
     assert 0 <= front.pipeline["stack_sync_latency"] <= 3
-    assert front.pipeline.get("stack_sync_reads", 0) in (0, 1)
+    # the read probe's premise: its reference, a pop and a register move, runs well under a
+    # cycle (pops are loads, two or three a cycle on every recent x86 core), so a sync a copy
+    # on rsp's chain would show
+    if "stack_sync_reads" in front.pipeline:
+        assert front.details["stack_cycles"]["pop r8; mov rax, rbx"] <= 0.75
     # every reorder buffer in scope holds 224 (Skylake, Zen 2) to 512 (Golden Cove)
     assert 200 <= front.pipeline["window"] <= 1000
     assert front.details["window_chain_cycles"] >= 150        # 20 divisions of 10-14 cycles
