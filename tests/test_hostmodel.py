@@ -243,6 +243,30 @@ def test_an_extension_measures_only_what_is_new_and_remembers_what_fails(cache):
 
 @ON_X86_LINUX
 @pytest.mark.slow
+def test_a_spent_budget_is_said_and_the_next_call_measures_the_rest(cache):
+    """With no measuring budget a new form is measured alone only (the singleton is not
+    budgeted: without it there is no form), recorded as measured in part, and said so in the
+    Assumed line and the JSON of a prediction that uses it; the next call with time measures
+    it beside the blockers, fits it again and forgets the note."""
+    from pmpredict.views import to_json
+    model, update = host_model([ADD, SUB], cache_dir=cache, budget_s=0)
+    assert SUB in model.uops and set(update.unmeasured_forms) == {SUB}
+    assert update.unmeasured_forms[SUB].startswith("measured beside 0 of ")
+    assert "the measuring budget (0 s) ran out" in update.line()
+    assert update.to_json()["unmeasured"]["forms"] == update.unmeasured_forms
+    report = predict_text("addq %rbx, %rax\nsubq %rdx, %rcx\n", model)
+    said = [a for a in to_json(report)["assumptions"] if "budget ran out" in a]
+    assert len(said) == 1 and said[0].startswith("sub r64, r64: measured beside 0 of ")
+    again, second = host_model([ADD, SUB], cache_dir=cache)
+    assert second.measured == [SUB] and second.unmeasured_forms == {}
+    assert again.provenance["host"]["unmeasured"]["forms"] == {}
+    assert second.experiments > update.experiments
+    report = predict_text("addq %rbx, %rax\nsubq %rdx, %rcx\n", again)
+    assert not [a for a in to_json(report)["assumptions"] if "budget ran out" in a]
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
 def test_the_pairs_a_kernel_uses_are_measured_once_and_predicted_as_measured(cache):
     """Every pair of forms one kernel uses, with a form an extension fitted, is measured once
     (remembered as checked) and the model predicts it close to its measurement afterwards:

@@ -6,7 +6,8 @@ import sys
 
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
-from pmpredict.commands.common import add_dask_arguments, int_in, open_cluster, print_json
+from pmpredict.commands.common import (add_dask_arguments, float_in, int_in, open_cluster,
+                                       print_json)
 from pmpredict.commands.progress import ProgressDisplay
 
 
@@ -24,6 +25,11 @@ def register(sub):
     p.add_argument("--model", "-m", metavar="M",
                    help="model file or built-in name (default: skl for x86, a72 for AArch64); "
                         "host: this machine's model, measuring the kernels' forms it lacks")
+    p.add_argument("--measure-budget", type=float_in(0), default=None, metavar="SEC",
+                   help="with --model host: seconds the forms and pairs of forms the kernels "
+                        "need may take to measure (default %g; the first model of a machine, "
+                        "its core, is not counted); what is left is said in each prediction "
+                        "it concerns and measured by the next run" % DEFAULT_MEASURE_BUDGET)
     p.add_argument("--fallback", metavar="F",
                    help="forms the model lacks are taken from F (an OSACA machine file, a model "
                         "file or a built-in name), its ports mapped onto the model's by "
@@ -53,7 +59,11 @@ def register(sub):
                         "loaded there; docs/SERVICE.md)")
     p.set_defaults(func=run)
 
-def _host_model(sources):
+# seconds `--model host` measures the forms and pairs its kernels need, unless told otherwise
+DEFAULT_MEASURE_BUDGET = 120.0
+
+
+def _host_model(sources, budget_s: float | None = DEFAULT_MEASURE_BUDGET):
     """This machine's model with the forms of every kernel measured into it."""
     # deferred: predict_files loads lark and the engines, host.model ~9 ms; --help imports this
     from pmpredict.host.model import host_model
@@ -62,7 +72,8 @@ def _host_model(sources):
     forms, left_out, kernels = host_forms(sources)
     display = ProgressDisplay()
     model, update = host_model(forms, kernels=kernels, progress=display,
-                               notify=lambda text: display.note(f"pmpredict: {text}"))
+                               notify=lambda text: display.note(f"pmpredict: {text}"),
+                               budget_s=budget_s)
     display.close()
     update.left_out = left_out
     return model, update
@@ -82,7 +93,8 @@ def run(args):
                                region=args.region, stdin=sys.stdin.buffer)
     update = hint = None
     if job.is_host(args.model):
-        model, update = _host_model(sources)
+        model, update = _host_model(sources, DEFAULT_MEASURE_BUDGET if args.measure_budget is None
+                                    else args.measure_budget)
         models = {model.isa: model}
     elif args.model is None:
         models, hint = job.default_models(sources)

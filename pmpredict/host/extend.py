@@ -108,6 +108,28 @@ def extension_experiments(new_forms, blockers, throughput: dict):
     return [balanced_pair(f, b, throughput) for f in new_forms for b in blockers if f != b]
 
 
+def budget_order(experiments, new_forms, throughput: dict) -> list:
+    """Experiments of new forms beside blockers in the order a budget should measure them:
+    round robin over the new forms (each gets its first experiments before any gets its last),
+    each form's blockers nearest its own throughput first: a blocker on the same port set as
+    the form runs at a similar rate, and that is the pair that decides where its uops go."""
+    def distance(e):
+        rates = [throughput.get(f) for f, _ in e.counts]
+        rates = [r for r in rates if r]
+        return abs(math.log(max(rates) / min(rates))) if len(rates) == 2 else 0.0
+
+    new = set(new_forms)
+    per_form: dict[str, list] = {}
+    for e in experiments:
+        owner = next((f for f, _ in e.counts if f in new), e.counts[0][0])
+        per_form.setdefault(owner, []).append(e)
+    queues = [sorted(es, key=distance) for es in per_form.values()]
+    out = []
+    for k in range(max((len(q) for q in queues), default=0)):
+        out += [q[k] for q in queues if k < len(q)]
+    return out
+
+
 def overlap_experiments(new_uops: dict, throughput: dict, limit: int, beside: dict | None = None):
     """Balanced pairs of new forms whose fitted uops share a port, and of a new form with a
     form of `beside` (form -> uops: the model's forms the same kernels use) sharing one, the

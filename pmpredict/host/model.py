@@ -68,6 +68,10 @@ class HostUpdate:
     refitted: list = field(default_factory=list)
     # seconds measuring every latency again (the model's were measured with older chains)
     latencies_again: float | None = None
+    budget: float | None = None                  # --measure-budget, seconds (None: none)
+    # what the budget left unmeasured: form -> what it lacks, and pairs of forms
+    unmeasured_forms: dict = field(default_factory=dict)
+    unmeasured_pairs: list = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"path": self.path, "cpu": self.cpu, "forms": self.forms,
@@ -78,7 +82,10 @@ class HostUpdate:
                 "left_out": [{"line": line, "text": text, "reason": why}
                              for line, text, why in self.left_out],
                 "waited_seconds": _round(self.waited), "refitted": list(self.refitted),
-                "latencies_measured_again_seconds": _round(self.latencies_again)}
+                "latencies_measured_again_seconds": _round(self.latencies_again),
+                "budget_seconds": self.budget,
+                "unmeasured": {"forms": dict(self.unmeasured_forms),
+                               "pairs": [list(p) for p in self.unmeasured_pairs]}}
 
     def line(self) -> str:
         parts = []
@@ -106,6 +113,11 @@ class HostUpdate:
             kinds = sorted({why.split(":")[0] for _, _, why in self.left_out})
             parts.append(f"left out {len(self.left_out)} instruction(s) that cannot be measured "
                          f"on their own ({', '.join(kinds)})")
+        if self.unmeasured_forms or self.unmeasured_pairs:
+            parts.append(f"the measuring budget ({self.budget:g} s) ran out: "
+                         f"{len(self.unmeasured_forms)} form(s) measured in part, "
+                         f"{len(self.unmeasured_pairs)} pair(s) of forms not measured together "
+                         f"(the next run measures them; --measure-budget)")
         if self.waited >= 1:
             parts.append(f"waited {self.waited:.0f} s for another pmpredict measuring it")
         return f"host model ({self.cpu}, {self.forms} forms): " + "; ".join(parts)
@@ -219,8 +231,19 @@ def kernel_forms(instructions, syntax: str, isa_name: str = "x86"):
 
 # --- building and growing the model ------------------------------------------------------------
 
+@dataclass
+class MeasureBudget:
+    """Seconds of measuring one call may spend on what its kernels need beyond the model's core
+    (the bootstrap is not budgeted: without it nothing can be predicted). None: no limit."""
+    seconds: float | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def over(self) -> bool:
+        return self.seconds is not None and time.monotonic() - self.started > self.seconds
+
+
 def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=None,
-               core=None, seed_builtin: bool = True, kernels=()):
+               core=None, seed_builtin: bool = True, kernels=(), budget_s: float | None = None):
     """(this machine's model with `forms` in it where they can be measured, HostUpdate).
 
     kernels: the forms of each kernel (lists): every pair of forms one kernel uses together
@@ -228,13 +251,16 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     again (host.extend, step 4).
     progress(Progress): measurement progress; notify(text): a note (waiting for the lock).
     core: the bootstrap forms (default measure/forms_core.txt); seed_builtin: start from a built-in
-    model measured on this very CPU when there is one."""
+    model measured on this very CPU when there is one. budget_s: seconds the forms and pairs
+    the kernels need may take (MeasureBudget); what it leaves unmeasured is recorded in the
+    model (provenance.host.unmeasured), said in each prediction that depends on it, and
+    measured by the next call with time to spare."""
     # deferred: pmpredict.measure loads numpy and the harness
     from pmpredict.measure import HostError, default_cache_dir
 
     cache_dir = cache_dir or default_cache_dir()
     path = model_path(cache_dir)
-    update = HostUpdate(path, cpu_name())
+    update = HostUpdate(path, cpu_name(), budget=budget_s)
     try:
         with _locked(path, update, notify):
             model = _read(path) if os.path.exists(path) else None
@@ -247,15 +273,20 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
             if _latencies_dated(model):
                 model = _measure_latencies_again(model, cache_dir, progress, update)
                 save_model(model, path)
+            budget = MeasureBudget(budget_s)
             left = _host_facts(model).get("left_out", {})
-            new = [f for f in dict.fromkeys(forms) if f not in model.uops and f not in left]
+            partial = _host_facts(model).get("unmeasured", {}).get("forms", {})
+            # forms an earlier call's budget cut short are measured again with the new ones
+            # (what they had is in the measurement cache) and fitted again
+            new = [f for f in dict.fromkeys(forms)
+                   if (f not in model.uops or f in partial) and f not in left]
             if new:
-                beside = [f for f in dict.fromkeys(forms) if f in model.uops]
-                model = _extend(model, new, cache_dir, progress, update, beside)
+                beside = [f for f in dict.fromkeys(forms) if f in model.uops and f not in new]
+                model = _extend(model, new, cache_dir, progress, update, beside, budget)
                 save_model(model, path)
             if kernels:
                 checked = model
-                model = _check_kernel_pairs(model, kernels, cache_dir, progress, update)
+                model = _check_kernel_pairs(model, kernels, cache_dir, progress, update, budget)
                 if model is not checked:
                     save_model(model, path)
     except HostError as exc:
@@ -275,7 +306,7 @@ def _bootstrap(cache_dir, progress, update: HostUpdate, core, seed_builtin: bool
     """This machine's first model: seeded from a built-in measured on this very CPU, or
     trained on the core forms; with the host facts in its provenance."""
     started = time.monotonic()
-    seeded = _builtin_for(cpu_identity()) if seed_builtin else None
+    seeded = _builtin_for(cpu_identity()) if seed_builtin and seeding_allowed() else None
     if seeded is not None:
         model, experiments = _seed(seeded, cache_dir, progress), 0
         how = f"seeded from the built-in {seeded.name}"
@@ -301,6 +332,15 @@ def _with_facts(model, facts: dict, description: str | None = None):
     if description:
         provenance["description"] = description
     return replace(model, name=MODEL_NAME, provenance=provenance)
+
+
+# PMPREDICT_HOST_SEED=off: never seed from a built-in model, so a CPU a built-in was measured on
+# takes the path every other core takes (what a new core costs, timed and tested as users meet it)
+SEED_ENV = "PMPREDICT_HOST_SEED"
+
+
+def seeding_allowed() -> bool:
+    return os.environ.get(SEED_ENV, "on").strip().lower() not in ("off", "0", "no", "false")
 
 
 def _builtin_for(identity: str):
@@ -396,36 +436,54 @@ def _train_core(core, cache_dir, progress):
     return trained.model, trained.measured.experiment_count
 
 
-def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=()):
+def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=(),
+            budget: MeasureBudget = MeasureBudget()):
     """The model with the forms `new` measured and fitted (or remembered as unusable);
     `beside`: forms of the model the same kernels use (measured beside the new forms they
-    share ports with)."""
+    share ports with). Once `budget` is spent, the experiments beside the blockers and of the
+    new forms together stop; a form fitted on fewer than all of its experiments is recorded
+    as unmeasured in part (provenance.host.unmeasured.forms) and measured again next time."""
     # deferred: measuring loads numpy and the harness, fitting numba
-    from pmpredict.host.extend import (OVERLAP_PAIRS, blockers_of, extension_experiments,
+    from pmpredict.host.extend import (OVERLAP_PAIRS, blockers_of, budget_order,
+                                       extension_experiments,
                                        fit_new_forms, model_throughput, overlap_experiments)
     from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
                                              singleton_throughputs)
-    from pmpredict.measure import measure_experiment_set
+    from pmpredict.measure import MeasurementStopped, measure_experiment_set
     from pmpredict.measure.latency import measure_latencies
     from pmpredict.model.experiments import ExperimentSet
 
     started = time.monotonic()
+    model = model.with_uops({f: u for f, u in model.uops.items() if f not in new})
 
-    def measure(name, exps, forms):
-        return measure_experiment_set(
-            ExperimentSet(tuple(forms), tuple(exps), HARNESS_ISA, f"host model ({name})"),
-            cache_dir=cache_dir, progress=progress, phase=name)
+    def measure(name, exps, forms, budgeted=True):
+        try:
+            return measure_experiment_set(
+                ExperimentSet(tuple(forms), tuple(exps), HARNESS_ISA, f"host model ({name})"),
+                cache_dir=cache_dir, progress=progress, phase=name,
+                should_stop=budget.over if budgeted else None)
+        except MeasurementStopped as stopped:
+            return stopped.partial           # what was measured; the rest has no cycles
 
-    singles = measure("new forms", singleton_experiments(new), new)
+    singles = measure("new forms", singleton_experiments(new), new, budgeted=False)
     measured = singleton_throughputs(singles)
     usable = [f for f in new if measured.get(f)]
     failed = singleton_failures(singles, new)
     throughput = {**model_throughput(model.uops, model.r_max), **measured}
     blockers = blockers_of(model.uops, throughput)
     both, fit = singles, None
+    unmeasured = dict(_host_facts(model).get("unmeasured", {}).get("forms", {}))
+    for f in new:
+        unmeasured.pop(f, None)
     if usable:
-        pairs = measure("beside blockers", extension_experiments(usable, blockers, throughput),
-                        list(dict.fromkeys(usable + blockers)))
+        planned = budget_order(extension_experiments(usable, blockers, throughput), usable,
+                               throughput)
+        pairs = measure("beside blockers", planned, list(dict.fromkeys(usable + blockers)))
+        for f in usable:
+            mine = [e for e in pairs.experiments if any(g == f for g, _ in e.counts)]
+            done = sum(1 for e in mine if e.cycles is not None)
+            if done < len(mine):
+                unmeasured[f] = f"measured beside {done} of {len(mine)} blockers"
         both = singles.concat(pairs)
         fit = fit_new_forms(model.uops, len(model.ports), both, usable, r_max=model.r_max)
         together = overlap_experiments(fit.uops, throughput, OVERLAP_PAIRS * len(fit.uops),
@@ -442,6 +500,8 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=()):
     experiments = sum(1 for e in both.experiments if e.cycles is not None)
     facts = dict(_host_facts(model))
     facts["left_out"] = {**facts.get("left_out", {}), **failed}
+    facts["unmeasured"] = {**facts.get("unmeasured", {}), "forms": unmeasured}
+    update.unmeasured_forms.update({f: why for f, why in unmeasured.items() if f in new})
     if added:
         facts["extensions"] = list(facts.get("extensions", [])) + [{
             "date": _now(), "forms": list(added),
@@ -454,7 +514,8 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=()):
     return _with_facts(model, facts)
 
 
-def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate):
+def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
+                        budget: MeasureBudget = MeasureBudget()):
     """The model with the pairs of forms its kernels use together measured (those not checked
     before), and the extension forms of the pairs it predicts wrongly fitted again
     (host.extend, step 4); the model itself where there is nothing new to check."""
@@ -464,26 +525,39 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate)
                                        model_throughput, pair_digest, refit)
     from pmpredict.infer.design import balanced_pair
     from pmpredict.infer.experiments import singleton_experiments
-    from pmpredict.measure import measure_experiment_set
+    from pmpredict.measure import MeasurementStopped, measure_experiment_set
     from pmpredict.model.experiments import ExperimentSet
 
     facts = dict(_host_facts(model))
     movable = {f for e in facts.get("extensions", []) for f in e.get("forms", ())}
     checked = set(facts.get("pairs_checked", ()))
     pairs = kernel_pairs(kernels, model.uops, movable, checked)[:PAIRS_PER_CALL]
+    unmeasured = facts.get("unmeasured", {})
     if not pairs:
+        if unmeasured.get("pairs"):
+            facts["unmeasured"] = {**unmeasured, "pairs": []}
+            return _with_facts(model, facts)
         return model
     started = time.monotonic()
 
     def measure(name, exps):
         forms = list(dict.fromkeys(f for e in exps for f, _ in e.counts))
-        return measure_experiment_set(
-            ExperimentSet(tuple(forms), tuple(exps), HARNESS_ISA, f"host model ({name})"),
-            cache_dir=cache_dir, progress=progress, phase=name)
+        try:
+            return measure_experiment_set(
+                ExperimentSet(tuple(forms), tuple(exps), HARNESS_ISA, f"host model ({name})"),
+                cache_dir=cache_dir, progress=progress, phase=name, should_stop=budget.over)
+        except MeasurementStopped as stopped:
+            return stopped.partial           # what was measured; the rest has no cycles
 
     throughput = model_throughput(model.uops, model.r_max)
     together = measure("forms the kernels use together",
                        [balanced_pair(a, b, throughput) for a, b in pairs])
+    # the pairs the budget left: measured by a later call, said in the meantime
+    left = [(a, b) for (a, b), e in zip(pairs, together.experiments) if e.cycles is None
+            and not e.other.get("error", "").startswith(("SIGILL", "does not", "cannot"))]
+    pairs = [p for p in pairs if p not in set(left)]
+    facts["unmeasured"] = {**unmeasured, "pairs": [list(p) for p in left]}
+    update.unmeasured_pairs += left
     wrong = mispredicted(model.uops, together.experiments, model.r_max)
     forms = sorted({f for e in wrong for f, _ in e.counts if f in movable})
     moved, experiments = {}, sum(1 for e in together.experiments if e.cycles is not None)

@@ -1,5 +1,5 @@
-/* pmpredict measurement harness (template; codegen.py puts the kernels and their memory
- * layouts before it).
+/* pmpredict measurement harness (template; codegen.py declares the kernel table before it,
+ * and defines it, with the kernels and their memory layouts, in a file of its own).
  *
  * Times loops of x86-64 instructions with clock_gettime(CLOCK_MONOTONIC) and converts
  * nanoseconds to core cycles with calibration loops of dependent register-register adds
@@ -28,7 +28,8 @@
  * Protocol on stdout, one flushed line per event:
  *   C <ghz> <canary_ipc>                      calibration at start; the canary's adds per
  *                                             cycle when the core was quietest
- *   B <kernel>                                kernel about to take a sample
+ *   (the kernel about to take a sample is written, as an int32, to the file named by the
+ *    environment variable PM_CURRENT_KERNEL, mapped shared: -1 before the first)
  *   R <kernel> <steady> <short> <long> <spread> <n> <ghz> <dirty> <samples> <confirmed>
  *     <contended> <busy>
  *        cycles per loop iteration (steady, short, long); spread: (median - min) / min of
@@ -44,7 +45,8 @@
  * the calibration chain's is compared with the quietest seen: a sample whose canary ran
  * CANARY_SLOWER slower was taken on a shared core and is taken again.
  *   F <kernel> <reason>                       kernel failed (signal name, timeout, pages, layout)
- * Arguments: target_ns samples max_samples cpu(-1: stay) alarm_s [kernel indices...] (none: all)
+ * Arguments: target_ns samples max_samples cpu(-1: stay) alarm_s cal_ns canary_ns canary_slower
+ *            quiet_wait_ns [kernel indices...] (none: all)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -60,11 +62,13 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #define CAL_ADDS 100
-/* one calibration run: long enough that the call and the clock reads (some 50 ns) are
-   below 0.1% of it */
-#define CAL_NS 5e4
+/* one calibration run (cal_ns, an argument): the call and the clock reads (some 50 ns) stay
+   below 0.5% of it at 10 us; the fastest of the samples counts, so the clock is read as
+   precisely as the minimum allows, and a shorter run is less often hit by an interrupt */
+static double cal_ns = 1e4, canary_ns = 1e4;
 #define MAX_SAMPLES 64
 /* the two fastest runs of a kind agree this closely: their minimum is reproducible */
 #define CONFIRM 0.005
@@ -119,8 +123,10 @@ __asm__(
     ".size pm_canary, .-pm_canary\n");
 void pm_canary(char *base, long iters);
 #define CANARY_ADDS 96
-/* a canary this much slower (relative to the calibration chain) than the quietest: shared */
-#define CANARY_SLOWER 0.15
+/* a canary this much slower (relative to the calibration chain) than the quietest: shared.
+   Quiet, the canary repeats within 1-2% (Zen 4: 4.0 adds a cycle, 400 runs); a busy sibling
+   slows it by 10-70%. An argument (canary_slower). */
+static double canary_slower = 0.05;
 
 /* The same on the vector unit: 100 dependent paddq (latency 1 on every x86-64 core). A busy
    sibling thread (another guest on the same physical core) competes for the integer ALUs
@@ -144,6 +150,7 @@ __asm__(
     ".size pm_calibrate_vector, .-pm_calibrate_vector\n");
 void pm_calibrate_vector(char *base, long iters);
 
+static volatile int32_t *current_kernel = 0;   /* shared with the parent: the running kernel */
 static sigjmp_buf jump_back;
 static volatile sig_atomic_t armed = 0;
 static const struct pm_kernel *volatile map_on_fault = 0;  /* block kernel running */
@@ -262,30 +269,64 @@ static long iterations_for(kernel_fn fn, char *base, double target_ns) {
 }
 
 static long cal_iters, canary_iters;
-static double canary_quiet = 1e300;   /* the smallest canary / calibration time ratio seen */
+/* The two smallest canary / calibration time ratios seen: the second is the quiet reference,
+   so that one glitch (a calibration run slowed more than its canary) cannot set a reference
+   no later canary reaches. */
+static double canary_best = 1e300, canary_quiet = 1e300;
+static double ns_per_cycle_best = 1e300;   /* the fastest calibration run of this process */
 
 /* ns per cycle, one calibration run of each chain: the faster (contention only slows) */
 static double calibration_run(char *base) {
     double scalar = timed(pm_calibrate, base, cal_iters);
     double vector = timed(pm_calibrate_vector, base, cal_iters);
-    return (scalar < vector ? scalar : vector) / ((double)cal_iters * CAL_ADDS);
+    double c = (scalar < vector ? scalar : vector) / ((double)cal_iters * CAL_ADDS);
+    if (c < ns_per_cycle_best) ns_per_cycle_best = c;
+    return c;
 }
 
-/* The canary's time over the calibration's, per add: 1 / (adds per cycle); the quietest is
-   remembered. Returns 1 when it ran CANARY_SLOWER slower than the quietest (a shared core). */
+/* The canary's time over the calibration's, per add: 1 / (adds per cycle); the quiet
+   reference is updated. Returns 1 when it ran canary_slower slower than the quiet reference
+   (the core's other hardware thread is busy). */
 static int canary_slow(char *base, double ns_per_cycle) {
     double ratio = timed(pm_canary, base, canary_iters) /
                    ((double)canary_iters * CANARY_ADDS) / ns_per_cycle;
-    if (ratio < canary_quiet) canary_quiet = ratio;
-    return ratio > canary_quiet * (1 + CANARY_SLOWER);
+    if (ratio < canary_best) {
+        canary_quiet = canary_best;
+        canary_best = ratio;
+    } else if (ratio < canary_quiet) {
+        canary_quiet = ratio;
+    }
+    return ratio > canary_quiet * (1 + canary_slower);
+}
+
+/* The quiet gate: a busy sibling comes and goes in bursts of a few milliseconds (another
+   guest on the physical core, or this guest's other vCPU), so before a sample the canary is
+   polled (10 us a poll) until it runs quiet, for at most quiet_wait_ns. While the gate keeps
+   timing out (a sibling busy for good) the wait halves, down to one poll, so a persistently
+   shared core costs little; one quiet poll restores it. 1: quiet. */
+static double quiet_wait_ns = 2e6, gate_wait_ns = 2e6;
+static long gate_polls = 0;
+static int wait_for_quiet(char *base) {
+    double start = now_ns();
+    for (;;) {
+        gate_polls++;
+        if (!canary_slow(base, ns_per_cycle_best)) {
+            gate_wait_ns = quiet_wait_ns;
+            return 1;
+        }
+        if (now_ns() - start >= gate_wait_ns) {
+            gate_wait_ns = gate_wait_ns / 2 > 1e4 ? gate_wait_ns / 2 : 1e4;
+            return 0;
+        }
+    }
 }
 
 /* ns per cycle at start (reported on the C line): the fastest of `samples` runs */
 static double calibrate(char *base, int samples) {
     double v[MAX_SAMPLES];
     if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
-    cal_iters = iterations_for(pm_calibrate, base, CAL_NS);
-    canary_iters = iterations_for(pm_canary, base, CAL_NS / 2);
+    cal_iters = iterations_for(pm_calibrate, base, cal_ns);
+    canary_iters = iterations_for(pm_canary, base, canary_ns);
     for (int s = 0; s < samples; s++) v[s] = calibration_run(base);
     double c = minimum(v, samples);
     for (int s = 0; s < samples; s++) canary_slow(base, c);
@@ -301,16 +342,21 @@ struct pm_state {
     double cal[MAX_SAMPLES], run_a[MAX_SAMPLES], run_b[MAX_SAMPLES];
 };
 
-/* One sample of a kernel: a calibration run, a run of n and a run of 2n iterations, with a
-   canary run before and after. A sample during which the canary ran slow is not kept (it is
-   taken again) until max_samples of them were thrown away; then it is kept and counted busy. */
+/* One sample of a kernel: the quiet gate (canary polls), a calibration run, a run of n and a
+   run of 2n iterations, and a canary run after. A sample the gate found no quiet moment for is
+   not taken, and one during which the canary ran slow is not kept: it is taken again in a
+   later turn, until max_samples of them were thrown away; then it is kept and counted busy. */
 static void sample(const struct pm_kernel *k, struct pm_state *st, char *base, double target_ns,
                    int max_samples) {
     long accepted_before = dirty_accepted;
     if (st->n == 0) st->n = iterations_for(k->fn, base, target_ns);
     int s = st->samples;
+    int slow = !wait_for_quiet(base);
+    if (slow && st->contended < max_samples) {
+        st->contended++;            /* not quiet: no use running the kernel now */
+        return;
+    }
     st->cal[s] = calibration_run(base);
-    int slow = canary_slow(base, st->cal[s]);
     st->run_a[s] = timed(k->fn, base, st->n) / st->n;
     st->run_b[s] = timed(k->fn, base, 2 * st->n) / (2.0 * st->n);
     slow |= canary_slow(base, st->cal[s]);
@@ -406,6 +452,10 @@ int main(int argc, char **argv) {
     int max_samples = argc > 3 ? atoi(argv[3]) : 4 * samples;
     int cpu = argc > 4 ? atoi(argv[4]) : -1;
     int alarm_s = argc > 5 ? atoi(argv[5]) : 10;
+    if (argc > 6 && atof(argv[6]) > 0) cal_ns = atof(argv[6]);
+    if (argc > 7 && atof(argv[7]) > 0) canary_ns = atof(argv[7]);
+    if (argc > 8 && atof(argv[8]) > 0) canary_slower = atof(argv[8]);
+    if (argc > 9 && atof(argv[9]) >= 0) quiet_wait_ns = gate_wait_ns = atof(argv[9]);
     if (samples < 1) samples = 1;
     if (max_samples < samples) max_samples = samples;
     if (max_samples > MAX_SAMPLES) max_samples = MAX_SAMPLES;   /* the arrays of pm_state */
@@ -439,6 +489,15 @@ int main(int argc, char **argv) {
     char *base = mem + 4096;
 
     page_fd = memfd_create("pmpredict-pages", 0);
+    const char *current_path = getenv("PM_CURRENT_KERNEL");
+    if (current_path) {
+        int fd = open(current_path, O_RDWR);
+        if (fd >= 0) {
+            void *p = mmap(NULL, sizeof(int32_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (p != MAP_FAILED) current_kernel = p;
+            close(fd);
+        }
+    }
 
     double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples);
     printf("C %.6f %.4f\n", 1.0 / ns_per_cycle, 1.0 / canary_quiet);
@@ -448,7 +507,7 @@ int main(int argc, char **argv) {
        milliseconds (a busy sibling thread, a migrated vCPU) spoils one sample of many
        kernels rather than every sample of one. A kernel is done once it has `samples`
        samples whose minima are confirmed, or `max_samples`. */
-    int first = 6, count = argc - first;
+    int first = 10, count = argc > first ? argc - first : 0;
     int total = count > 0 ? count : PM_NKERNELS;
     struct pm_state *states = calloc(total > 0 ? total : 1, sizeof *states);
     if (!states) return 3;
@@ -463,8 +522,10 @@ int main(int argc, char **argv) {
             struct pm_state *st = &states[j];
             if (st->finished) continue;
             const struct pm_kernel *k = &PM_KERNELS[count > 0 ? atoi(argv[first + j]) : j];
-            printf("B %d\n", k->index);
-            fflush(stdout);
+            /* which kernel runs, for the parent to read should this process die or hang: in
+               shared memory, not a line on stdout, which would wake the parent (on the
+               other CPU, often this core's sibling) before every sample */
+            if (current_kernel) *current_kernel = k->index;
             if (laid_out && (!k->block || k->regions != laid_out->regions)) {
                 tear_down_layout(laid_out);
                 laid_out = 0;

@@ -446,10 +446,17 @@ def _dividend_lines(division, source: int) -> tuple[str, ...]:
 
 def windows(counts, lengths=DEFAULT_LENGTHS) -> list[Window]:
     """The unroll variants of one experiment (duplicates of the same copy count dropped)."""
+    return list(_windows(tuple(counts), tuple(lengths)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _windows(counts: tuple, lengths: tuple) -> tuple[Window, ...]:
+    # an experiment is instantiated to check it can be, then to measure it (and again when
+    # measured a second time): some 2 ms of Python a window, as much as its timing
     seen, out = set(), []
     for n in lengths:
         w = instantiate(counts, n)
         if w.copies not in seen:
             seen.add(w.copies)
             out.append(w)
-    return out
+    return tuple(out)

@@ -9,11 +9,13 @@ rejects), the kernel list is bisected to find the culprits.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import selectors
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -21,8 +23,9 @@ import time
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from pmpredict.measure.codegen import Kernel, harness_source
+from pmpredict.measure.codegen import Kernel, harness_source, kernels_source, timing_source
 from pmpredict.measure.cpu import core_types, measurement_cpus
+from pmpredict.userdirs import cache_dir
 
 CC_FLAGS = ["-O1", "-w"]
 
@@ -87,17 +90,28 @@ class Timing:
 
 @dataclass(frozen=True)
 class RunOptions:
-    target_ns: float = 5e5        # duration of the shorter timed run
-    samples: int = 5              # samples per kernel at least (fastest counts)
+    """How the harness times a kernel. The defaults are sized to the clock, not to a habit:
+    a run of 50 us is some 180,000 cycles, a thousand times the cost of the clock reads around
+    it, and (t(2n) - t(n)) / n cancels the call and the warm-up; the calibration chains and the
+    canary run 10 us each. LEGACY_RUN_OPTIONS are the sizes used before (runs 10x longer,
+    a canary tolerance of 15%), kept so benchmarks/bench_harness_speed.py can time both."""
+    target_ns: float = 5e4        # duration of the shorter timed run
+    samples: int = 3              # samples per kernel at least (fastest counts)
     max_samples: int = 24         # ... and at most, until the fastest runs are reproduced
     cpu: int = -1                 # core to pin to (-1: the one the harness starts on)
     alarm_s: int = 10             # in-harness per-kernel time limit
     timeout_s: float = 60.0       # silence after which the process is killed
+    cal_ns: float = 1e4           # one run of each calibration chain
+    canary_ns: float = 1e4        # one canary run (before and after every sample)
+    canary_slower: float = 0.05   # a canary this much slower than the quietest: a busy sibling
+    quiet_wait_ns: float = 2e6    # before a sample, wait this long at most for a quiet canary
 
     def cache_params(self) -> dict:
         """What changes a measurement's value (part of every cache key)."""
         return {"target_ns": self.target_ns, "samples": self.samples,
-                "max_samples": self.max_samples}
+                "max_samples": self.max_samples, "cal_ns": self.cal_ns,
+                "canary_ns": self.canary_ns, "canary_slower": self.canary_slower,
+                "quiet_wait_ns": self.quiet_wait_ns}
 
     def harness_args(self, exe: str, indices=()) -> list[str]:
         """The command line of a harness binary (see harness.c) for these options. On a hybrid
@@ -105,7 +119,15 @@ class RunOptions:
         would stay on whichever core it started on)."""
         cpu = self.cpu if self.cpu >= 0 or not core_types() else measurement_cpus()[0]
         return [exe, repr(self.target_ns), str(self.samples), str(max(self.samples,
-                self.max_samples)), str(cpu), str(self.alarm_s), *map(str, indices)]
+                self.max_samples)), str(cpu), str(self.alarm_s), repr(self.cal_ns),
+                repr(self.canary_ns), repr(self.canary_slower), repr(self.quiet_wait_ns),
+                *map(str, indices)]
+
+
+# the harness as it was sized until 2026-12-02 (0.36-0.43 s an experiment): for side-by-side
+# benchmarks only
+LEGACY_RUN_OPTIONS = RunOptions(target_ns=5e5, samples=5, max_samples=24, cal_ns=5e4,
+                                canary_ns=2.5e4, canary_slower=0.15, quiet_wait_ns=0.0)
 
 
 class HostError(RuntimeError):
@@ -127,15 +149,59 @@ def compiler() -> str:
 
 
 def compile_harness(kernels: list[Kernel], workdir: str) -> tuple[str | None, str]:
-    """Build the harness binary; (path or None, compiler messages)."""
-    src = os.path.join(workdir, "harness.c")
+    """Build the harness binary; (path or None, compiler messages). The timing code is
+    compiled once (timing_object) and linked to each batch's kernels."""
+    src = os.path.join(workdir, "kernels.c")
     exe = os.path.join(workdir, "harness")
     with open(src, "w") as fh:
-        fh.write(harness_source(kernels))
-    proc = subprocess.run([compiler(), *CC_FLAGS, "-o", exe, src], capture_output=True, text=True)
+        fh.write(kernels_source(kernels))
+    timing = timing_object()
+    inputs = [src, timing] if timing else [src]
+    if timing is None:                      # no place to keep it: one file, as before
+        with open(src, "w") as fh:
+            fh.write(harness_source(kernels))
+    proc = subprocess.run([compiler(), *CC_FLAGS, "-o", exe, *inputs], capture_output=True,
+                          text=True)
     if proc.returncode != 0:
         return None, proc.stderr
     return exe, ""
+
+
+def timing_object() -> str | None:
+    """The timing template compiled to an object file, kept in the user's cache directory under
+    a digest of its source, the compiler and the flags (None where it cannot be built or kept).
+    Written to a temporary name and renamed: processes building it at once do no harm."""
+    source = timing_source()
+    cc = shutil.which(compiler()) or compiler()
+    try:
+        stamp = os.stat(cc).st_mtime_ns
+    except OSError:
+        stamp = 0
+    digest = hashlib.sha256("\0".join([source, cc, str(stamp), *CC_FLAGS]).encode()).hexdigest()
+    folder = os.path.join(cache_dir(), "harness")
+    path = os.path.join(folder, f"timing-{digest[:16]}.o")
+    if os.path.exists(path):
+        return path
+    try:
+        os.makedirs(folder, exist_ok=True)
+        work = tempfile.mkdtemp(prefix="timing-", dir=folder)
+    except OSError:
+        return None
+    try:
+        src = os.path.join(work, "timing.c")
+        with open(src, "w") as fh:
+            fh.write(source)
+        obj = os.path.join(work, "timing.o")
+        proc = subprocess.run([compiler(), *CC_FLAGS, "-c", "-o", obj, src], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            return None
+        os.replace(obj, path)
+        return path
+    except OSError:
+        return None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def first_error(messages: str) -> str:
@@ -166,11 +232,30 @@ def _signal_name(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
+def _current_kernel_file(exe: str) -> str:
+    """A file of one int32 (-1) that the harness maps and writes the running kernel's index to."""
+    path = exe + ".current"
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<i", -1))
+    return path
+
+
+def _read_current(path: str, indices: list[int], results: dict) -> int | None:
+    """The kernel the harness was running when it stopped (None: none, or one with a result)."""
+    try:
+        with open(path, "rb") as fh:
+            current, = struct.unpack("<i", fh.read(4))
+    except (OSError, struct.error):
+        return None
+    return current if current in indices and current not in results else None
+
+
 def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, on_result) -> list[int]:
     """Run the harness on `indices`; fill results; return the indices still to run."""
-    proc = subprocess.Popen(opts.harness_args(exe, indices), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            bufsize=1)
-    current = None
+    current_path = _current_kernel_file(exe)
+    proc = subprocess.Popen(opts.harness_args(exe, indices), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, bufsize=1,
+                            env={**os.environ, "PM_CURRENT_KERNEL": current_path})
     sel = selectors.DefaultSelector()
     sel.register(proc.stdout, selectors.EVENT_READ)
     try:
@@ -179,6 +264,7 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             if not sel.select(timeout=max(0.0, deadline - time.monotonic())):
                 proc.kill()
                 proc.wait()
+                current = _read_current(current_path, indices, results)
                 if current is not None:
                     results[current] = Timing(error=Failure.TIMEOUT.value)
                     on_result(current)
@@ -186,6 +272,7 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             line = proc.stdout.readline()
             if not line:
                 proc.wait()
+                current = _read_current(current_path, indices, results)
                 if current is not None:
                     results[current] = Timing(error=Failure.CRASH.error(_signal_name(proc.returncode)))
                     on_result(current)
@@ -195,22 +282,18 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
             if not parts:
                 continue
             tag = parts[0]
-            if tag == "B":
-                current = int(parts[1])
-            elif tag == "R":
+            if tag == "R":
                 i = int(parts[1])
                 steady, short, long_, spread = (float(x) for x in parts[2:6])
                 results[i] = Timing(steady, short, long_, spread, int(parts[6]), ghz=float(parts[7]),
                                     dirty=int(parts[8]), samples=int(parts[9]),
                                     confirmed=parts[10] == "1", contended=int(parts[11]),
                                     busy=int(parts[12]))
-                current = None
                 on_result(i)
             elif tag == "F":
                 i = int(parts[1])
                 reason = parts[2]
                 results[i] = Timing(error=_FAILURES.get(reason, Failure.CRASH.error(reason)))
-                current = None
                 on_result(i)
     finally:
         sel.close()

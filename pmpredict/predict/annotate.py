@@ -126,6 +126,10 @@ class PipelineFacts:
     # commit, past the model's own (commit_ports)
     store_commits: int = 0
     commit_mask: int = 0
+    # what a host model's measuring budget left (provenance.host.unmeasured): form -> what it
+    # lacks, and the pairs of forms not measured together
+    unmeasured_forms: dict[str, str] = field(default_factory=dict)
+    unmeasured_pairs: frozenset = frozenset()
 
     def forwarding(self) -> Forwarding:
         return Forwarding(self.store_forward_latency, self.store_forward_indexed,
@@ -226,6 +230,15 @@ def machine_facts(model, loop: bool) -> PipelineFacts:
     if pipe.get("store_commits"):
         facts.store_commits = int(pipe["store_commits"])
         facts.commit_mask = ((1 << facts.store_commits) - 1) << len(model.ports)
+    unmeasured = ((model.provenance or {}).get("host") or {}).get("unmeasured")
+    if isinstance(unmeasured, dict):
+        forms = unmeasured.get("forms")
+        if isinstance(forms, dict):
+            facts.unmeasured_forms = {str(f): str(why) for f, why in forms.items()}
+        pairs = unmeasured.get("pairs")
+        if isinstance(pairs, list):
+            facts.unmeasured_pairs = frozenset(frozenset(map(str, p)) for p in pairs
+                                               if isinstance(p, list) and len(p) == 2)
     latencies = (model.provenance or {}).get("latencies")
     fact_doubts = latencies.get("doubts") if isinstance(latencies, dict) else None
     if isinstance(fact_doubts, dict):

@@ -91,6 +91,7 @@ def assumptions(report) -> list[str]:
                        f"{latency.group(1)} assumed ({where})")
         else:
             out.append(f"{note} ({where})")
+    out += _unmeasured(report)
     fused = report.fused_unknown
     if fused:
         out.append(f"{', '.join(r.text.split()[0] for r in fused)} (not in the model) fused with "
@@ -100,6 +101,26 @@ def assumptions(report) -> list[str]:
     if unknown:
         out.append("reads/writes guessed for " + ", ".join(sorted({r.key.split()[0]
                                                                     for r in unknown})))
+    return out
+
+
+def _unmeasured(report) -> list[str]:
+    """What a host model's measuring budget left out that this kernel's forms depend on."""
+    m = report.pipeline
+    if not m or not (m.unmeasured_forms or m.unmeasured_pairs):
+        return []
+    rows = [r for r in report.rows if r.form is not None]
+    out, said = [], set()
+    for r in rows:
+        why = m.unmeasured_forms.get(r.form)
+        if why and r.form not in said:
+            said.add(r.form)
+            out.append(f"{r.form_short or r.key}: {why} (the measuring budget ran out; line {r.line})")
+    forms = {r.form for r in rows}
+    pairs = [p for p in m.unmeasured_pairs if p <= forms]
+    if pairs:
+        out.append(f"{len(pairs)} pair(s) of this kernel's forms not measured together (the "
+                   "measuring budget ran out): how they share ports is the model's guess")
     return out
 
 
