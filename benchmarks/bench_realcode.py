@@ -2,7 +2,8 @@
 
     python3 benchmarks/bench_realcode.py [--split tune|test|all] [--n 300] [--seed 1 ...]
                                          [--model M ...] [--mcpu native] [--results FILE]
-                                         [--retry-failed] [--repeat K] [--json OUT.json]
+                                         [--retry-failed] [--repeat K] [--measure-budget SEC]
+                                         [--json OUT.json]
 
 0. The split (never score on what you tuned on): a block belongs to the *tuning* part when the
    first hex digit of the SHA-1 of its `hex` column is 0-b, to the *test* part when it is c-f
@@ -287,20 +288,27 @@ def repeatability(sample, tmp, measured, k) -> dict | None:
             "max": float(d.max())}
 
 
-def predict_all(sample, tmp, models, mcpu, osaca_code):
+def predict_all(sample, tmp, models, mcpu, osaca_code, extra=()):
     """pmpredict (each model: every block in one call, so `--model host` measures the forms
-    the sample needs in one extension) and llvm-mca in two worker threads; OSACA here
-    meanwhile. Returns (predictions by block, per model: its notes and seconds)."""
+    the sample needs in one extension), alone: a host model measures this machine, and a peer
+    running beside it would be its SMT sibling's load; then llvm-mca in two worker threads and
+    OSACA here meanwhile. `extra`: more pmpredict options (--measure-budget). Returns
+    (predictions by block, per model: its notes and seconds)."""
     out = {r["hex"]: {"pmpredict": [None] * len(models), "llvm_mca": None, "osaca": None}
            for r in sample}
     paths = {r["hex"]: write_block(tmp, r, measured_lines(r)) for r in sample}
     t0 = time.time()
     runs = [None] * len(models)
+    for k, model in enumerate(models):
+        reports, notes, seconds = pmcli.predict_many([paths[r["hex"]] for r in sample], model,
+                                                     tuple(extra) if model == "host" else ())
+        for r in sample:
+            out[r["hex"]]["pmpredict"][k] = pmcli.prediction_summary(reports[paths[r["hex"]]])
+        runs[k] = {"notes": notes, "seconds": round(seconds, 1)}
+        print(f"  pmpredict {model or 'default'}: {len(sample)} blocks in {seconds:.0f} s"
+              + "".join(f"\n    {n}" for n in notes), file=sys.stderr)
     with futures.ThreadPoolExecutor(max_workers=2) as pool:
         jobs = {}
-        for k, model in enumerate(models):
-            jobs[pool.submit(pmcli.predict_many, [paths[r["hex"]] for r in sample], model)] = \
-                (None, "pmpredict", k)
         for r in sample:
             jobs[pool.submit(peers.llvm_mca, measured_lines(r), mcpu)] = (r["hex"], "llvm_mca", None)
         for r in sample:
@@ -308,16 +316,7 @@ def predict_all(sample, tmp, models, mcpu, osaca_code):
         done = 0
         for job in futures.as_completed(jobs):
             h, tool, k = jobs[job]
-            if tool == "pmpredict":
-                reports, notes, seconds = job.result()
-                for r in sample:
-                    out[r["hex"]]["pmpredict"][k] = pmcli.prediction_summary(
-                        reports[paths[r["hex"]]])
-                runs[k] = {"notes": notes, "seconds": round(seconds, 1)}
-                print(f"  pmpredict {models[k] or 'default'}: {len(sample)} blocks in "
-                      f"{seconds:.0f} s" + "".join(f"\n    {n}" for n in notes), file=sys.stderr)
-            else:
-                out[h][tool] = job.result()
+            out[h][tool] = job.result()
             done += 1
             if done % 50 == 0 or done == len(jobs):
                 print(f"  predicted {done}/{len(jobs)} ({time.time() - t0:.0f} s)", file=sys.stderr)
@@ -424,6 +423,9 @@ def main(argv=None) -> int:
     ap.add_argument("--retry-failed", action="store_true", help="measure failed blocks again")
     ap.add_argument("--repeat", type=int, default=0, metavar="K",
                     help="measure K blocks a second time (not cached) and report the difference")
+    ap.add_argument("--measure-budget", metavar="SEC",
+                    help="pmpredict predict --measure-budget for --model host (default: "
+                         "pmpredict's; a large value builds the model unbudgeted)")
     ap.add_argument("--json", metavar="FILE", help="write the raw figures here")
     args = ap.parse_args(argv)
 
@@ -450,7 +452,9 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-realcode-") as tmp:
         measured = measure_all(sample, tmp, args.results, cpu, cached, args.retry_failed)
         repeat = repeatability(sample, tmp, measured, args.repeat) if args.repeat else None
-        preds, runs = predict_all(sample, tmp, models, args.mcpu, osaca_code)
+        preds, runs = predict_all(sample, tmp, models, args.mcpu, osaca_code,
+                                  ("--measure-budget", args.measure_budget)
+                                  if args.measure_budget else ())
 
     names = []
     for k, model in enumerate(models):

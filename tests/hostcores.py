@@ -59,3 +59,17 @@ def known_core(info: dict[str, str]) -> Core | None:
     except ValueError:
         return None
     return next((core for models, core in _CORES.get(key, []) if model in models), None)
+
+
+def measured_close(measurement, expected: float, tolerance: float) -> bool:
+    """A block measurement agrees with `expected`: within `tolerance` cycles where the harness
+    reproduced its figure (`stable`); where it says it did not (a busy machine, a block with
+    several steady states), `expected` lies within the range it reports (every process and
+    unroll variant, BlockTiming.range) widened by `tolerance`. What a timing test asserts is
+    what the harness reports as reproduced, never one sample against a fixed tolerance."""
+    if measurement.cycles is None:
+        return False
+    if measurement.stable:
+        return abs(measurement.cycles - expected) <= tolerance
+    low, high = measurement.timing.range
+    return low - tolerance <= expected <= high + tolerance

@@ -227,10 +227,11 @@ def test_a_block_measurement_keeps_the_json_of_the_dict_it_replaced():
     assert BlockTiming.from_json(json.loads(json.dumps(timing.to_json()))) == timing
     measured = _describe(block, timing, cached=True)
     data = measured.to_json()
-    assert list(data) == ["cycles", "spread", "stable", "instructions", "syntax", "cpu",
+    assert list(data) == ["cycles", "spread", "stable", "range", "instructions", "syntax", "cpu",
                           "loop_counter", "kernel", "method", "overhead", "variants", "symbols",
                           "cached", "registers", "pointer_loads", "dropped"]
     assert (data["cycles"], data["method"], data["overhead"]) == (1.0, "difference", 0.5)
+    assert data["range"] == [1.0, 1.024]          # the figure and every pass of every variant
     assert data["variants"][0] == {"unroll": 25, "cycles": 1.02, "loop_cycles": 25.5,
                                    "spread": 0.01, "samples": 7, "confirmed": True,
                                    "passes": [1.02, 1.024]}

@@ -62,6 +62,14 @@ class BlockTiming:
     stable: bool                         # reproduced in and across processes, variants agree
     error: str | None = None             # why there are no cycles
 
+    @property
+    def range(self) -> tuple[float, float] | None:
+        """(lowest, highest) cycles per copy any harness process and unroll variant gave, with
+        the reported figure: how far apart what was seen lies (None: not measured)."""
+        seen = [c for v in self.variants for c in v.pass_cycles if c is not None]
+        seen += [self.cycles] if self.cycles is not None else []
+        return (round(min(seen), 5), round(max(seen), 5)) if seen else None
+
     def to_json(self) -> dict:
         out = {"cycles": self.cycles, "spread": self.spread, "method": self.method,
                "overhead": self.overhead, "variants": [v.to_json() for v in self.variants],
@@ -143,6 +151,7 @@ class BlockMeasurement:
     def to_json(self) -> dict:
         t = self.timing
         out = {"cycles": t.cycles, "spread": t.spread, "stable": t.stable,
+               "range": list(t.range) if t.range else None,
                "instructions": self.instruction_count, "syntax": self.syntax, "cpu": self.cpu,
                "loop_counter": self.loop_counter, "kernel": self.kernel, "method": t.method,
                "overhead": t.overhead, "variants": [v.to_json() for v in t.variants]}

@@ -123,3 +123,14 @@ def measurement_cpus() -> list[int]:
         raise InputError(f"${CORE_TYPE_ENV}", f"this process may not run on any {kind} core "
                                               f"(allowed: {allowed})")
     return of_type
+
+
+def current_cpu() -> int | None:
+    """The CPU this process ran on last (/proc/self/stat, field 39), None where unknown: a
+    harness started unpinned starts there."""
+    try:
+        with open("/proc/self/stat") as fh:
+            stat = fh.read()
+        return int(stat[stat.rindex(")") + 2:].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None

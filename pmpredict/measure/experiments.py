@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.isa.forms import parse_form
 from pmpredict.measure.cache import ResultCache, experiment_key
-from pmpredict.measure.cpu import cpu_identity
+from pmpredict.measure.cpu import cpu_identity, current_cpu, measurement_cpus
 from pmpredict.measure.codegen import experiment_kernel
 from pmpredict.measure.instantiate import DEFAULT_LENGTHS, HARNESS_ISA, instantiate, windows
 from pmpredict.measure.runner import (Failure, RunOptions, Timing, check_assembles, check_host,
@@ -209,10 +209,24 @@ def _unmeasurable(pending: dict, lengths) -> dict[str, str]:
     return out
 
 
+def _retry_options(run: RunOptions) -> RunOptions:
+    """The second measurement of a disturbed experiment runs on another CPU where there is one:
+    a process busy on one vCPU (often the SMT sibling of the other, in a small VM) shares it
+    with the harness by time slices, and in its slices the sibling rests."""
+    if run.cpu >= 0:
+        return run
+    cpus = measurement_cpus()
+    if len(cpus) < 2:
+        return run
+    here = current_cpu()
+    return replace(run, cpu=next((c for c in cpus if c != here), cpus[-1]))
+
+
 def _measure_batch(chunk: list[str], pending: dict, options: MeasureOptions, finish,
                    stop_now) -> None:
     """Measure the experiments `chunk` (cache keys) in one harness binary; those whose unroll
-    variants look disturbed are measured once more at the end, the minimum kept."""
+    variants look disturbed are measured once more at the end (on another CPU where there is
+    one), the minimum kept."""
     collected: dict[str, list] = {k: [] for k in chunk}
     retry: list[str] = []
     for attempt in (0, 1):
@@ -239,7 +253,8 @@ def _measure_batch(chunk: list[str], pending: dict, options: MeasureOptions, fin
                     finish(k, collected[k])
             stop_now()
 
-        run_kernels(kernels, options.run, on_result)
+        run_kernels(kernels, options.run if attempt == 0 else _retry_options(options.run),
+                    on_result)
 
 
 def _filled(experiments: ExperimentSet, keys: list[str], results: dict) -> ExperimentSet:

@@ -40,8 +40,10 @@ def text(result, *, path: str = "", large_spread: float = 0.0) -> str:
     if result.spread is not None and result.spread > large_spread:
         notes.append(f"spread {result.spread * 100:.0f}%")
     if not result.stable:
-        notes.append("unstable: the fastest runs did not repeat, or the two unroll variants "
-                     "disagree; the machine is busy or the block has several steady states")
+        low, high = result.timing.range or (result.cycles, result.cycles)
+        notes.append(f"unstable: {low:.3f} to {high:.3f} across harness processes and unroll "
+                     "variants; the fastest runs did not repeat, or the variants disagree: the "
+                     "machine is busy or the block has several steady states")
     retaken = sum(v.contended for v in result.variants)
     busy = sum(v.busy for v in result.variants)
     if busy:
