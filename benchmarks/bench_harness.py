@@ -95,6 +95,7 @@ def bhive_round(n: int, seed: int) -> dict:
         rows = list(csv.DictReader(fh))
     rows = random.Random(seed).sample(rows, n)
     failures, refused, pairs, stable, seconds = collections.Counter(), collections.Counter(), [], 0, []
+    apart = []
     for row in rows:
         text = row["asm_att"].replace(" ; ", "\n") + "\n"
         runs = []
@@ -114,37 +115,29 @@ def bhive_round(n: int, seed: int) -> dict:
             continue
         a, b = (r.cycles for r in runs)
         pairs.append(abs(a - b) / min(a, b))
+        apart.append((pairs[-1], a, b, text.replace("\n", " ; ").strip(" ;"),
+                      [r.timing.range for r in runs]))
         stable += sum(bool(r.stable) for r in runs)
     pairs.sort()
     return {"blocks": n, "measured": len(pairs), "failures": dict(failures),
             "refused": dict(refused), "median_difference": statistics.median(pairs),
             "p90_difference": pairs[int(0.9 * (len(pairs) - 1))],
             "over_10_percent": sum(1 for d in pairs if d > 0.10),
-            "stable_share": stable / (2 * len(pairs)), "seconds_median": statistics.median(seconds)}
+            "within_3_percent": sum(1 for d in pairs if d <= 0.03),
+            "stable_share": stable / (2 * len(pairs)), "seconds_median": statistics.median(seconds),
+            "furthest_apart": sorted(apart, reverse=True)[:15]}
 
 
-def busy_processes(n: int) -> list[subprocess.Popen]:
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+def busy_processes(n: int, pinned: bool = False) -> list[subprocess.Popen]:
+    """n processes spinning; pinned: each to the last CPU this process may use (in a 2-vCPU
+    guest, the SMT sibling of the other)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = f"import os; os.sched_setaffinity(0, {{{cpus[-1]}}})\n" if pinned else ""
+    return [subprocess.Popen([sys.executable, "-c", pin + "while True: pass"]) for _ in range(n)]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=3, help="measurements per kernel and round")
-    ap.add_argument("--busy", type=int, default=2, help="busy processes in the second round")
-    ap.add_argument("--bhive", type=int, default=0, metavar="N",
-                    help="also measure N BHive blocks twice each (repeatability)")
-    ap.add_argument("--seed", type=int, default=1, help="seed of the BHive sample")
-    ap.add_argument("--json", help="write every number here")
-    args = ap.parse_args()
-
-    info = cpuinfo()
-    load = os.getloadavg()
-    print(f"pmpredict harness benchmark, {datetime.datetime.now():%Y-%m-%d %H:%M}")
-    print(f"CPU: {cpu_name()} (vendor {info.get('vendor_id', '?')}, family "
-          f"{info.get('cpu family', '?')}, model {info.get('model', '?')}), "
-          f"{os.cpu_count()} logical CPUs; load average at start {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f}")
-    print("command: python3 benchmarks/bench_harness.py " + " ".join(sys.argv[1:]))
+def kernel_rounds(args) -> tuple[dict, dict, dict, int]:
+    """The fixed kernels quiet and beside --busy processes: (quiet, busy, drifts, failed checks)."""
     quiet = measure_round(args.repeat)
     procs = busy_processes(args.busy)
     try:
@@ -179,15 +172,52 @@ def main() -> int:
         ok = got is not None and abs(got - expected) <= TOLERANCE * expected
         failed += not ok
         print(f"  {what:42s} measured {got:.3f}  {'ok' if ok else 'FAILED'}")
+    return quiet, busy, drifts, failed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3, help="measurements per kernel and round (0: the BHive round alone)")
+    ap.add_argument("--busy", type=int, default=2, help="busy processes in the second round")
+    ap.add_argument("--bhive", type=int, default=0, metavar="N",
+                    help="also measure N BHive blocks twice each (repeatability)")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the BHive sample")
+    ap.add_argument("--bhive-load", choices=["none", "pinned", "free"], default="none",
+                    help="while the BHive blocks are measured: nothing else (none), a busy "
+                         "process pinned to the last CPU (pinned), or one the scheduler places "
+                         "(free)")
+    ap.add_argument("--json", help="write every number here")
+    args = ap.parse_args()
+
+    info = cpuinfo()
+    load = os.getloadavg()
+    print(f"pmpredict harness benchmark, {datetime.datetime.now():%Y-%m-%d %H:%M}")
+    print(f"CPU: {cpu_name()} (vendor {info.get('vendor_id', '?')}, family "
+          f"{info.get('cpu family', '?')}, model {info.get('model', '?')}), "
+          f"{os.cpu_count()} logical CPUs; load average at start {load[0]:.2f} {load[1]:.2f} "
+          f"{load[2]:.2f}")
+    print("command: python3 benchmarks/bench_harness.py " + " ".join(sys.argv[1:]))
+    quiet, busy, drifts, failed = kernel_rounds(args) if args.repeat else ({}, {}, {}, 0)
     bhive = None
     if args.bhive:
-        bhive = bhive_round(args.bhive, args.seed)
-        print(f"\nBHive blocks (seed {args.seed}), each measured twice: {bhive['measured']} of "
+        load_procs = busy_processes(1, args.bhive_load == "pinned") \
+            if args.bhive_load != "none" else []
+        try:
+            bhive = bhive_round(args.bhive, args.seed)
+        finally:
+            for p in load_procs:
+                p.terminate()
+                p.wait()
+        print(f"\nBHive blocks (seed {args.seed}, other load: {args.bhive_load}), each measured "
+              f"twice: {bhive['measured']} of "
               f"{bhive['blocks']} measured, failures {bhive['failures'] or 'none'}, refused "
               f"{bhive['refused'] or 'none'}")
         print(f"  |a - b| / min(a, b): median {bhive['median_difference'] * 100:.2f}%, 90th "
               f"percentile {bhive['p90_difference'] * 100:.2f}%, over 10%: "
-              f"{bhive['over_10_percent']} of {bhive['measured']}")
+              f"{bhive['over_10_percent']} of {bhive['measured']}; within 3%: "
+              f"{bhive['within_3_percent']} ({100 * bhive['within_3_percent'] / bhive['measured']:.0f}%)")
+        for d, a, b, text, ranges in bhive["furthest_apart"][:10]:
+            print(f"    {d * 100:5.1f}%  {a:.3f} / {b:.3f}  {text[:90]}")
         print(f"  reported stable: {bhive['stable_share'] * 100:.0f}% of the measurements; "
               f"{bhive['seconds_median']:.2f} s per measurement (median, compile included)")
     if args.json:
