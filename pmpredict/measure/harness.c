@@ -46,7 +46,8 @@
  * CANARY_SLOWER slower was taken on a shared core and is taken again.
  *   F <kernel> <reason>                       kernel failed (signal name, timeout, pages, layout)
  * Arguments: target_ns samples max_samples cpu(-1: stay) alarm_s cal_ns canary_ns canary_slower
- *            quiet_wait_ns [kernel indices...] (none: all)
+ *            quiet_wait_ns canary_reference [kernel indices...] (none: all; -1 alone:
+ *            calibrate, print the C line and exit)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -456,6 +457,10 @@ int main(int argc, char **argv) {
     if (argc > 7 && atof(argv[7]) > 0) canary_ns = atof(argv[7]);
     if (argc > 8 && atof(argv[8]) > 0) canary_slower = atof(argv[8]);
     if (argc > 9 && atof(argv[9]) >= 0) quiet_wait_ns = gate_wait_ns = atof(argv[9]);
+    /* the quietest canary another process saw (its C line, as time per add over the
+       calibration's): a process started while the sibling is busy for good would otherwise
+       take the busy rate for the quiet one and flag nothing */
+    double canary_reference = argc > 10 ? atof(argv[10]) : 0;
     if (samples < 1) samples = 1;
     if (max_samples < samples) max_samples = samples;
     if (max_samples > MAX_SAMPLES) max_samples = MAX_SAMPLES;   /* the arrays of pm_state */
@@ -500,6 +505,10 @@ int main(int argc, char **argv) {
     }
 
     double ns_per_cycle = calibrate(base, samples < 11 ? 11 : samples);
+    if (canary_reference > 0 && canary_reference < canary_quiet) {
+        canary_quiet = canary_reference;
+        if (canary_reference < canary_best) canary_best = canary_reference;
+    }
     printf("C %.6f %.4f\n", 1.0 / ns_per_cycle, 1.0 / canary_quiet);
     fflush(stdout);
 
@@ -507,7 +516,7 @@ int main(int argc, char **argv) {
        milliseconds (a busy sibling thread, a migrated vCPU) spoils one sample of many
        kernels rather than every sample of one. A kernel is done once it has `samples`
        samples whose minima are confirmed, or `max_samples`. */
-    int first = 10, count = argc > first ? argc - first : 0;
+    int first = 11, count = argc > first ? argc - first : 0;
     int total = count > 0 ? count : PM_NKERNELS;
     struct pm_state *states = calloc(total > 0 ? total : 1, sizeof *states);
     if (!states) return 3;

@@ -105,6 +105,9 @@ class RunOptions:
     canary_ns: float = 1e4        # one canary run (before and after every sample)
     canary_slower: float = 0.05   # a canary this much slower than the quietest: a busy sibling
     quiet_wait_ns: float = 2e6    # before a sample, wait this long at most for a quiet canary
+    # the canary's quiet time per add over the calibration's, as another process measured it
+    # (0: none; run_kernels probes every CPU for it): not a parameter of the value
+    canary_reference: float = 0.0
 
     def cache_params(self) -> dict:
         """What changes a measurement's value (part of every cache key)."""
@@ -121,7 +124,7 @@ class RunOptions:
         return [exe, repr(self.target_ns), str(self.samples), str(max(self.samples,
                 self.max_samples)), str(cpu), str(self.alarm_s), repr(self.cal_ns),
                 repr(self.canary_ns), repr(self.canary_slower), repr(self.quiet_wait_ns),
-                *map(str, indices)]
+                repr(self.canary_reference), *map(str, indices)]
 
 
 # the harness as it was sized until 2026-12-02 (0.36-0.43 s an experiment): for side-by-side
@@ -359,9 +362,37 @@ def _run_pass(exe, kernels: list[int], opts: RunOptions, done) -> None:
         todo = left
 
 
+def canary_reference(exe: str, opts: RunOptions) -> float:
+    """The quietest canary (time per add over the calibration's) of a calibration-only run of
+    the harness on each CPU measurements may use (0.0: not found). A busy process pinned to
+    one vCPU leaves the other's canary slow from its first run on; the vCPU it runs on is
+    quiet in the slices it gives the harness: the probe there gives the quiet rate."""
+    if opts.canary_reference > 0 or opts.cpu >= 0 or opts.quiet_wait_ns <= 0:
+        return opts.canary_reference            # given, pinned by the caller, or no gate
+    best = 0.0
+    for cpu in measurement_cpus()[:4]:
+        try:
+            out = subprocess.run(replace(opts, cpu=cpu).harness_args(exe, [-1]),
+                                 capture_output=True, text=True, timeout=opts.timeout_s)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in out.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "C":
+                try:
+                    rate = float(parts[2])           # adds per cycle
+                except ValueError:
+                    continue
+                if rate > 0 and (best == 0.0 or 1.0 / rate < best):
+                    best = 1.0 / rate
+    return best
+
+
 def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1)) -> None:
     sub = [kernels[i] for i in indices]
     exe, messages = compile_harness(sub, workdir)
+    if exe is not None and len(measurement_cpus()) > 1:
+        opts = replace(opts, canary_reference=canary_reference(exe, opts))
     if exe is None:
         if len(indices) == 1:
             results[indices[0]] = Timing(error=Failure.NOT_ASSEMBLED.error(first_error(messages)))
