@@ -1,7 +1,7 @@
 """The timing harness, old sizes against new, side by side in one run: experiments per second and
 whether the two give the same cycles.
 
-    python3 benchmarks/bench_harness_speed.py [--n 500] [--seed 1] [--batch 40]
+    python3 benchmarks/bench_harness_speed.py [--n 500] [--seed 1] [--batch 40] [--baseline]
                                               [--old-cache DIR] [--json OUT.json]
 
 Draws `--n` experiments (seeded) of the kinds a host model measures, over the packaged host
@@ -72,11 +72,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--batch", type=int, default=40)
     ap.add_argument("--old-cache", help="keep the legacy harness's results here")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also measure every batch a second time with the legacy options: how "
+                         "well today's harness agrees with itself on this machine now")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
     exps = draw(args.n, args.seed)
-    old, new = [], []
+    old, new, again = [], [], []
     cost = {"old": [], "new": []}
     seconds = {"old": 0.0, "new": 0.0}
     for start in range(0, len(exps), args.batch):
@@ -87,6 +90,8 @@ def main(argv=None) -> int:
             out += cycles
             seconds[name] += took
             cost[name].append(took / len(chunk))
+        if args.baseline:
+            again += measure(chunk, OLD, None)[0]
         print(f"  {start + len(chunk)}/{len(exps)}: old {seconds['old']:.1f} s, "
               f"new {seconds['new']:.1f} s", file=sys.stderr, flush=True)
 
@@ -106,13 +111,21 @@ def main(argv=None) -> int:
               f"experiments/s; one experiment {r['median_cost_s'] * 1000:.1f} ms "
               f"(median of batches), p90 {r['p90_cost_s'] * 1000:.1f} ms")
     print(f"speed-up: {report['new']['per_second'] / report['old']['per_second']:.1f}x")
-    both = [(e, a, b) for e, a, b in zip(exps, old, new) if a and b]
-    rel = sorted(((abs(b - a) / a, e, a, b) for e, a, b in both), key=lambda t: -t[0])
-    within2 = sum(1 for r, *_ in rel if r <= 0.02)
-    within5 = sum(1 for r, *_ in rel if r <= 0.05)
-    print(f"agreement on {len(rel)} experiments both measured: {within2} within 2% "
-          f"({100 * within2 / max(1, len(rel)):.1f}%), {within5} within 5% "
-          f"({100 * within5 / max(1, len(rel)):.1f}%)")
+    def agreement(first, second, what):
+        both = [(e, a, b) for e, a, b in zip(exps, first, second) if a and b]
+        rel = sorted(((abs(b - a) / a, e, a, b) for e, a, b in both), key=lambda t: -t[0])
+        within2 = sum(1 for r, *_ in rel if r <= 0.02)
+        within5 = sum(1 for r, *_ in rel if r <= 0.05)
+        print(f"{what}, on {len(rel)} experiments both measured: {within2} within 2% "
+              f"({100 * within2 / max(1, len(rel)):.1f}%), {within5} within 5% "
+              f"({100 * within5 / max(1, len(rel)):.1f}%); new lower in "
+              f"{sum(1 for _, _, a, b in rel if b < a)}")
+        return rel, within2, within5
+
+    rel, within2, within5 = agreement(old, new, "new against old")
+    if args.baseline:
+        _, self2, self5 = agreement(old, again, "old against itself (a second legacy run)")
+        report.update(old_self_within_2pct=self2, old_self_within_5pct=self5)
     print("largest differences (old -> new cycles):")
     for r, e, a, b in rel[:10]:
         print(f"  {100 * r:5.1f}%  {a:.3f} -> {b:.3f}  "

@@ -303,20 +303,31 @@ static int canary_slow(char *base, double ns_per_cycle) {
 /* The quiet gate: a busy sibling comes and goes in bursts of a few milliseconds (another
    guest on the physical core, or this guest's other vCPU), so before a sample the canary is
    polled (10 us a poll) until it runs quiet, for at most quiet_wait_ns. While the gate keeps
-   timing out (a sibling busy for good) the wait halves, down to one poll, so a persistently
-   shared core costs little; one quiet poll restores it. 1: quiet. */
+   timing out (a sibling busy for good) the wait halves, down to GATE_FLOOR, so a persistently
+   shared core costs a few ms a kernel (24 retakes), not 50; one quiet poll restores it. (Down
+   to one poll, the retakes of a kernel passed in a quarter of a millisecond, inside one burst,
+   and their samples were kept busy.) After PERSISTENT_NS without a quiet poll the gate polls
+   once. 1: quiet. */
+#define GATE_FLOOR 2.5e5
 static double quiet_wait_ns = 2e6, gate_wait_ns = 2e6;
 static long gate_polls = 0;
+/* no quiet poll for this long: the sibling is busy for good, and waiting buys nothing (the
+   samples are kept busy after their retakes, and the experiment is measured again) */
+#define PERSISTENT_NS 5e7
+static double last_quiet_ns = -1;
 static int wait_for_quiet(char *base) {
     double start = now_ns();
+    if (last_quiet_ns < 0) last_quiet_ns = start;
+    double budget = start - last_quiet_ns > PERSISTENT_NS ? 0 : gate_wait_ns;
     for (;;) {
         gate_polls++;
         if (!canary_slow(base, ns_per_cycle_best)) {
             gate_wait_ns = quiet_wait_ns;
+            last_quiet_ns = now_ns();
             return 1;
         }
-        if (now_ns() - start >= gate_wait_ns) {
-            gate_wait_ns = gate_wait_ns / 2 > 1e4 ? gate_wait_ns / 2 : 1e4;
+        if (now_ns() - start >= budget) {
+            gate_wait_ns = gate_wait_ns / 2 > GATE_FLOOR ? gate_wait_ns / 2 : GATE_FLOOR;
             return 0;
         }
     }
