@@ -552,6 +552,40 @@ def size_cases() -> list[Case]:
     return out
 
 
+def impossible_lines() -> dict[str, str]:
+    """Files whose one long line cannot be an instruction: too many operands (a 600 KB
+    `addq` of 100,000, in each syntax), too long (1 MB of noise, of one word), no mnemonic."""
+    rng = random.Random(14)
+    mb = 1 << 20
+    noise = "".join(rng.choices("abcxyz0123456789 ,+*[]()%$", k=mb))
+
+    def operands(register):
+        return ", ".join([register] * 100_000)
+    return {"operands_att.s": f"\taddq\t{operands('%rax')}\n",
+            "operands_intel.s": f".intel_syntax noprefix\n\tadd\t{operands('rax')}\n",
+            "operands_masm.asm": f"; MASM\n\tadd\t{operands('rax')}\t; x\n",
+            "operands_aarch64.s": f"\t.arch armv8-a\n\tadd\t{operands('x0')}\n",
+            "operands_after_semicolon.s": KERNEL + f"\t.p2align 4 ; addq {operands('%rax')}\n",
+            "noise.s": "z" + noise + "\n",
+            "word.s": KERNEL + "\t" + "a" * mb + "\n",
+            "expression.s": "\taddq\t$" + "+".join(["1"] * 300_000) + ", %rax\n",
+            "no_mnemonic.s": KERNEL + operands("%rax") + "\n"}
+
+
+def long_line_cases() -> list[Case]:
+    """Lines that cannot be an instruction, refused with one located line before any costly
+    parse (pmpredict/asm/parse.py's MAX_OPERANDS, MAX_INSTRUCTION_LENGTH): by `predict` (text,
+    and --json --strict) and by `measure` before it measures anything."""
+    lines = impossible_lines()
+    files = dict(base_files(), **lines)
+    out = []
+    for name in lines:
+        for argv in (["predict", name, "--model", "skl"], ["predict", name, "--json", "--strict"],
+                     ["measure", name, "--no-cache"]):
+            out.append(Case("long-line", argv, files))
+    return out
+
+
 def infer_measure_cases() -> list[Case]:
     """infer --measure's new inputs: --forms-from, --design, --no-latencies, --kernel-only,
     all refused before anything is measured."""
@@ -719,7 +753,7 @@ def random_cases(n: int, seed: int) -> list[Case]:
 def all_cases(n_random: int = 0, seed: int = 1) -> list[Case]:
     return (deep_cases() + not_utf8_cases() + shape_cases() + number_cases() + flag_cases()
             + isa_cases() + export_cases() + batch_cases() + infer_measure_cases()
-            + host_cache_cases() + size_cases() + random_cases(n_random, seed))
+            + host_cache_cases() + size_cases() + long_line_cases() + random_cases(n_random, seed))
 
 
 # --- running -------------------------------------------------------------------------------

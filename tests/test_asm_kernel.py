@@ -66,6 +66,9 @@ def test_osaca_comment_markers():
     ("att", "\tmovl $111, %ebx\n\t.byte 100,103,144\n", "\tmovl $222, %ebx\n\t.byte 100,103,144\n"),
     ("intel", "\tmov ebx, 111\n\t.byte 100, 103, 144\n", "\tmov ebx, 222\n\t.byte 100,103,144\n"),
     ("aarch64", "\tmov x1, #111\n\t.byte 213,3,32,31\n", "\tmov x1, #222\n\t.byte 213,3,32,31\n"),
+    # MASM: its byte directive, its hexadecimal
+    ("intel", "; IACA_START\n\tmov ebx, 111\n\tDB 100, 103, 144\n",
+     "\tmov ebx, 222\n\tdb 64H, 67H, 90H\n"),
 ])
 def test_byte_markers(syntax, start, end):
     body = "\tadd x0, x0, 1\n" if syntax == "aarch64" else ("\tadd rax, 1\n" if syntax == "intel"
@@ -74,6 +77,35 @@ def test_byte_markers(syntax, start, end):
     k = kernel(text, syntax)
     assert k.how == ("byte-markers" if syntax == "aarch64" else "iaca-markers")
     assert texts(k) == [body.strip().replace("\t", " ")]
+
+
+MSVC_LOOPS = """\
+f\tPROC\t\t\t\t\t\t; COMDAT
+$LL4@f:
+\tmov\tecx, 3
+\tnpad\t2
+$LL7@f:
+\tadd\trax, QWORD PTR [rdx+rcx*8]
+\tsub\trcx, 1
+\tjne\tSHORT $LL7@f
+\tsub\tr8, 1
+\tjne\tSHORT $LL4@f
+\tret\t0
+f\tENDP
+"""
+
+
+def test_msvc_listing_loops_and_markers():
+    k = kernel(MSVC_LOOPS, "intel")
+    assert (k.how, k.name) == ("loop", "$LL7@f")
+    assert texts(k) == ["add rax, QWORD PTR [rdx+rcx*8]", "sub rcx, 1", "jne SHORT $LL7@f"]
+    marked = MSVC_LOOPS.replace("$LL7@f:\n", "$LL7@f:\n; OSACA-BEGIN\n").replace(
+        "\tsub\trcx, 1\n", "\tsub\trcx, 1\n; OSACA-END\n")
+    k = kernel(marked, "intel")
+    assert k.how == "osaca-markers" and texts(k) == ["add rax, QWORD PTR [rdx+rcx*8]", "sub rcx, 1"]
+    marked = MSVC_LOOPS.replace("$LL7@f:\n", "$LL7@f:\n; LLVM-MCA-BEGIN inner\n").replace(
+        "\tjne\tSHORT $LL7@f\n", "\tjne\tSHORT $LL7@f\n; LLVM-MCA-END inner\n")
+    assert kernel(marked, "intel").name == "inner"
 
 
 def test_llvm_mca_regions_named_and_several():

@@ -30,3 +30,16 @@ def _sample():
 def test_fuzz_case(case):
     outcome = fz.run_case(case, timeout=120)
     assert outcome.verdict == "ok", (outcome.status, outcome.stderr[-500:])
+
+
+# what no instruction can be (pmpredict/asm/parse.py: MAX_OPERANDS, MAX_INSTRUCTION_LENGTH) is
+# refused before any costly parse: well under 2 s here (about 0.5 s, the interpreter's start
+# included); the bound is generous for a slow or busy machine
+LONG_LINE_SECONDS = 10
+
+
+@pytest.mark.parametrize("case", fz.long_line_cases(), ids=lambda c: c.name[11:70])
+def test_line_no_instruction_can_be_is_refused_at_once(case):
+    outcome = fz.run_case(case, timeout=120)
+    assert (outcome.verdict, outcome.status) == ("ok", 2), outcome.stderr[-500:]
+    assert outcome.seconds < LONG_LINE_SECONDS

@@ -1,7 +1,8 @@
 """One x86 line -> the statements the Lark grammar gives for it, without Lark; or None.
 
 Most lines of compiler output and of BHive blocks are plain: labels, an instruction with
-registers, immediates and memory operands, a directive, a `#` comment. This module reads
+registers, immediates and memory operands, a directive (GNU's or MASM's), a `#` comment
+(MASM's `;` comments come as `#`, parse.py). This module reads
 them with the grammar's own terminal regexes (taken from the .lark file, tried in Lark's
 priority order) and a small recursive-descent reader that follows the grammar's rules,
 and builds the operands through the same AsmTransformer methods, so the result is the
@@ -15,7 +16,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache, partial
 
-from pmpredict.asm.grammar import AsmTransformer, Token, comment_text, grammar_text, instruction_text
+from pmpredict.asm.grammar import (AsmTransformer, Token, comment_text, directive_parts,
+                                   grammar_text, instruction_text)
 from pmpredict.isa.syntax import Comment, Directive, Instruction, Label
 
 _T = AsmTransformer()
@@ -26,11 +28,11 @@ _TERMINAL_LINE = re.compile(r"^([A-Z_]+)(?:\.\d+)?:\s*/(.*)/(i?)\s*$", re.M)
 _OPERAND_END = re.compile(r",(?![^(]*\))")
 
 # The tokens of an operand, in Lark's order (priority, then as listed): the ones that can
-# match at the same place are LOCALREF before NUMBER, SIZE and OFFSET before REG before
-# SYMBOL. OTHER is anything this reader does not take.
+# match at the same place are LOCALREF before NUMBER, SIZE, OFFSET and _SHORT (MASM's
+# `jne SHORT label`) before REG before SYMBOL. OTHER is anything this reader does not take.
 _OPERAND_TOKENS = {
     "att": ("LOCALREF", "REG", "NUMBER", "SYMBOL"),
-    "intel": ("SIZE", "OFFSET", "LOCALREF", "REG", "NUMBER", "SYMBOL"),
+    "intel": ("SIZE", "OFFSET", "_SHORT", "LOCALREF", "REG", "NUMBER", "SYMBOL"),
 }
 _PUNCTUATION = {"att": r"[$(),:*+\-]", "intel": r"[\[\],:*+\-]"}
 
@@ -50,9 +52,11 @@ class _Lexicon:
 
     def __init__(self, syntax: str):
         t = terminals(syntax)
-        # what may start a statement (or follow one: a comment), in Lark's order
-        head = "|".join(f"(?P<{n}>{t[n]})" for n in ("LABEL", "PREFIX", "DIRECTIVE", "MNEMONIC",
-                                                      "COMMENT"))
+        # what may start a statement (or follow one: a comment), in Lark's order (MASM
+        # directives: Intel only)
+        head = "|".join(f"(?P<{n}>{t[n]})" for n in ("LABEL", "PREFIX", "DIRECTIVE",
+                                                      "MASM_DIRECTIVE", "MNEMONIC", "COMMENT")
+                        if n in t)
         self.head = re.compile(f"[{_BLANK}]*+(?:{head})?")
         self.dirargs = re.compile(t["DIRARGS"])
         groups = [f"(?P<WS>[{_BLANK}]+)"] + [f"(?P<{n}>{t[n]})" for n in _OPERAND_TOKENS[syntax]]
@@ -78,10 +82,11 @@ def parse_line(text: str, syntax: str, line: int = 1) -> list | None:
     while m.lastgroup == "LABEL":
         out.append(Label(line, m.start("LABEL") + 1, m.group("LABEL")[:-1]))
         m = lex.head.match(text, m.end())
-    if m.lastgroup == "DIRECTIVE":
+    if m.lastgroup in ("DIRECTIVE", "MASM_DIRECTIVE"):
         args = lex.dirargs.match(text, m.end())
-        out.append(Directive(line, m.start("DIRECTIVE") + 1, m.group("DIRECTIVE").lower(),
-                             args.group().strip() if args else ""))
+        name, symbol = directive_parts(m.group(m.lastgroup))
+        out.append(Directive(line, m.start(m.lastgroup) + 1, name,
+                             f"{symbol} {args.group().strip() if args else ''}".strip()))
         m = lex.head.match(text, args.end() if args else m.end())
     elif m.lastgroup in ("PREFIX", "MNEMONIC"):
         end = _instruction(text, m, lex, line, out)
@@ -230,6 +235,9 @@ def _intel_operand(tokens):
     kind = tokens.peek()
     if kind == "OFFSET":
         return _T.immediate([_T.offset([tokens.take()]), _expr(tokens)])
+    if kind == "_SHORT":
+        tokens.take()
+        return _T.immediate([_expr(tokens)])
     if kind == "REG" and tokens.peek(1) != ":":
         return _T.register([tokens.take()])
     children = []

@@ -85,8 +85,11 @@ _SIZES = {"byte": 8, "word": 16, "dword": 32, "qword": 64, "tbyte": 80, "oword":
 
 
 def parse_int(text: str) -> int:
-    """GNU as integer literal: 0x.., 0b.., leading 0 = octal, else decimal."""
+    """GNU as integer literal: 0x.., 0b.., leading 0 = octal, else decimal; and Intel's
+    (MASM's) hexadecimal `0ffH` (the x86 Intel grammar's NUMBER)."""
     t = text.lower()
+    if t.endswith("h") and t[:1].isdigit():
+        return int(t[:-1], 16)
     if t.startswith("0x"):
         return int(t, 16)
     if t.startswith("0b"):
@@ -94,6 +97,16 @@ def parse_int(text: str) -> int:
     if len(t) > 1 and t.startswith("0") and t.isdigit() and all(c in "01234567" for c in t):
         return int(t, 8)
     return int(t, 10)
+
+
+def directive_parts(token: str) -> tuple[str, str]:
+    """A directive token -> (its name, lower case; the symbol it names first, or ""): GNU
+    `.p2align` -> (".p2align", ""); MASM `INCLUDELIB` -> ("includelib", ""), `triad PROC`
+    -> ("proc", "triad"), `a$ =` -> ("=", "a$"). The symbol goes first in Directive.args."""
+    if token.endswith("="):
+        return "=", token[:-1].strip()
+    *symbol, name = token.split()
+    return name.lower(), " ".join(symbol)
 
 
 def comment_text(comment: str) -> str:
@@ -125,8 +138,9 @@ class AsmTransformer:
 
     def directive(self, c):
         tok = c[0]
+        name, symbol = directive_parts(str(tok))
         args = str(c[1]).strip() if len(c) > 1 else ""
-        return Directive(tok.line, tok.column, str(tok).lower(), args)
+        return Directive(tok.line, tok.column, name, f"{symbol} {args}".strip())
 
     def comment(self, c):
         tok = c[0]
@@ -153,7 +167,7 @@ class AsmTransformer:
         return _Expr(parse_int(str(c[0])))
 
     def fnumber(self, c):
-        return _Expr(float(str(c[0])), is_float=True)
+        return _Expr(float(str(c[0]).rstrip("fF")), is_float=True)
 
     def symbol(self, c):
         return _Expr(0, (str(c[0]),))

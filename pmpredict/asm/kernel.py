@@ -3,10 +3,12 @@
 In order of precedence:
   1. `--lines A-B`                        the instructions on those lines;
   2. `--region NAME`                      the named `LLVM-MCA-BEGIN NAME` region;
-  3. OSACA comment markers                `# OSACA-BEGIN` ... `# OSACA-END` (`//` on AArch64),
+  3. OSACA comment markers                `# OSACA-BEGIN` ... `# OSACA-END` (`//` on AArch64,
+                                          `;` in MASM listings),
                                           the comment text must be exactly the marker;
   4. IACA / OSACA byte markers            x86 `mov $111, %ebx` + `.byte 100,103,144` ...
-                                          `mov $222, %ebx` + the same bytes (either syntax);
+                                          `mov $222, %ebx` + the same bytes (either syntax;
+                                          MASM `DB 100, 103, 144` or `db 64H, 67H, 90H`);
                                           AArch64 `mov x1, #111` + `.byte 213,3,32,31` ... 222;
   5. llvm-mca regions                     `LLVM-MCA-BEGIN [name]` ... `LLVM-MCA-END [name]`,
                                           several per file (each one is a kernel);
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
 from pmpredict.isa.x86.keys import x86_register
+from pmpredict.asm.grammar import parse_int
 from pmpredict.asm.parse import Program
 from pmpredict.isa.syntax import Comment, Directive, Instruction, Label, Symbol
 
@@ -74,9 +77,12 @@ def parse_lines(spec: str, path: str) -> tuple[int, int]:
 
 # --- markers ------------------------------------------------------------------------------
 
+_BYTE_DIRECTIVES = (".byte", "db")          # GNU as, MASM
+
+
 def _byte_values(args: str) -> list[int] | None:
     try:
-        return [int(x.strip(), 0) for x in args.split(",") if x.strip()]
+        return [parse_int(x.strip()) for x in args.split(",") if x.strip()]
     except ValueError:
         return None
 
@@ -92,7 +98,8 @@ def _byte_markers(statements, isa):
     start = end = None
     for k in range(len(code) - 1):
         (i, a), (j, b) = code[k], code[k + 1]
-        if isinstance(b, Directive) and b.name == ".byte" and _byte_values(b.args) == expected:
+        if isinstance(b, Directive) and b.name in _BYTE_DIRECTIVES and \
+                _byte_values(b.args) == expected:
             if start is None and _is_marker_mov(a, isa, 111):
                 start = j + 1
             elif start is not None and _is_marker_mov(a, isa, 222):

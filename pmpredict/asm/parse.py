@@ -2,21 +2,42 @@
 common x86 lines by fastline.py, the rest through the Lark grammars (grammar.py). Turning
 instructions into form keys (Intel operand order, widths, aliases) is normalize.py's job.
 
-A line the grammar rejects raises InputError(path, message, line, column).
+A line the grammar rejects raises InputError(path, message, line, column); so does, before
+the line is parsed, an instruction longer or with more operands than any can have.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 
-
-from pmpredict.asm.detect import detect_syntax
-from pmpredict.asm.fastline import parse_line
+from pmpredict.asm.detect import detect_syntax, semicolon_comments
+from pmpredict.asm.fastline import parse_line, terminals
 from pmpredict.asm.grammar import get_parser, instruction_text
 from pmpredict.errors import InputError
 from pmpredict.formats.files import read_text
 from pmpredict.isa import semantics
 from pmpredict.isa.syntax import Instruction
+
+
+# What one instruction may hold, checked on every line before it is parsed. Reading an
+# instruction costs time per operand and per token (fastline splits the operands, Lark takes
+# some microseconds a token, the semantics and the prediction go over the operands): a 600 KB
+# `addq` of 100,000 operands took a minute to be read. No x86 or AArch64 instruction has more
+# than 5 operands (XOP `vpermil2ps`, SME `fmopa`), and none that compilers write is longer than
+# a few KiB (C++ mangled names are the longest). Directives and comments are one token each
+# and are not bounded (a long `.ascii`, a 1 MB comment), nor are lines of many statements.
+MAX_OPERANDS = 8
+MAX_INSTRUCTION_LENGTH = 1 << 16
+
+_BLANKS = re.compile(r"[ \t\f\v]*")
+# strings, GNU's and MASM's (no instruction holds a `'`: the parser stops at the first)
+_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
+_BRACKETED = re.compile(r"\([^()\n]*\)|\[[^\[\]\n]*\]|\{[^{}\n]*\}")
+# MASM's comments, read as the grammar's `#` ones: a line's first `;` outside quotes
+_SEMICOLON_COMMENT = re.compile(r"""^((?:[^;'"\n]|'[^'\n]*'|"(?:[^"\\\n]|\\.)*")*);""",
+                                re.MULTILINE)
 
 
 @dataclass
@@ -60,17 +81,74 @@ def parse(text: str, syntax: str, path: str = "<input>") -> Program:
     if not text.endswith("\n"):
         text += "\n"
     lines = text.splitlines()
-    if "/*" in text:                 # a C comment may span lines: the text as a whole
+    written = text
+    if ";" in text and semicolon_comments(text, syntax):
+        text = _SEMICOLON_COMMENT.sub(r"\1#", text)    # same columns, the same statements
+    if "/*" in text:                 # a C comment may span lines: the text as a whole,
+        # each line checked first (a comment's lines are no statements)
+        uncommented = _c_comments(syntax).sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+        for n, line in enumerate(uncommented.split("\n"), 1):
+            _refuse_impossible_instructions(line, n, syntax, path)
         statements = _with_text(_parse_text(text, syntax, path, lines, None), lines)
     else:
-        statements = _parse_distinct_lines(text, syntax, path)
+        statements = _parse_distinct_lines(text, syntax, path, written.split("\n"))
     return Program(path, syntax, statements, lines)
 
 
-def _parse_distinct_lines(text: str, syntax: str, path: str) -> list:
+def _refuse_impossible_instructions(line: str, number: int, syntax: str, path: str) -> None:
+    """InputError at an instruction of `line` longer than MAX_INSTRUCTION_LENGTH or with more
+    than MAX_OPERANDS operands, found with the grammar's own terminals (comments, `;`
+    between statements, labels, directives, the mnemonic) before the line is parsed."""
+    if len(line) <= MAX_INSTRUCTION_LENGTH and line.count(",") < MAX_OPERANDS:
+        return                       # nearly every line
+    comments, label, directive, mnemonic = _statement_heads(syntax)
+    code = _QUOTED.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', line)
+    comment = comments.search(code)
+    code = code[:comment.start()] if comment else code
+    for statement in re.finditer(r"[^;]+", code):          # `;` separates statements
+        pos, end = statement.start(), statement.end()
+        while (m := label.match(code, pos, end)):
+            pos = m.end()
+        pos = _BLANKS.match(code, pos, end).end()
+        name = mnemonic.match(code, pos, end)
+        if name is None or directive.match(code, pos, end):
+            continue                 # not an instruction: the parser refuses it or reads it
+        shown = name.group() if len(name.group()) <= 30 else name.group()[:27] + "..."
+        area = code[name.end():end]
+        for _ in range(2):                              # `[x0, x1]`, `{v0.4s, v1.4s}[1]`
+            area = _BRACKETED.sub("", area)
+        operands = area.count(",") + 1 if area.strip() else 0
+        if operands > MAX_OPERANDS:
+            raise InputError(path, f"'{shown}' with {operands:,} operands: no instruction has "
+                                   f"more than {MAX_OPERANDS}", number, pos + 1)
+        length = len(code[pos:end].rstrip())
+        if length > MAX_INSTRUCTION_LENGTH:
+            raise InputError(path, f"'{shown}' is an instruction of {length:,} characters: "
+                                   f"longer than any can be (at most "
+                                   f"{MAX_INSTRUCTION_LENGTH:,} are read)", number, pos + 1)
+
+
+@lru_cache(maxsize=None)
+def _statement_heads(syntax: str):
+    """The grammar's regexes (comment start, one label, a directive, a mnemonic) compiled."""
+    t = terminals(syntax)
+
+    def any_of(*names):
+        return re.compile("|".join(f"(?:{t[n]})" for n in names if n in t))
+    return (any_of("COMMENT", "HASH_COMMENT"), re.compile(rf"[ \t]*(?:{t['LABEL']})"),
+            any_of("DIRECTIVE", "MASM_DIRECTIVE"), any_of("MNEMONIC"))
+
+
+@lru_cache(maxsize=None)
+def _c_comments(syntax: str):
+    return re.compile(terminals(syntax)["C_COMMENT"])
+
+
+def _parse_distinct_lines(text: str, syntax: str, path: str, written: list[str]) -> list:
     """The statements of `text`, each distinct line parsed once (the grammar reads every line
     on its own, and compiler output repeats lines: blank ones, directives, instructions):
-    by fastline when it can, the others by Lark in one batch."""
+    by fastline when it can, the others by Lark in one batch. `written`: the lines as the
+    file has them (errors quote them; `text` may read a `;` comment as `#`)."""
 
     raw = text.split("\n")[:-1]                     # the lines as the grammar sees them
     first: dict[str, int] = {}                      # a line's text -> the first line it is on
@@ -79,6 +157,7 @@ def _parse_distinct_lines(text: str, syntax: str, path: str) -> list:
     statements: dict[str, list] = {}                # a line's text -> its statements
     slow = []                                       # the lines left to Lark
     for line, n in first.items():
+        _refuse_impossible_instructions(line, n, syntax, path)
         fast = parse_line(line, syntax, n)
         if fast is None:
             slow.append(line)
@@ -86,7 +165,9 @@ def _parse_distinct_lines(text: str, syntax: str, path: str) -> list:
             statements[line] = fast
     if slow:
         where = [first[line] for line in slow]
-        for st in _with_text(_parse_text("\n".join(slow) + "\n", syntax, path, slow, where), slow):
+        quoted = [written[n - 1] for n in where]
+        for st in _with_text(_parse_text("\n".join(slow) + "\n", syntax, path, quoted, where),
+                             slow):
             statements.setdefault(slow[st.line - 1], []).append(st)
     out = []
     for n, line in enumerate(raw, 1):
