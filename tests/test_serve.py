@@ -149,12 +149,18 @@ def test_the_time_limit_never_fires_inside_a_garbage_collector_callback(monkeypa
             while time.perf_counter() < end:
                 pass
     gc.callbacks.append(slow_callback)
+    # collections every 100 allocations: one starts after 0.15 s for certain (with the default
+    # threshold whether one did depended on what earlier tests had left in the heap; in a full
+    # run beside a busy CPU none did, and the premise failed)
+    threshold = gc.get_threshold()
+    gc.set_threshold(100)
     try:
         out = []
         serve([json.dumps({"id": 1, "text": big, "model": "skl", "path": "big.s"})],
               out.append, Service(), timeout=0.2)
         took = time.perf_counter() - start
     finally:
+        gc.set_threshold(*threshold)
         gc.callbacks.remove(slow_callback)
     assert slowed                          # the timer fired inside the callback
     assert lost == []
