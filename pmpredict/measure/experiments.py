@@ -69,7 +69,10 @@ def combine(variants: list[tuple[int, Timing]]) -> tuple[float | None, str | Non
     permanent = [e for e in errors if Failure.of(e).permanent]
     if permanent:
         return None, permanent[0]
-    per_instance = [c / copies for copies, t in variants
+    # where some timings kept no busy sample, those alone (beside a busy sibling the
+    # calibration slows too, and a latency-bound kernel would come out fast)
+    quiet = [(copies, t) for copies, t in variants if not t.busy and kernel_cycles(t) is not None]
+    per_instance = [c / copies for copies, t in (quiet or variants)
                     if (c := kernel_cycles(t)) is not None]
     if not per_instance:
         return None, errors[0] if errors else "no usable timing"

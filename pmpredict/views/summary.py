@@ -115,7 +115,8 @@ def _unmeasured(report) -> list[str]:
         why = m.unmeasured_forms.get(r.form)
         if why and r.form not in said:
             said.add(r.form)
-            out.append(f"{r.form_short or r.key}: {why} (the measuring budget ran out; line {r.line})")
+            out.append(f"{r.form_short or r.key}: {why} (the measuring budget ran out; "
+                       f"line {r.line})")
     forms = {r.form for r in rows}
     pairs = [p for p in m.unmeasured_pairs if p <= forms]
     if pairs:
