@@ -110,11 +110,17 @@ def test_hang_times_out_and_the_run_goes_on():
     from pmpredict.measure.codegen import experiment_kernel
     from pmpredict.measure.instantiate import instantiate
     from pmpredict.measure.runner import run_kernels
+    window = instantiate([(IMUL, 1)], 50)
     kernels = [experiment_kernel("pm_hang", instantiate([("JMP_.", 1)], 1)),
-               experiment_kernel("pm_ok", instantiate([(IMUL, 1)], 50))]
-    hang, ok = run_kernels(kernels, RunOptions(alarm_s=1))
+               experiment_kernel("pm_ok", window), experiment_kernel("pm_again", window)]
+    hang, ok, again = run_kernels(kernels, RunOptions(alarm_s=1))
     assert hang.error == "timeout"
-    assert ok.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)
+    # the same kernel twice, in turns after the hang: alike whatever the machine does (on a
+    # busy Zen 3 guest one imul window alone measured 1.30 cycles an imul); at imul's
+    # throughput where the harness kept no busy sample
+    assert ok.cycles == pytest.approx(again.cycles, rel=0.05)
+    if not ok.busy:
+        assert ok.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)
 
 
 def test_cache_resumes_without_measuring_again(tmp_path, monkeypatch):
@@ -341,8 +347,11 @@ def test_several_passes_keep_the_fastest():
     from pmpredict.measure.runner import run_kernels
     kernel = experiment_kernel("pm_imul", instantiate([(IMUL, 1)], 50))
     timing, = run_kernels([kernel], RunOptions(), passes=2)
-    assert len(timing.passes) == 2 and timing.cycles == min(timing.passes)
-    assert timing.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)
+    assert len(timing.passes) == 2 and set(timing.counted) <= set(timing.passes)
+    # the fastest of the passes that kept no busy sample (of both where none or both did)
+    assert timing.cycles == min(timing.counted)
+    if not timing.busy:
+        assert timing.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)
 
 
 # --- divisions ------------------------------------------------------------------------------

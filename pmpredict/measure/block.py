@@ -268,7 +268,7 @@ def _variant(copies: int, t: Timing) -> UnrollVariant:
                          loop_cycles=None if c is None else round(c, 4),
                          spread=None if t.error else round(t.spread, 4), samples=t.samples,
                          confirmed=t.confirmed,
-                         pass_cycles=tuple(round(p / copies, 5) for p in t.passes),
+                         pass_cycles=tuple(round(p / copies, 5) for p in (t.counted or t.passes)),
                          error=t.error or None, contended=t.contended, busy=t.busy)
 
 
