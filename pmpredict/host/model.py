@@ -449,23 +449,16 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=(),
                                        fit_new_forms, model_throughput, overlap_experiments)
     from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
                                              singleton_throughputs)
-    from pmpredict.measure import MeasurementStopped, measure_experiment_set
     from pmpredict.measure.latency import measure_latencies
-    from pmpredict.model.experiments import ExperimentSet
 
     started = time.monotonic()
     model = model.with_uops({f: u for f, u in model.uops.items() if f not in new})
 
-    def measure(name, exps, forms, budgeted=True):
-        try:
-            return measure_experiment_set(
-                ExperimentSet(tuple(forms), tuple(exps), HARNESS_ISA, f"host model ({name})"),
-                cache_dir=cache_dir, progress=progress, phase=name,
-                should_stop=budget.over if budgeted else None)
-        except MeasurementStopped as stopped:
-            return stopped.partial           # what was measured; the rest has no cycles
+    def measure(name, exps, budgeted=True):
+        return _measure_within(name, exps, cache_dir, progress,
+                               budget if budgeted else MeasureBudget())
 
-    singles = measure("new forms", singleton_experiments(new), new, budgeted=False)
+    singles = measure("new forms", singleton_experiments(new), budgeted=False)
     measured = singleton_throughputs(singles)
     usable = [f for f in new if measured.get(f)]
     failed = singleton_failures(singles, new)
@@ -478,7 +471,7 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=(),
     if usable:
         planned = budget_order(extension_experiments(usable, blockers, throughput), usable,
                                throughput)
-        pairs = measure("beside blockers", planned, list(dict.fromkeys(usable + blockers)))
+        pairs = measure("beside blockers", planned)
         for f in usable:
             mine = [e for e in pairs.experiments if any(g == f for g, _ in e.counts)]
             done = sum(1 for e in mine if e.cycles is not None)
@@ -489,8 +482,7 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=(),
         together = overlap_experiments(fit.uops, throughput, OVERLAP_PAIRS * len(fit.uops),
                                        {f: model.uops[f] for f in beside})
         if together:
-            forms = list(dict.fromkeys(f for e in together for f, _ in e.counts))
-            both = both.concat(measure("new forms together", together, forms))
+            both = both.concat(measure("new forms together", together))
             fit = fit_new_forms(model.uops, len(model.ports), both, usable, r_max=model.r_max,
                                 start=fit.uops)
         table = measure_latencies(list(fit.uops), cache_dir=cache_dir, progress=progress)
@@ -514,6 +506,22 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=(),
     return _with_facts(model, facts)
 
 
+def _measure_within(name: str, exps, cache_dir, progress, budget: MeasureBudget):
+    """The experiments measured (phase `name`) until the budget is spent: what was measured,
+    the rest without cycles and with error "not measured"."""
+    # deferred: measuring loads numpy and the harness
+    from pmpredict.measure import MeasurementStopped, measure_experiment_set
+    from pmpredict.model.experiments import ExperimentSet
+    forms = tuple(dict.fromkeys(f for e in exps for f, _ in e.counts))
+    try:
+        return measure_experiment_set(
+            ExperimentSet(forms, tuple(exps), HARNESS_ISA, f"host model ({name})"),
+            cache_dir=cache_dir, progress=progress, phase=name,
+            should_stop=budget.over if budget.seconds is not None else None)
+    except MeasurementStopped as stopped:
+        return stopped.partial
+
+
 def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
                         budget: MeasureBudget = MeasureBudget()):
     """The model with the pairs of forms its kernels use together measured (those not checked
@@ -525,7 +533,6 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
                                        model_throughput, pair_digest, refit)
     from pmpredict.infer.design import balanced_pair
     from pmpredict.infer.experiments import singleton_experiments
-    from pmpredict.measure import MeasurementStopped, measure_experiment_set
     from pmpredict.model.experiments import ExperimentSet
 
     facts = dict(_host_facts(model))
@@ -541,13 +548,7 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
     started = time.monotonic()
 
     def measure(name, exps):
-        forms = list(dict.fromkeys(f for e in exps for f, _ in e.counts))
-        try:
-            return measure_experiment_set(
-                ExperimentSet(tuple(forms), tuple(exps), HARNESS_ISA, f"host model ({name})"),
-                cache_dir=cache_dir, progress=progress, phase=name, should_stop=budget.over)
-        except MeasurementStopped as stopped:
-            return stopped.partial           # what was measured; the rest has no cycles
+        return _measure_within(name, exps, cache_dir, progress, budget)
 
     throughput = model_throughput(model.uops, model.r_max)
     together = measure("forms the kernels use together",
