@@ -25,3 +25,11 @@ def private_measurement_cache(tmp_path_factory, monkeypatch):
     """Measurements made by tests (and the pmpredict processes they start) never read or
     write the user's cache."""
     monkeypatch.setenv("PMPREDICT_CACHE", str(tmp_path_factory.mktemp("cache")))
+
+
+@pytest.fixture(scope="session")
+def imul_cycles():
+    """imul r64, r64's reciprocal throughput on this host, measured by the block path
+    (tests/hostcores.py): a per-core fact the experiment path's tests compare against."""
+    from hostcores import independent_imul_cycles
+    return independent_imul_cycles()

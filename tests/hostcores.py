@@ -73,3 +73,20 @@ def measured_close(measurement, expected: float, tolerance: float) -> bool:
         return abs(measurement.cycles - expected) <= tolerance
     low, high = measurement.timing.range
     return low - tolerance <= expected <= high + tolerance
+
+
+# Twelve imul r64, r64 chains, each one link a loop iteration through its own register: with
+# imul's latency of 3 (every recent x86-64 core), a core with up to four multipliers is bound by
+# their throughput, not by a chain.
+TWELVE_IMULS = "".join(f"imul %rax, %{r}\n" for r in
+                       ("rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
+                        "r13", "r14"))
+
+
+def independent_imul_cycles(tries: int = 3) -> float:
+    """Cycles per imul r64, r64 among independent ones on this host, timed as a block (the block
+    path): what the experiment path's figure for the form must agree with. It is a fact of the
+    core, not a constant: one a cycle on Intel and Zen 1-4, three a cycle on Zen 5."""
+    from pmpredict.measure import measure_block
+    best = min(measure_block(TWELVE_IMULS, "att").cycles for _ in range(tries))
+    return best / 12

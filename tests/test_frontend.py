@@ -281,6 +281,19 @@ def test_widths_snap_to_integers_within_three_percent():
     assert read_frontend({}).r_max is None
 
 
+def test_fillers_below_the_width_put_the_slot_readings_in_doubt():
+    """Vector zero idioms three a cycle where other probes run four (Zen 5: six of eight):
+    a slot is not 1 / width in their blocks. The reading says so, and since that is the
+    core's doing, not a disturbance's, it is no reason to measure again."""
+    cycles = dict(skylake_like_timings(), **{"width: zero idioms (vector)": 8 / 3})
+    front = read_frontend(cycles)
+    assert front.r_max == 4.0
+    assert front.premise == ["the fillers (vector zero idioms) run 3.00 a cycle, below the width "
+                             "4: the slots read for fusion, load-ops and nops are in doubt"]
+    assert doubts(front) == []
+    assert read_frontend(skylake_like_timings()).premise == []
+
+
 def test_a_busy_sibling_thread_is_caught_by_the_floor():
     """A sibling thread running flat out halves the slots this thread gets: every probe takes
     twice as long. Four adds per cycle measured alone prove a width of at least 4."""
@@ -479,14 +492,20 @@ def measured(tmp_path):
 def test_facts_of_every_recent_x86_core(measured):
     front = measured.facts
     assert not front.missing
-    assert 4 <= front.r_max <= 8                  # 4 (Skylake, Cascade Lake) .. 6 (Zen 4, Golden Cove)
+    assert 4 <= front.r_max <= 8      # 4 (Skylake, Cascade Lake), 6 (Zen 4, Golden Cove), 8 (Zen 5)
     assert front.pipeline["macro_fusion"] == 1    # cmp + jcc: fused since Core 2 and Zen 1
     assert front.details["macro_fusion"]["test"]
     # fusion is measured for every first instruction, each a fact of its own
     assert {k for k in front.pipeline if k.startswith("macro_fusion")} == set(FUSION_KEYS.values())
-    assert front.pipeline["load_op_slots"] == 1   # add r64, [base + disp]: micro-fused everywhere
-    assert front.pipeline["vector_load_op_slots"] == 1         # so is vpaddd x, x, [base + disp]
-    assert front.pipeline["indexed_vector_load_op_slots"] in (1, 2)
+    # add r64, [base + disp] and vpaddd x, x, [base + disp]: micro-fused on every core whose
+    # fillers run at the width (Intel, Zen 2-4); where they do not (Zen 5), said in doubt
+    assert front.pipeline["load_op_slots"] in (1, 2)
+    assert front.pipeline["indexed_vector_load_op_slots"] in (1, 2, 3)
+    if not front.premise:
+        assert front.pipeline["load_op_slots"] == 1 and front.pipeline["vector_load_op_slots"] == 1
+        assert front.pipeline["indexed_vector_load_op_slots"] in (1, 2)
+    else:
+        assert front.premise == measured.facts.details["doubts"][-len(front.premise):]
     # two stores a copy: one a cycle, or two where they pair; pairing nests
     per_store = front.details["cycles_per_store"]
     assert all(0.45 <= c for c in per_store.values())
@@ -508,10 +527,12 @@ def test_facts_of_every_recent_x86_core(measured):
     assert front.details["window_chain_cycles"] >= 150        # 20 divisions of 10-14 cycles
     # a nop after an instruction adds at most a slot of its own (Zen 4: none after lea)
     assert front.pipeline["nop_fusion"] in (0, 1) and front.pipeline["nop_fusion_vector"] in (0, 1)
-    assert all(-0.3 <= v <= 1.3 for v in front.details["nop_slots_after"].values())
-    # zero idioms take a rename slot and no port: they run at the full width
+    if not front.premise:
+        assert all(-0.3 <= v <= 1.3 for v in front.details["nop_slots_after"].values())
+    # zero idioms take a rename slot and no port: they run at the full width, but for the
+    # vector ones where the reading says they do not (Zen 5: six a cycle of eight)
     ipc = front.details["instructions_per_cycle"]
-    assert ipc["width: zero idioms (vector)"] >= 0.95 * front.r_max
+    assert (ipc["width: zero idioms (vector)"] >= 0.95 * front.r_max) == (not front.premise)
     # a loop iteration costs at least a cycle (one taken branch per cycle at most), and its k
     # idioms and the fused dec/jnz take one slot each
     loops = front.details["loop_cycles_per_iteration"]
@@ -525,7 +546,8 @@ def test_facts_of_every_recent_x86_core(measured):
 def test_the_measured_front_end_goes_into_a_model(measured):
     model = measured.apply(WIDE)
     assert model.r_max == measured.facts.r_max
-    assert model.pipeline["macro_fusion"] == 1 and model.pipeline["load_op_slots"] == 1
+    assert model.pipeline["macro_fusion"] == 1
+    assert model.pipeline["load_op_slots"] == measured.facts.pipeline["load_op_slots"]
     assert model.pipeline_source["taken_branch"].startswith(measured.source + ": loops of")
     assert set(model.pipeline_source) >= set(measured.facts.pipeline)
     assert model.provenance["front_end"]["version"] == FRONT_END_VERSION
@@ -582,4 +604,7 @@ def test_the_measured_nop_facts_predict_a_block_of_nops_timed_by_itself(measured
     report = predict(body, {k: front.pipeline[k] for k in ("nop_fusion", "nop_fusion_vector")})
     model_cycles = report.bounds.front_end * 6 / front.r_max      # NOPS is six wide
     timed = measure_block(body, "att").cycles
+    if front.premise:       # the nop facts were read in doubt (Zen 5): said, not asserted
+        assert "nops" in front.details["doubts"][-1]
+        return
     assert timed == pytest.approx(model_cycles, rel=0.08)

@@ -413,8 +413,8 @@ def test_predict_with_the_host_model(cache, tmp_path):
 
 @ON_X86_LINUX
 def test_push_and_pop_are_measured_in_experiments():
-    """rsp put back once per iteration: repeated pushes and pops run (two or three loads per
-    cycle on every recent x86 core; one or two stores)."""
+    """rsp put back once per iteration: repeated pushes and pops run (two to four loads a
+    cycle on every recent x86 core, four on Zen 5; one or two stores)."""
     from pmpredict.model.experiments import Experiment, ExperimentSet
     from pmpredict.measure import measure_experiment_set
     push, pop = "PUSH_((REG:R:G:64))", "POP_((REG:W:G:64))"
@@ -422,5 +422,5 @@ def test_push_and_pop_are_measured_in_experiments():
     out = measure_experiment_set(ExperimentSet((push, pop), tuple(exps), "x86", "t"),
                                  cache_dir=None)
     alone_push, alone_pop, both = (e.cycles for e in out.experiments)
-    assert 0.28 <= alone_pop <= 0.55 and 0.45 <= alone_push <= 1.1
+    assert 0.22 <= alone_pop <= 0.55 and 0.45 <= alone_push <= 1.1
     assert both >= 0.95 * max(alone_push, alone_pop)

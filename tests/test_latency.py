@@ -378,8 +378,10 @@ def test_documented_latencies_on_this_host():
     forms = [IMUL, ADD, LOAD, XOR, VPXOR] + (list(FP_FORMS.values()) if core else [])
     table = measure_latencies(forms, cache_dir=None)
     got = {f: table.forms[f].sources for f in forms}
-    assert got[IMUL] == {0: 3.0, 1: 3.0} and got[ADD] == {0: 1.0, 1: 1.0}
-    assert 4.0 <= table.references["load_latency"] <= 5.25           # L1 load-to-use
+    # imul 3 (Zen 5 reads 2.8-3.0: measured, not rounded to the documented 3), add 1
+    assert all(v == pytest.approx(3.0, abs=0.25) for v in got[IMUL].values()), got[IMUL]
+    assert got[ADD] == {0: 1.0, 1: 1.0}
+    assert 3.75 <= table.references["load_latency"] <= 5.25   # L1 load-to-use (Zen 5 read 3.92)
     assert got[LOAD][1] == pytest.approx(table.references["load_latency"], abs=0.25)
     # a locked add back to back: ~6-8 cycles on Zen 2-4, ~18-20 on Skylake-family cores
     assert table.references["atomic_cycles"] >= 4.0

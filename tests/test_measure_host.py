@@ -2,8 +2,9 @@
 
 These compile and run the harness, so they need an x86-64 Linux machine with a C
 compiler; elsewhere they skip. No timing assertion is about how fast *we* are: the
-figures checked are the CPU's (imul: reciprocal throughput 1, latency 3 on every
-recent x86-64 core), with a 5% tolerance for a shared, noisy machine.
+figures checked are the CPU's: imul's latency of 3 (every recent x86-64 core), and its
+reciprocal throughput as the host measured it by the block path (the `imul_cycles` fixture:
+1 on Intel and Zen 1-4, 1/3 on Zen 5), with a 5% tolerance for a shared, noisy machine.
 """
 
 from __future__ import annotations
@@ -74,10 +75,12 @@ def fastest(measure, expected=None, tries=5):
     return best
 
 
-def test_imul_reciprocal_throughput_is_one():
+def test_imul_throughput_agrees_with_the_block_path(imul_cycles):
+    """One form's experiment (a window of independent imuls) and twelve imul chains timed as a
+    block are two paths to one fact of the core."""
     cycles = fastest(lambda: measure_experiment_set(one_set([IMUL]), cache_dir=None)
-                     .experiments[0].cycles, 1.0)
-    assert cycles == pytest.approx(1.0, rel=0.05)
+                     .experiments[0].cycles, imul_cycles)
+    assert cycles == pytest.approx(imul_cycles, rel=0.05)
 
 
 def test_dependent_imul_chain_is_three_cycles():
@@ -87,14 +90,14 @@ def test_dependent_imul_chain_is_three_cycles():
                    6.0) == pytest.approx(6.0, rel=0.05)
 
 
-def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path):
+def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path, imul_cycles):
     bad = unsupported_form()
     exps = one_set([IMUL], [UD2], [bad, ADD], [ADD], ["NOSUCHINSN_((REG:W:G:64))"],
                    ["MOV_rax,_qword_ptr_[0]"])
     out = measure_experiment_set(exps, cache_dir=str(tmp_path))
     cycles = [e.cycles for e in out.experiments]
     errors = [e.other.get("error") for e in out.experiments]
-    assert cycles[0] == pytest.approx(1.0, rel=INCIDENTAL)
+    assert cycles[0] == pytest.approx(imul_cycles, rel=INCIDENTAL)
     assert cycles[3] == pytest.approx(0.25, rel=0.3) or cycles[3] < 1.0   # any healthy ALU
     assert cycles[1] is None and errors[1].startswith("SIGILL")
     assert cycles[2] is None and errors[2].startswith("SIGILL")
@@ -106,7 +109,7 @@ def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path):
     assert again.experiments[1].other["error"].startswith("SIGILL")
 
 
-def test_hang_times_out_and_the_run_goes_on():
+def test_hang_times_out_and_the_run_goes_on(imul_cycles):
     from pmpredict.measure.codegen import experiment_kernel
     from pmpredict.measure.instantiate import instantiate
     from pmpredict.measure.runner import run_kernels
@@ -120,7 +123,7 @@ def test_hang_times_out_and_the_run_goes_on():
     # throughput where the harness kept no busy sample
     assert ok.cycles == pytest.approx(again.cycles, rel=0.05)
     if not ok.busy:
-        assert ok.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)
+        assert ok.cycles / 50 == pytest.approx(imul_cycles, rel=INCIDENTAL)
 
 
 def test_cache_resumes_without_measuring_again(tmp_path, monkeypatch):
@@ -169,7 +172,7 @@ def test_interrupted_run_keeps_finished_results(tmp_path, monkeypatch):
     assert all(e.cycles for e in out.experiments)
 
 
-def test_disagreeing_variants_are_measured_again(monkeypatch):
+def test_disagreeing_variants_are_measured_again(monkeypatch, imul_cycles):
     seen = []
     real = measure_set.run_kernels
 
@@ -180,7 +183,7 @@ def test_disagreeing_variants_are_measured_again(monkeypatch):
     monkeypatch.setattr(measure_set, "suspicious", lambda variants: True)
     out = measure_experiment_set(one_set([IMUL], [ADD]), cache_dir=None)
     assert seen == [6, 6]                   # every experiment once more, then kept
-    assert out.experiments[0].cycles == pytest.approx(1.0, rel=INCIDENTAL)
+    assert out.experiments[0].cycles == pytest.approx(imul_cycles, rel=INCIDENTAL)
 
 
 def test_suspicious_variants():
@@ -231,7 +234,7 @@ def test_cli_measure_block_json(tmp_path):
     assert data["dropped"][0]["text"].startswith("jne")
 
 
-def test_cli_measure_experiments_round_trip(tmp_path):
+def test_cli_measure_experiments_round_trip(tmp_path, imul_cycles):
     e = tmp_path / "e.json"
     save_experiments(one_set([IMUL], [IMUL, ADD, ADD]), e)
     out = tmp_path / "out.json"
@@ -240,8 +243,13 @@ def test_cli_measure_experiments_round_trip(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     measured = load_experiments(str(out))
-    assert measured.experiments[0].cycles == pytest.approx(1.0, rel=INCIDENTAL)
-    assert measured.experiments[1].cycles == pytest.approx(1.0, rel=0.1)
+    assert measured.experiments[0].cycles == pytest.approx(imul_cycles, rel=INCIDENTAL)
+    # imul and two adds: as fast as the imul alone where the multiplier is the bottleneck
+    # (one a cycle), and never faster than either alone
+    imul_add_add = measured.experiments[1].cycles
+    assert imul_add_add >= max(imul_cycles, 0.5) * (1 - INCIDENTAL)
+    if imul_cycles > 0.9:
+        assert imul_add_add == pytest.approx(imul_cycles, rel=0.1)
 
 
 def test_cli_measure_with_a_cache_that_cannot_be_opened_is_a_located_error(tmp_path):
@@ -280,7 +288,7 @@ def test_cli_measure_block_with_a_call_is_rejected(tmp_path):
     assert f"{src}:2:" in proc.stderr and "call" in proc.stderr
 
 
-def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
+def test_cli_training_set_leaves_out_unsupported_forms(tmp_path, imul_cycles):
     forms = tmp_path / "forms.txt"
     forms.write_text(f"# three forms\n{IMUL}\n{ADD}\n{UD2}\n")
     out = tmp_path / "set"
@@ -296,12 +304,12 @@ def test_cli_training_set_leaves_out_unsupported_forms(tmp_path):
     t = {e.forms()[0]: e.cycles for e in single.experiments}
     # what this test is about is the set, not the timing: only facts that survive a busy CI
     # machine (a slow sample inflates a figure, nothing deflates it below the hardware's limit)
-    assert t[IMUL] >= 1.0 - INCIDENTAL                             # one multiplier everywhere
-    assert t[ADD] < t[IMUL] / 2                                    # at least two integer ALUs
+    assert t[IMUL] >= imul_cycles * (1 - INCIDENTAL)               # never faster than the core
+    assert t[ADD] <= 0.5 * (1 + INCIDENTAL)                        # at least two integer ALUs
     # the weighted pair balances the slower form against the faster: {imul: 1, add: ceil(ratio)}
     (add, n), (imul, one) = weighted.experiments[0].counts
     assert (add, imul, one) == (ADD, IMUL, 1) and n == math.ceil(t[IMUL] / t[ADD] - 1e-9)
-    assert 1.0 - INCIDENTAL <= pairs.experiments[0].cycles <= (t[IMUL] + t[ADD]) * (1 + INCIDENTAL)
+    assert imul_cycles * (1 - INCIDENTAL) <= pairs.experiments[0].cycles <= (t[IMUL] + t[ADD]) * (1 + INCIDENTAL)
 
 
 def test_zen4_vm_model_covers_the_host_forms():
@@ -313,9 +321,10 @@ def test_zen4_vm_model_covers_the_host_forms():
 
 def test_block_rip_relative_symbols_get_data():
     """Compiler output loads constants as .LC0(%rip): each symbol gets its own data object,
-    holding normal numbers: the vmulps chain through it runs as fast as the same chain with
-    a register operand (vmulps latency differs by core - 4 on Skylake, 3 on Zen - the ratio
-    does not)."""
+    holding normal numbers: the vmulps chain through it runs about as fast as the same chain
+    with a register operand (vmulps latency differs by core - 4 on Skylake, 3 on Zen - the
+    ratio hardly: Zen 5 takes 9% more through the load-op; a denormal operand would take an
+    assist of a hundred cycles or more)."""
     chain = lambda text, syntax="att": lambda: measure_block(text, syntax).cycles
     register = fastest(chain("vmulps %ymm3, %ymm0, %ymm0\n"))
     result = measure_block("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps .LC1+32(%rip), %ymm1, %ymm2\n",
@@ -324,9 +333,9 @@ def test_block_rip_relative_symbols_get_data():
     assert 2.5 < register < 6                                          # an FP multiply latency
     memory = min(result.cycles, fastest(chain("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps "
                                                  ".LC1+32(%rip), %ymm1, %ymm2\n"), register))
-    assert memory == pytest.approx(register, rel=0.05)
+    assert 0.95 * register <= memory <= 1.15 * register
     intel = fastest(chain("vmulps ymm0, ymm0, ymmword ptr [rip + .LC0]\n", "intel"), register)
-    assert intel == pytest.approx(register, rel=0.05)
+    assert 0.95 * register <= intel <= 1.15 * register
 
 
 def test_block_kernel_is_chosen_as_predict_does():
@@ -339,7 +348,7 @@ def test_block_kernel_is_chosen_as_predict_does():
     assert result.cycles == pytest.approx(3.0, rel=INCIDENTAL)
 
 
-def test_several_passes_keep_the_fastest():
+def test_several_passes_keep_the_fastest(imul_cycles):
     """passes=2: two harness processes (on two CPUs where allowed); each kernel keeps its
     fastest pass and lists both."""
     from pmpredict.measure.codegen import experiment_kernel
@@ -351,7 +360,7 @@ def test_several_passes_keep_the_fastest():
     # the fastest of the passes that kept no busy sample (of both where none or both did)
     assert timing.cycles == min(timing.counted)
     if not timing.busy:
-        assert timing.cycles / 50 == pytest.approx(1.0, rel=INCIDENTAL)
+        assert timing.cycles / 50 == pytest.approx(imul_cycles, rel=INCIDENTAL)
 
 
 # --- divisions ------------------------------------------------------------------------------

@@ -117,7 +117,8 @@ def measure_frontend(*, cache_dir: str | None, options: RunOptions = BLOCK_OPTIO
                                 default=None) for name in {**cycles, **again}}
             front, done = read_frontend(cycles, floor), done + 1
         front.details["rounds"] = done
-        left = doubts(front, floor)
+        # a broken premise is the core's, not a disturbance's: said, not measured again
+        left = doubts(front, floor) + front.premise
         if left:
             front.details["doubts"] = left
     finally:

@@ -386,7 +386,8 @@ static int minima_confirmed(const struct pm_state *st) {
            confirmed(st->run_b, st->samples);
 }
 
-/* Report a kernel, in cycles per loop iteration (ns divided by the fastest calibration):
+/* Report a kernel, in cycles per loop iteration (ns divided by the fastest calibration of the
+   process so far):
      short = fastest t(n) / n       long = fastest t(2n) / 2n
      steady = 2 * long - short  (= (t(2n) - t(n)) / n: call overhead and warm-up cancel)
      spread = (median - fastest) / fastest of t(2n) / 2n
@@ -396,7 +397,12 @@ static int minima_confirmed(const struct pm_state *st) {
    states. */
 static void report(const struct pm_kernel *k, struct pm_state *st) {
     int s = st->samples;
+    /* the fastest calibration of the process, not only of this kernel's samples: a busy
+       sibling can slow every calibration run of one kernel while the kernel's fastest run was
+       quiet, which then reads too fast (Zen 5: an FP block 7% below its port bound, a width
+       probe 8.44 instructions a cycle on a core eight wide) */
     double c = minimum(st->cal, s), short_ns = minimum(st->run_a, s);
+    if (ns_per_cycle_best < c) c = ns_per_cycle_best;
     double long_ns = minimum(st->run_b, s);
     int ok = minima_confirmed(st);
     double spread = (median(st->run_b, s) - long_ns) / long_ns;

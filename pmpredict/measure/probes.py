@@ -12,7 +12,9 @@ The idea that makes them portable: *filler* instructions that take a front-end s
 execution port. Dependency-breaking zero idioms (`vpxor xmm1, xmm1, xmm1`) are removed at
 rename on every recent x86 core (Intel since Sandy Bridge, AMD since Zen), write no flags and
 read nothing. Six of them and a subject instruction make a block whose time is the front
-end's, so a subject that costs one more slot shows as 1 / width more cycles.
+end's, so a subject that costs one more slot shows as 1 / width more cycles. That rests on
+the fillers running at the width: where they alone run slower (Zen 5: six a cycle of eight),
+the slot readings (fusion, load-ops, nops) are in doubt and say so (`premise`).
 
 * **Issue width** (`r_max`): the most instructions per cycle over blocks of independent
   cheap instructions: zero idioms (general-purpose and vector), eliminated moves, and a mix
@@ -312,6 +314,7 @@ class FrontEnd:
     missing: list = field(default_factory=list)         # probes that gave no number
     how: dict = field(default_factory=dict)             # pipeline key -> what it rests on, short
     suspect: list = field(default_factory=list)         # readings a disturbance may explain
+    premise: list = field(default_factory=list)         # probes whose premise this core breaks
 
 
 def snap_width(ipc: float) -> float:
@@ -355,6 +358,11 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
             out.details["width_from"] = "floor"
             best = floor
     out.r_max = snap_width(best)
+    fillers_rate = widths.get("width: zero idioms (vector)")
+    if fillers_rate and fillers_rate < out.r_max * (1 - SNAP):
+        out.premise.append(f"the fillers (vector zero idioms) run {fillers_rate:.2f} a cycle, "
+                           f"below the width {out.r_max:g}: the slots read for fusion, "
+                           "load-ops and nops are in doubt")
     _read_fusion(cycles, out, 1.0 / out.r_max)
     _read_load_ops(cycles, out, 1.0 / out.r_max)
     _read_nops(cycles, out, 1.0 / out.r_max)
