@@ -1,6 +1,13 @@
 """Export / import speed, and OSACA's throughput with our exported file vs our prediction.
 
     python3 benchmarks/bench_export.py [--kernels N]
+    python3 benchmarks/bench_export.py --model host --split test [--n 150 --seed 1 --seed 2]
+
+The second form is the exported model on real code: test-split BHive blocks measured on this
+machine, predicted by pmpredict with MODEL, by OSACA with MODEL exported as its machine file,
+by OSACA with its own file for this CPU and by llvm-mca-19 -mcpu=native, side by side in one
+run (benchmarks/bench_realcode.py does the sampling, measuring and tables; OSACA's failures and
+the forms it did not find are listed per file).
 
 Needs ../shared/data/pmevo-artifact and OSACA (pip install osaca). For each
 PMEvo model (SKL, ZEN, A72) and built-in model (skl, zen, a72 when present): time of the OSACA and LLVM exports, of the import
@@ -47,7 +54,14 @@ def timed(fn, *args, **kw):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kernels", type=int, default=300)
-    args = ap.parse_args()
+    ap.add_argument("--model", help="real code: this model and OSACA with it exported")
+    args, rest = ap.parse_known_args()
+    if args.model:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import bench_realcode
+        return bench_realcode.main(["--model", args.model, "--osaca-export", args.model, *rest])
+    if rest:
+        ap.error(f"unrecognised arguments: {' '.join(rest)}")
     if not os.path.isdir(ARTIFACT):
         print(f"shared data not found at {ARTIFACT}", file=sys.stderr)
         return 1

@@ -52,6 +52,7 @@ import os
 import random
 import re
 import shlex
+import subprocess
 import sys
 import tempfile
 import time
@@ -288,6 +289,19 @@ def repeatability(sample, tmp, measured, k) -> dict | None:
             "max": float(d.max())}
 
 
+def osaca_with_export(sample, tmp, model: str) -> dict:
+    """OSACA's prediction of each block with `model` exported as an OSACA machine file
+    (`pmpredict export MODEL --format osaca`, after pmpredict built it), by block."""
+    path = os.path.join(tmp, "exported.yml")
+    proc = subprocess.run([sys.executable, "-m", "pmpredict", "export", model, "--format", "osaca",
+                           "-o", path], capture_output=True, text=True)
+    if proc.returncode != 0:
+        error = f"export failed: {proc.stderr.strip()[:160]}"
+        return {r["hex"]: {"tool": "OSACA exported", "cycles": None, "error": error}
+                for r in sample}
+    return {r["hex"]: peers.osaca(measured_lines(r), path) for r in sample}
+
+
 def predict_all(sample, tmp, models, mcpu, osaca_code, extra=()):
     """pmpredict (each model: every block in one call, so `--model host` measures the forms
     the sample needs in one extension), alone: a host model measures this machine, and a peer
@@ -342,7 +356,7 @@ def fmt(x, spec=".1f", suffix=""):
     return "-" if x is None else f"{x:{spec}}{suffix}"
 
 
-def tools_of(models_names):
+def tools_of(models_names, exported=None):
     tools = [(f"pmpredict {name}", lambda r, k=k: r["pmpredict"][k].get("cycles"))
              for k, name in enumerate(models_names)]
     tools.append((f"pmpredict {models_names[0]}, blocks fully in the model",
@@ -350,12 +364,28 @@ def tools_of(models_names):
                   else None))
     tools += [("llvm-mca-19", lambda r: r["llvm_mca"].get("cycles")),
               ("OSACA max(TP,LCD)", lambda r: r["osaca"].get("cycles"))]
+    if exported:
+        tools.append((f"OSACA with pmpredict {exported} exported",
+                      lambda r: r["osaca_export"].get("cycles")))
     return tools
 
 
-def report(rows, models_names, n_sample, failures):
+def osaca_failures(rows, key: str) -> dict:
+    """For one OSACA column: blocks it raised on, blocks with forms it did not find, and of
+    those the blocks pmpredict (first model) knew fully."""
+    raised = [r for r in rows if str(r[key].get("error") or "").startswith("OSACA raised")]
+    unknown = [r for r in rows if r[key].get("unknown")]
+    return {"raised": len(raised), "unknown": len(unknown),
+            "unknown_where_pmpredict_complete": sum(1 for r in unknown
+                                                    if r["pmpredict"][0].get("complete")),
+            "first_raised": [r[key]["error"] for r in raised[:3]],
+            "unknown_forms": Counter(u.split()[0] for r in unknown
+                                     for u in r[key]["unknown"]).most_common(12)}
+
+
+def report(rows, models_names, n_sample, failures, exported=None):
     measured = [r for r in rows if r["measured"].get("cycles")]
-    tools = tools_of(models_names)
+    tools = tools_of(models_names, exported)
     print(f"\n{n_sample} blocks sampled, {len(measured)} measured, "
           f"{n_sample - len(measured)} failed to measure")
     for reason, count in failures.most_common():
@@ -426,6 +456,9 @@ def main(argv=None) -> int:
     ap.add_argument("--measure-budget", metavar="SEC",
                     help="pmpredict predict --measure-budget for --model host (default: "
                          "pmpredict's; a large value builds the model unbudgeted)")
+    ap.add_argument("--osaca-export", metavar="MODEL",
+                    help="also OSACA with MODEL exported by `pmpredict export --format osaca` "
+                         "(after the pmpredict runs, so `host` is the model they built)")
     ap.add_argument("--json", metavar="FILE", help="write the raw figures here")
     args = ap.parse_args(argv)
 
@@ -455,6 +488,9 @@ def main(argv=None) -> int:
         preds, runs = predict_all(sample, tmp, models, args.mcpu, osaca_code,
                                   ("--measure-budget", args.measure_budget)
                                   if args.measure_budget else ())
+        if args.osaca_export:
+            for h, result in osaca_with_export(sample, tmp, args.osaca_export).items():
+                preds[h]["osaca_export"] = result
 
     names = []
     for k, model in enumerate(models):
@@ -478,7 +514,17 @@ def main(argv=None) -> int:
                "division": has_division(lines), "split": split_of(r), **preds[r["hex"]]}
         row["chain"], row["tp_bound"], row["chain_source"] = chain_of(row)
         rows.append(row)
-    summary = report(rows, names, len(sample), failures)
+    summary = report(rows, names, len(sample), failures, args.osaca_export)
+    for key, label in (("osaca", f"OSACA {osaca_code}"),) + (
+            (("osaca_export", f"OSACA with pmpredict {args.osaca_export} exported"),)
+            if args.osaca_export else ()):
+        f = osaca_failures(rows, key)
+        summary.setdefault("osaca_failures", {})[label] = f
+        print(f"\n{label}: raised on {f['raised']} blocks, forms not found in {f['unknown']} "
+              f"({f['unknown_where_pmpredict_complete']} of them fully in pmpredict's "
+              f"{names[0]}); most missed: "
+              + (", ".join(f"{m} {n}" for m, n in f["unknown_forms"]) or "none")
+              + "".join(f"\n  {e}" for e in f["first_raised"]))
     for name, run in zip(names, runs):
         print(f"\npmpredict {name}: {run['seconds']:.0f} s for {len(sample)} blocks (one call)"
               + "".join(f"\n  {n}" for n in run["notes"]))

@@ -470,8 +470,8 @@ def test_a_reading_still_in_doubt_is_said_with_every_prediction(monkeypatch, tmp
     assert measured.facts.details["doubts"] == ["a loop iteration takes 1.5 cycles"]
     model = measured.apply(WIDE)
     _, report = front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], model)
-    doubt = ("the model's front end as measured, in doubt (the machine was busy?): "
-             "a loop iteration takes 1.5 cycles")
+    doubt = ("the model's front end as measured, in doubt (a busy machine, or a probe whose "
+             "premise fails on this core): a loop iteration takes 1.5 cycles")
     assert doubt in summary.assumptions(report)
     assert "in doubt" in render_text(report)
     _, clean = front_end(["addq $1, %rax", "cmpq %rbx, %rax", "jne .L1"], WIDE)

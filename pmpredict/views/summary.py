@@ -70,8 +70,8 @@ def assumptions(report) -> list[str]:
         out.append(", ".join(_fact_text(facts, k, v) for k, v in m.assumed.items())
                    + " (not in the model)")
     if m and m.doubts:
-        out.append("the model's front end as measured, in doubt (the machine was busy?): "
-                   + "; ".join(m.doubts))
+        out.append("the model's front end as measured, in doubt (a busy machine, or a probe "
+                   "whose premise fails on this core): " + "; ".join(m.doubts))
     used = [why for key, why in (m.fact_doubts.items() if m else ()) if _uses(report, key)]
     if used:
         out.append("measured, in doubt: " + "; ".join(used))
