@@ -8,6 +8,14 @@ Decisions made here (the template only lays them out):
 * operands: OSACA classes in AT&T order on x86 (the reverse of the Intel order
   of our form strings); AArch64 in source order, with shift / extend words
   folded or split exactly as OSACA's AArch64 parser does (see _aarch64_literal).
+* memory operands: as pmpredict matches them. One with a width (every x86 form but lea)
+  fits any address (`base/offset/index/scale: "*"`); lea keeps its base and index and takes
+  any scale, and any displacement where the model has no lea of that shape with the other
+  (_any_address). Spelled as the forms' own `[base + disp]`, 71 of 300 real blocks went
+  unknown in OSACA.
+* `lock`: OSACA reads `lock cmpxchgl %edx, (%rdi)` as the mnemonic `lock` with the name as
+  an identifier operand; each read-modify-write memory form also gets a `lock` entry of that
+  shape, with the model's atomic_cycles as its latency (_locked_entry).
 * port_pressure: one `[count, [ports...]]` per uop, always in list form (a
   string of port names would be split into characters).
 * throughput: the exact simulator's singleton cycles (never 0).
@@ -43,7 +51,7 @@ import re
 from pmpredict.isa import semantics
 from pmpredict.formats.osaca import OSACA_PIPELINE_KEYS
 from pmpredict.isa.forms import parse_form, split_operands
-from pmpredict.isa.osaca_forms import UnsupportedForm, is_foreign, osaca_identity
+from pmpredict.isa.osaca_forms import WILD, UnsupportedForm, is_foreign, osaca_identity
 
 from pmpredict.formats.files import write_atomic
 
@@ -200,6 +208,7 @@ def osaca_context(model, source: str = "") -> dict:
 def _entries(model, tp: dict, printed: dict) -> tuple[list, list]:
     """(the template's entry of every form OSACA can name, [form  (why not)] of the others)."""
     entries, unsupported = [], []
+    addresses = set() if semantics.get(model.isa).memory_operands_by_mode else _lea_addresses(model)
     for form in osaca_order(model, tp):
         try:
             name, operands = osaca_identity(form, model.isa)
@@ -216,7 +225,7 @@ def _entries(model, tp: dict, printed: dict) -> tuple[list, list]:
         entries.append({
             "form": form,
             "name": _flow(name if len(names) == 1 else names),     # quoted: any mnemonic
-            "operands": [_flow(o) for o in operands],
+            "operands": [_flow(o) for o in _any_address(operands, form, model.isa, addresses)],
             "latency": yaml_number(lat.value),
             "latency_default": not lat.measured,
             "facts": _entry_facts(model, form),
@@ -225,7 +234,76 @@ def _entries(model, tp: dict, printed: dict) -> tuple[list, list]:
             "uops": sum(c for _, c in model.uops[form]),
             "form_json": _flow(form),
         })
+        locked = _locked_entry(model, form, operands, entries[-1])
+        if locked:
+            entries.append(locked)
     return entries, unsupported
+
+
+def _locked_entry(model, form: str, operands: list[dict], entry: dict) -> dict | None:
+    """OSACA's parser reads `lock cmpxchgl %edx, (%rdi)` as the mnemonic `lock` with the
+    instruction's name as a first, identifier operand: an entry of that shape for each
+    read-modify-write memory form, so a locked instruction is found (with its form's port
+    pressure, and the model's measured atomic_cycles as its latency: locked operations run
+    one after another). OSACA cannot tell `lock cmpxchg` from `lock xadd` of the same operands:
+    the first such entry serves both."""
+    if is_foreign(form) or model.isa != "x86" or "atomic_cycles" not in model.pipeline:
+        return None
+    sem = semantics.get(model.isa).form(form)
+    if not (sem.reads_memory and sem.writes_memory):
+        return None
+    return {**entry, "name": _flow("lock"),
+            "operands": [_flow({"class": "identifier"})] + entry["operands"],
+            "latency": yaml_number(float(model.pipeline["atomic_cycles"])),
+            "latency_default": False, "facts": [("pmpredict_locked", "true")] + entry["facts"]}
+
+
+def _any_address(operands: list[dict], form: str, isa: str, addresses: set) -> list[dict]:
+    """Memory operands as pmpredict matches them (asm/match). One that says how wide its access
+    is (every x86 form but lea's address) fits any address: base, offset, index and scale
+    written as OSACA's wildcard (spelled as the form's own `[base + disp]`, OSACA found no
+    entry for `movq %r14, (%rdx)` or `movups %xmm0, (%rcx,%rdx)`). An address (lea) keeps
+    whether it has a base and an index, which cost differently, takes any scale (PMEvo's `2*`
+    index stands for every scale), and any displacement or none where the model has no lea of
+    the same shape with the other (`leaq (%r11,%rbp), %rdx` made OSACA raise). `addresses`:
+    the (base, index, displacement) shapes of the model's lea forms."""
+    if is_foreign(form) or semantics.get(isa).memory_operands_by_mode:
+        return operands
+    mems = [o for o in parse_form(form, isa).operands if o.kind == "mem"]
+    if not mems:
+        return operands
+    out = []
+    for o in operands:
+        if o.get("class") != "memory":
+            out.append(o)
+        elif mems[0].mem_width:
+            out.append({**o, "base": WILD, "offset": WILD, "index": WILD, "scale": WILD})
+        else:
+            base, index, disp = _address_shape(o)
+            alone = (base, index, not disp) not in addresses
+            out.append({**o, "scale": WILD, **({"offset": WILD} if alone else {})})
+    return out
+
+
+def _address_shape(operand: dict) -> tuple[bool, bool, bool]:
+    return (operand.get("base") is not None, operand.get("index") is not None,
+            operand.get("offset") is not None)
+
+
+def _lea_addresses(model) -> set:
+    """The (base, index, displacement) shapes of the model's address (lea) forms."""
+    shapes = set()
+    for form in model.forms:
+        if is_foreign(form):
+            continue
+        mems = [o for o in parse_form(form, model.isa).operands if o.kind == "mem"]
+        if mems and not mems[0].mem_width:
+            try:
+                _, operands = osaca_identity(form, model.isa)
+            except (UnsupportedForm, ValueError):
+                continue
+            shapes |= {_address_shape(o) for o in operands if o.get("class") == "memory"}
+    return shapes
 
 
 def _meta(model) -> str:
@@ -273,4 +351,5 @@ def export_osaca(model, path, source: str = "") -> ExportResult:
     ctx = osaca_context(model, source)
     text = render_template("osaca.yml.j2", ctx)
     write_atomic(path, text, "OSACA file")
-    return ExportResult(str(path), "osaca", len(ctx["entries"]), tuple(ctx["unsupported"]))
+    forms = len({e["form"] for e in ctx["entries"]})        # a locked entry repeats its form
+    return ExportResult(str(path), "osaca", forms, tuple(ctx["unsupported"]))

@@ -11,7 +11,7 @@ import pytest
 from pmpredict.formats.experiments import load_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.exporters.opcodes import resolve_opcodes
-from pmpredict.exporters.common import singleton_cycles
+from pmpredict.exporters.common import latency_of, singleton_cycles
 from pmpredict.exporters.osaca import export_osaca, osaca_order
 from pmpredict.isa.osaca_forms import osaca_identity
 from pmpredict.isa.forms import parse_form
@@ -246,3 +246,62 @@ def test_osaca_uses_the_exported_latencies_on_a_dependent_chain(tmp_path):
     assert lcd["latency"] == want
     assert exported.mm.get_load_latency("ymm") == 6.0 == exported.mm.get_load_latency("gpr")
     assert exported.mm["store_to_load_forward_latency"] == 4.5 and exported.mm["ROB_size"] == 97
+
+
+# Spellings compilers write that the forms' own instances (`[base + disp]`) do not show: no
+# displacement, an index, a scale, RIP-relative, lea without a displacement, a locked RMW.
+COMPILER_SPELLINGS = [
+    "movq %r14, (%rdx)", "movl $0, (%rdx)", "movl $72295728, (%rax)", "movzbl (%rax), %ecx",
+    "movq .LC0(%rip), %rax", "addq (%rsi,%rcx,8), %r10", "addq %rax, (%rdi,%rcx)",
+    "vmovdqu (%rax,%rcx), %ymm0", "vmovdqu %ymm1, (%rdi)", "vmulps (%rsi,%rax,4), %ymm1, %ymm2",
+    "vpaddd (%rdx), %ymm3, %ymm4", "vmovups %xmm0, (%rcx,%rdx)", "vbroadcastss (%rax), %ymm0",
+    "leaq (%r11,%rbp), %rdx", "leaq 8(%rsp), %r8", "lock addq %rax, (%rdi)",
+]
+
+
+def test_osaca_finds_what_compilers_write_as_pmpredict_matches_it(tmp_path):
+    """A host model (zen4-vm: measured by pmpredict on a Zen 4) exported: OSACA's own lookup of
+    each spelling finds the entry of the very form pmpredict matches, so OSACA knows every
+    instruction pmpredict knows (a locked RMW: its form's entry under OSACA's `lock`)."""
+    from pmpredict.asm.kernel import select_kernel
+    from pmpredict.asm.match import FormMatcher
+    from pmpredict.asm.normalize import normalize
+    from pmpredict.asm.parse import parse
+    from pmpredict.formats.model_files import load_model
+    from dataclasses import replace
+    model = load_model("zen4-vm")
+    model = replace(model, pipeline={**model.pipeline, "atomic_cycles": 19.0})
+    path = tmp_path / "host.yml"
+    export_osaca(model, str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = OsacaModel(path_to_yaml=str(path))
+    parser, matcher = ParserX86ATT(), FormMatcher(model.uops, model.isa)
+    compared, differ = 0, []
+    for text in COMPILER_SPELLINGS:
+        insn = select_kernel(parse(f"\t{text}\n", "att", "k.s")).instructions[0]
+        ours = matcher.match(normalize(insn, "att")).form
+        if ours is None:
+            continue                       # a form this model lacks
+        compared += 1
+        parsed = parser.parse_line(text)
+        ArchSemantics(parser, theirs).normalize_instruction_form(parsed)
+        entry = theirs.get_instruction(parsed.mnemonic, parsed.operands)
+        if entry is None:
+            differ.append((text, ours, "not found"))
+            continue
+        latency = (model.pipeline["atomic_cycles"] if text.startswith("lock")
+                   else latency_of(model, ours).value)
+        pressure = _pressure([(n, model.port_names(mask)) for mask, n in model.uops[ours]])
+        if (_pressure(entry.port_pressure), float(entry.latency)) != (pressure, latency):
+            differ.append((text, ours, entry.port_pressure, entry.latency))
+    assert compared == len(COMPILER_SPELLINGS)
+    assert differ == []
+
+
+def _pressure(pairs) -> dict:
+    total = {}
+    for n, ports in pairs:
+        key = tuple(sorted(str(p) for p in ports))
+        total[key] = total.get(key, 0) + n
+    return total
