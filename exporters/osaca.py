@@ -247,12 +247,13 @@ def _locked_entry(model, form: str, operands: list[dict], entry: dict) -> dict |
     pressure, and the model's measured atomic_cycles as its latency: locked operations run
     one after another). OSACA cannot tell `lock cmpxchg` from `lock xadd` of the same operands:
     the first such entry serves both."""
-    if is_foreign(form) or model.isa != "x86" or "atomic_cycles" not in model.pipeline:
+    isa = semantics.get(model.isa)
+    if is_foreign(form) or not isa.osaca.lock_prefix or "atomic_cycles" not in model.pipeline:
         return None
-    sem = semantics.get(model.isa).form(form)
+    sem = isa.form(form)
     if not (sem.reads_memory and sem.writes_memory):
         return None
-    return {**entry, "name": _flow("lock"),
+    return {**entry, "name": _flow(isa.osaca.lock_prefix),
             "operands": [_flow({"class": "identifier"})] + entry["operands"],
             "latency": yaml_number(float(model.pipeline["atomic_cycles"])),
             "latency_default": False, "facts": [("pmpredict_locked", "true")] + entry["facts"]}

@@ -205,6 +205,9 @@ class OsacaVocabulary:
                                       # the operand count: entries list them as extra names
     words_are_identifiers: bool = False  # a literal word of a form (shift, extend) is an
                                       # identifier (AArch64), not a register named (x86 `cl`)
+    lock_prefix: str | None = None    # OSACA's parser reads `lock cmpxchgl %edx, (%rdi)` as
+                                      # this mnemonic with the instruction's name as an
+                                      # identifier operand (x86 "lock"); None: no such prefix
 
 
 class IsaSemantics:

@@ -889,6 +889,7 @@ class X86Semantics(IsaSemantics):
     gpr_families = GPR_FAMILIES
     osaca = OsacaVocabulary(
         register_style="name", memory_base="gpr", any_gpr="gpr", indexed_writeback=False,
+        lock_prefix="lock",
         any_immediate=True, att_order=True, load_latency_keys=("gpr", "mm", "xmm", "ymm", "zmm"),
         mnemonic_stems={"movzx": {8: "movzb", 16: "movzw"}, "movsx": {8: "movsb", 16: "movsw"},
                         "movsxd": {32: "movsl"}},
