@@ -208,7 +208,7 @@ def osaca_context(model, source: str = "") -> dict:
 def _entries(model, tp: dict, printed: dict) -> tuple[list, list]:
     """(the template's entry of every form OSACA can name, [form  (why not)] of the others)."""
     entries, unsupported = [], []
-    addresses = set() if semantics.get(model.isa).memory_operands_by_mode else _lea_addresses(model)
+    addresses = _lea_addresses(model)
     for form in osaca_order(model, tp):
         try:
             name, operands = osaca_identity(form, model.isa)
@@ -268,16 +268,14 @@ def _any_address(operands: list[dict], form: str, isa: str, addresses: set) -> l
     index stands for every scale), and any displacement or none where the model has no lea of
     the same shape with the other (`leaq (%r11,%rbp), %rdx` made OSACA raise). `addresses`:
     the (base, index, displacement) shapes of the model's lea forms."""
-    if is_foreign(form) or semantics.get(isa).memory_operands_by_mode:
-        return operands
-    mems = [o for o in parse_form(form, isa).operands if o.kind == "mem"]
-    if not mems:
+    memory = _memory_template(form, isa)
+    if memory is None:
         return operands
     out = []
     for o in operands:
         if o.get("class") != "memory":
             out.append(o)
-        elif mems[0].mem_width:
+        elif memory.mem_width:
             out.append({**o, "base": WILD, "offset": WILD, "index": WILD, "scale": WILD})
         else:
             base, index, disp = _address_shape(o)
@@ -291,14 +289,20 @@ def _address_shape(operand: dict) -> tuple[bool, bool, bool]:
             operand.get("offset") is not None)
 
 
+def _memory_template(form: str, isa: str):
+    """The memory operand of one of our own forms, where the ISA's forms spell memory by its
+    address (x86), else None."""
+    if is_foreign(form) or semantics.get(isa).memory_operands_by_mode:
+        return None
+    return next((o for o in parse_form(form, isa).operands if o.kind == "mem"), None)
+
+
 def _lea_addresses(model) -> set:
     """The (base, index, displacement) shapes of the model's address (lea) forms."""
     shapes = set()
     for form in model.forms:
-        if is_foreign(form):
-            continue
-        mems = [o for o in parse_form(form, model.isa).operands if o.kind == "mem"]
-        if mems and not mems[0].mem_width:
+        memory = _memory_template(form, model.isa)
+        if memory is not None and not memory.mem_width:
             try:
                 _, operands = osaca_identity(form, model.isa)
             except (UnsupportedForm, ValueError):
