@@ -48,7 +48,13 @@ def cli(*args, cwd=None):
                           capture_output=True, text=True, cwd=cwd)
 
 
-def test_fp_from_memory_runs_as_fast_as_from_registers(tmp_path):
+# A microcode assist costs tens to hundreds of cycles an instruction; what a load adds inside
+# the pipeline is a fraction of one (12% for two ymm vmulpd from memory on an Intel Xeon with
+# AVX-512 FP16, 2026-12-02), so twice the register form's time tells the two apart on any core.
+ASSIST_FACTOR = 2.0
+
+
+def test_fp_from_memory_takes_no_assists(tmp_path):
     """Loaded data is a normal number at every width: no microcode assists (the old fill was
     a subnormal double and took two vmulpd from 1 to 364 cycles on Cascade Lake)."""
     def measured(text):
@@ -62,9 +68,9 @@ def test_fp_from_memory_runs_as_fast_as_from_registers(tmp_path):
         return min(runs)
     memory = measured("vmulpd (%rdx), %ymm2, %ymm1\nvmulpd (%rdx), %ymm2, %ymm3\n")
     register = measured("vmulpd %ymm4, %ymm2, %ymm1\nvmulpd %ymm4, %ymm2, %ymm3\n")
-    assert memory == pytest.approx(register, rel=0.10)
+    assert register * 0.9 < memory < register * ASSIST_FACTOR
     single = measured("vmulsd 8(%rsi), %xmm2, %xmm1\nvmulss 4(%rsi), %xmm2, %xmm3\n")
-    assert single == pytest.approx(register, rel=0.10)
+    assert register * 0.9 < single < register * ASSIST_FACTOR
 
 
 def test_triad_takes_no_assists():

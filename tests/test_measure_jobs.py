@@ -167,7 +167,7 @@ def test_sigterm_stops_cleanly(tmp_path):
     e, out, cache, tmp = tmp_path / "e.json", tmp_path / "out.json", tmp_path / "cache", \
         tmp_path / "tmp"
     tmp.mkdir()
-    experiment_file(e, 80)
+    experiment_file(e, 256)     # every distinct one: the run takes seconds on the fastest core
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.Popen([sys.executable, "-m", "pmpredict", "measure", "--experiments", str(e),
                              "-o", str(out), "--cache", str(cache)], env=env,
@@ -175,7 +175,7 @@ def test_sigterm_stops_cleanly(tmp_path):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(tmp.glob("pmpredict-measure-*")):
         time.sleep(0.05)                     # the harness is built and running
-    time.sleep(1.0)
+    time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
@@ -187,7 +187,7 @@ def test_sigterm_stops_cleanly(tmp_path):
     again = run_measure("--experiments", e, "-o", out, "--cache", cache, env=env)
     assert again.returncode == 0
     final = again.stderr.strip().splitlines()[-1]
-    assert final == "measure experiments: 80/80" + (f" ({kept} cached)" if kept else "")
+    assert final == "measure experiments: 256/256" + (f" ({kept} cached)" if kept else "")
     assert all(x.cycles for x in load_experiments(str(out)).experiments)
 
 
