@@ -31,6 +31,9 @@ no `infer --measure`):
             LLVM-MCA regions of one file (as benchmarks/bench_predict.py writes them),
             --jsonl with every built-in x86 model; the same blocks as one .s file each
             (--jsonl, skl); the first --text-blocks of them as text with every x86 model.
+            host-like models (write_host_like_models: some machine facts given, the rest
+            assumed, doubts and unmeasured forms in the provenance) on the x86 examples and
+            the BHive blocks: the Assumed lines and `assumptions`.
   models    the list (text, --json), and each built-in model alone and with --forms.
   simulate, evaluate   every built-in model on a PMEvo artifact experiment file of its
             machine (text, --json; -v; a PMEvo Mapping3 file as the model; the --plot PNG).
@@ -290,6 +293,63 @@ def bhive_cases(regions_file: str, block_files: list[str], text_blocks: int,
     return cases
 
 
+# the machine facts of a host-like model (pmpredict.host measures such): some given, the rest
+# left for the prediction to assume and say; and what a host model's provenance says of them
+HOST_LIKE_PIPELINE = {"window": 320, "load_latency": 4, "store_forward_latency": 7,
+                      "macro_fusion": 1, "macro_fusion_add": 0, "paired_stores": 1,
+                      "paired_store_bytes": 32, "store_commits": 2, "stack_sync_latency": 2,
+                      "indexed_load_op_slots": 2, "atomic_cycles": 18}
+HOST_LIKE_UNMEASURED = ("ADD_", "MOV_", "VADDSD_")     # the first form of each: unmeasured
+
+
+def write_host_like_models(directory: str) -> dict[str, str]:
+    """Two models made from the built-in zen4-vm's file as a host model would hold them:
+    `host_partial` with HOST_LIKE_PIPELINE, doubts of its front end and of a measured fact,
+    and forms and pairs its measuring budget left; `host_bare` with no machine fact at all,
+    so every assumption the engines can make is said. Written from the file, not through
+    pmpredict, so both trees of a comparison read the same models."""
+    with open(os.path.join(ROOT, "pmpredict", "models", "zen4-vm.json")) as fh:
+        base = json.load(fh)
+    forms = sorted(base["forms"])
+    unmeasured = [next(f for f in forms if f.startswith(prefix)) for prefix in HOST_LIKE_UNMEASURED]
+    for form in forms:
+        if form.startswith(("ADD_", "IMUL_")):
+            base["forms"][form]["latency"] = 1 if form.startswith("ADD_") else 3
+    partial = {**base, "name": "host_partial", "pipeline": HOST_LIKE_PIPELINE,
+               "provenance": {**base["provenance"],
+                              "front_end": {"doubts": ["no number for fusion dec: adjacent"]},
+                              "latencies": {"doubts": {"load_latency": "the chain read 4.0 "
+                                                                       "then 4.6"}},
+                              "host": {"unmeasured": {
+                                  "forms": {f: "latency not measured" for f in unmeasured},
+                                  "pairs": [unmeasured[:2], unmeasured[1:]]}}}}
+    bare = {**base, "name": "host_bare", "pipeline": {}}
+    os.makedirs(directory, exist_ok=True)
+    paths = {}
+    for model in (partial, bare):
+        paths[model["name"]] = os.path.join(directory, model["name"] + ".json")
+        with open(paths[model["name"]], "w") as fh:
+            json.dump(model, fh, indent=1)
+    return paths
+
+
+def host_like_cases(models: dict[str, str], x86_examples: list[str],
+                    block_files: list[str], text_blocks: int) -> list[Case]:
+    """The examples and some BHive blocks predicted with the host-like models: their Assumed
+    lines (text) and `assumptions` (JSON)."""
+    cases = []
+    for name, path in models.items():
+        for example in x86_examples:
+            cases += [Case(f"predict__{stem(example)}__{name}__text", ("predict", example, "--model", path)),
+                      Case(f"predict__{stem(example)}__{name}__json",
+                           ("predict", example, "--model", path, "--json"))]
+        some = block_files[:text_blocks]
+        cases += [Case(f"predict__bhive{len(some)}_files__{name}__text", ("predict", *some, "--model", path)),
+                  Case(f"predict__bhive{len(block_files)}_files__{name}__jsonl",
+                       ("predict", *block_files, "--model", path, "--jsonl"))]
+    return cases
+
+
 def models_cases(models: list[tuple[str, str]]) -> list[Case]:
     cases = [Case("models__list__text", ("models",)), Case("models__list__json", ("models", "--json"))]
     for name, _ in models:
@@ -394,7 +454,10 @@ def all_cases(shared: str, inputs: str, blocks: int, text_blocks: int) -> list[C
     cases = (infer_cases(copies) + bhive_cases(regions_file, block_files, text_blocks, models)
              + simulate_evaluate_cases(models, copies) + export_cases(models)
              + align_cases(models, copies) + example_cases(example_isas(), models, copies)
-             + models_cases(models) + error_cases(write_bad_inputs(inputs), copies))
+             + models_cases(models) + error_cases(write_bad_inputs(inputs), copies)
+             + host_like_cases(write_host_like_models(os.path.join(inputs, "host_like")),
+                               [p for p, isa in example_isas().items() if isa == "x86"],
+                               block_files, text_blocks))
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "two cases share a name"
     return cases

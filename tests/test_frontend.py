@@ -19,7 +19,8 @@ from pmpredict.measure.probes import (FUSION_SUBJECTS, LEFTOVER_STORES, MAX_LOOP
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
                                       _leftover_probe, _nop_probe, doubts, probes,
                                       read_frontend, snap_width)
-from pmpredict.model.machine import FUSION_KEYS, MachineModel
+from pmpredict.model.facts import FUSION_KEYS
+from pmpredict.model.machine import MachineModel
 from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, summary
 
@@ -138,15 +139,15 @@ def test_nops_take_the_front_end_slots_zen4_measures(body, slots, fusion):
     report = predict(body, {"nop_fusion": fusion, "nop_fusion_vector": 0})
     assert report.complete
     assert report.bounds.front_end == pytest.approx(slots / 6)
-    assert "nop_fusion" not in report.pipeline.assumed
+    assert "nop_fusion" not in report.assumed_facts
 
 
 def test_a_model_that_does_not_say_is_said_to_assume_a_slot_per_nop():
     report = predict(ZERO_IDIOMS + "nop\n", {})
     assert report.bounds.front_end == pytest.approx(7 / 6)
-    assert report.pipeline.assumed["nop_fusion"] == 0
+    assert report.assumed_facts["nop_fusion"] == 0
     assert "a nop takes a front-end slot of its own" in " ".join(summary.assumptions(report))
-    assert "nop_fusion" not in predict(ZERO_IDIOMS, {}).pipeline.assumed
+    assert "nop_fusion" not in predict(ZERO_IDIOMS, {}).assumed_facts
 
 
 # six ports, none a bottleneck: what limits these blocks is the front end, six slots a cycle
@@ -389,7 +390,7 @@ def test_a_jump_the_model_lacks_still_fuses():
 
 
 def fusion_assumed(report) -> dict:
-    return {k: v for k, v in report.pipeline.assumed.items() if k.startswith("macro_fusion")}
+    return {k: v for k, v in report.assumed_facts.items() if k.startswith("macro_fusion")}
 
 
 def test_each_first_instruction_fuses_as_the_model_says():

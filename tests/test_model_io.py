@@ -17,7 +17,8 @@ from pmpredict.formats.experiments import load_experiments, save_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.errors import InputError
 from pmpredict.predict.metrics import evaluate_model, kendall_tau_b, mape
-from pmpredict.model.machine import PIPELINE_FLAGS, PIPELINE_KEYS, MachineModel, operand_count
+from pmpredict.model.facts import PIPELINE_FLAGS, PIPELINE_KEYS
+from pmpredict.model.machine import MachineModel, operand_count
 
 
 from pmpredict.formats.model_files import load_model, save_model

@@ -18,6 +18,7 @@ from pmpredict.measure.probes import read_frontend
 from pmpredict.model.machine import MachineModel
 from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, to_json
+from pmpredict.predict.annotate import STACK_SYNC
 
 STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
 STORE128 = "VMOVDQU_xmmword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:V:128))"
@@ -92,10 +93,10 @@ def test_where_the_model_does_not_say_left_over_stores_commit_alone_as_assumed()
     seen), and the report says so where the kernel has a store a run leaves over."""
     left_over = stores_at((16, 32, 40, 48))
     got, report = cycles(left_over)
-    assert got == pytest.approx(3.0) and report.pipeline.assumed["paired_store_leftover"] == 0
+    assert got == pytest.approx(3.0) and report.assumed_facts["paired_store_leftover"] == 0
     got, report = cycles(stores_at((16, 32, 40)))           # nothing left over: nothing said
-    assert got == pytest.approx(2.0) and "paired_store_leftover" not in report.pipeline.assumed
-    assert "paired_store_leftover" not in cycles(left_over, ZEN4_STORES)[1].pipeline.assumed
+    assert got == pytest.approx(2.0) and "paired_store_leftover" not in report.assumed_facts
+    assert "paired_store_leftover" not in cycles(left_over, ZEN4_STORES)[1].assumed_facts
 
 
 @pytest.mark.parametrize("block, shared, expected", [(32, True, 1), (32, False, 0),
@@ -150,11 +151,11 @@ def test_the_block_size_is_the_models_pipeline_fact():
 def test_the_stack_sync_is_assumed_unless_the_model_gives_it():
     body = "pushq %rax\nsubq $8, %rsp\naddq $16, %rsp\n"
     _, assumed = cycles(body, UNPAIRED)
-    notes = [n for r in assumed.rows for n in r.annotated.assumed]
+    notes = [n.text for r in assumed.rows for n in r.annotated.assumed]
     assert "stack sync: 1 cycle on rsp" in notes
     slow = replace(UNPAIRED, **{"pipeline": {"stack_sync_latency": 3}})
     _, given = cycles(body, slow)
-    assert not [n for r in given.rows for n in r.annotated.assumed if n.startswith("stack sync")]
+    assert not [n for r in given.rows for n in r.annotated.assumed if n.what == STACK_SYNC]
     sync = [r for r in given.rows if r.annotated.update is not None][0].annotated.update
     base = [r for r in assumed.rows if r.annotated.update is not None][0].annotated.update
     assert sync.latency == pytest.approx(base.latency + 2)
@@ -184,7 +185,7 @@ def test_the_measured_stack_sync_predicts_its_probe(push_add, sync):
                          pipeline={"stack_sync_latency": front.pipeline["stack_sync_latency"]})
     got, report = cycles("pushq %r8\naddq $8, %rsp\n", model)
     assert got == pytest.approx(max(1.0, push_add))
-    assert not [n for r in report.rows for n in r.annotated.assumed if n.startswith("stack sync")]
+    assert not [n for r in report.rows for n in r.annotated.assumed if n.what == STACK_SYNC]
     # the same two in the other order, a block without a branch of its own: it repeats all
     # the same, and the push of one pass syncs before the add of the next (Zen 4: `addq $8,
     # %rsp ; popq %rbx` measured 2.00 a loop, predicted 1.00 before)
@@ -203,8 +204,8 @@ def test_only_stores_up_to_the_measured_width_pair():
     assert cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\n", narrow)[0] == pytest.approx(1.0)
     # a model without the fact: 8 bytes, assumed, and said so where a wider store is paired
     got, report = cycles(wide)
-    assert got == pytest.approx(2.0) and report.pipeline.assumed["paired_store_width"] == 8
-    assert "paired_store_width" not in cycles("movq %rax, 8(%rbp)\n")[1].pipeline.assumed
+    assert got == pytest.approx(2.0) and report.assumed_facts["paired_store_width"] == 8
+    assert "paired_store_width" not in cycles("movq %rax, 8(%rbp)\n")[1].assumed_facts
 
 
 @pytest.mark.parametrize("width", [8, 16, 32])
@@ -244,8 +245,8 @@ def test_vector_register_stores_pair_only_where_the_probe_says(vector):
     assert cycles(floats, model)[0] == pytest.approx(1.0 if vector else 2.0)
     assert cycles("movq %rax, 8(%rbp)\nmovq %rbx, 16(%rbp)\n", model)[0] == pytest.approx(1.0)
     got, report = cycles(floats, replace(ONE_PORT, **{"uops": uops}))
-    assert got == pytest.approx(1.0) and report.pipeline.assumed["paired_store_vector"] == 1
-    assert "paired_store_vector" not in cycles("movq %rax, 8(%rbp)\n")[1].pipeline.assumed
+    assert got == pytest.approx(1.0) and report.assumed_facts["paired_store_vector"] == 1
+    assert "paired_store_vector" not in cycles("movq %rax, 8(%rbp)\n")[1].assumed_facts
 
 
 # Stores of different forms commit one a cycle (pipeline store_commits, measured by a probe

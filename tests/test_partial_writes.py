@@ -29,7 +29,7 @@ from pmpredict.measure.chains import form_timing, plan_form
 from pmpredict.measure.latency import LatencyTable, split_latencies
 from pmpredict.model.defaults import ASSUMED
 from pmpredict.model.machine import MachineModel
-from pmpredict.predict.annotate import annotate
+from pmpredict.predict.annotate import MERGE_NOTE, annotate
 from pmpredict.predict.predictor import Predictor
 
 MEM = "[((MEM:64))_+_((MIMM:16))]"
@@ -54,7 +54,8 @@ def predict(text: str, model=MODEL):
 
 
 def merge_notes(report) -> list[str]:
-    return [n for row in report.rows for n in row.annotated.assumed if n.startswith("merge")]
+    return [n.text for row in report.rows for n in row.annotated.assumed
+            if n.what == MERGE_NOTE]
 
 
 # --- prediction ------------------------------------------------------------------------------
@@ -101,15 +102,15 @@ def test_aarch64_a_load_into_a_lane_merges_an_insert_is_the_operation():
     model = MachineModel("a", "aarch64", ("0", "1"), {f: ((1, 1),) for f in forms},
                          latency={"ld1-lane": 8.0, "ins": 3.0, "movk": 1.0},
                          pipeline={"load_latency": 4})
-    out, _ = annotate(forms, sems, model)
+    out, _, _ = annotate(forms, sems, model)
 
     def latency_from(a, name):
         return [s.latency for s in a.node.reads if s.resource == name]
     assert latency_from(out[0], "v0") == [1.0] and latency_from(out[0], "x0") == [8.0]
-    assert out[0].assumed == ["merge: 1 cycle from the old v0"]
-    assert latency_from(out[1], "v0") == [3.0] and out[1].assumed == []
+    assert [n.text for n in out[0].assumed] == ["merge: 1 cycle from the old v0"]
+    assert latency_from(out[1], "v0") == [3.0] and out[1].assumed == ()
     # movk reads its destination as data (it is the operation): no merge
-    assert latency_from(out[2], "x0") == [1.0] and out[2].assumed == []
+    assert latency_from(out[2], "x0") == [1.0] and out[2].assumed == ()
 
 
 # --- measurement: the plan and how it goes into a model ---------------------------------------

@@ -11,6 +11,7 @@ from pmpredict.asm.parse import parse
 from pmpredict.model.machine import MachineModel
 from pmpredict.predict.predictor import Predictor
 from pmpredict.views import summary
+from pmpredict.predict.annotate import NOT_IN_MODEL, STACK_SYNC
 
 MEM = "qword_ptr_[((MEM:64))_+_((MIMM:16))]"
 F = {
@@ -132,7 +133,7 @@ def test_window_and_width_appear_when_the_model_has_them():
 def test_unknown_instruction_is_reported_with_its_assumption():
     r = predict(["addsd %xmm1, %xmm0", "frobq %rax"])
     assert not r.complete and r.rows[1].form is None
-    assert any("not in the model" in a for a in r.rows[1].annotated.assumed)
+    assert any(a.what == NOT_IN_MODEL for a in r.rows[1].annotated.assumed)
     assert r.cycles == 4.0
 
 
@@ -157,7 +158,7 @@ def test_an_explicit_use_of_rsp_after_pushes_waits_for_the_stack_sync():
     model = replace(TOY, **{"uops": {**TOY.uops, **stack}})
     r = predict(["pushq %rbp", "pushq %rbx", "subq $8, %rsp"], model)
     assert r.bounds.loop_carried == 2.0 and ("rsp",) in [c.resources for c in r.chains]
-    assert [any("stack sync" in x for x in row.annotated.assumed) for row in r.rows] == \
+    assert [any(x.what == STACK_SYNC for x in row.annotated.assumed) for row in r.rows] == \
         [False, True, False]
     r = predict(["pushq %rbp", "movq %rsp, %rbp", "andq $-32, %rsp", "addq $16, %rsp"], model)
     assert r.bounds.loop_carried == 3.0
@@ -178,10 +179,10 @@ def test_where_reads_do_not_wait_for_the_stack_sync_only_writes_sync():
     free = replace(waits, **{"pipeline": {"stack_sync_latency": 1.0, "stack_sync_reads": 0}})
     prologue = ["pushq %rbp", "movq %rsp, %rbp"]
     assert predict(prologue, waits).bounds.loop_carried == 1.0
-    assert predict(prologue, waits).pipeline.assumed["stack_sync_reads"] == 1
+    assert predict(prologue, waits).assumed_facts["stack_sync_reads"] == 1
     r = predict(prologue, free)
     assert "rsp" not in {x for c in r.chains for x in c.resources}
-    assert "stack_sync_reads" not in r.pipeline.assumed
+    assert "stack_sync_reads" not in r.assumed_facts
     assert predict(["popq %rbx", "leaq 8(%rsp), %rax"], free).bounds.loop_carried == 0.0
     # the write after the read still syncs: sync + sub, not two syncs
     longer = prologue + ["pushq %r12", "subq $8, %rsp"]
@@ -314,14 +315,14 @@ def test_a_load_op_reads_a_store_at_its_own_forwarding_latency():
     904(%rbx)` 1.00 (the plain load renamed, 0) and the indexed load-op too (1.00)."""
     r = predict(["addq 904(%rbx), %rdi", "movq %rdi, 904(%rbx)"], RENAMING)
     assert r.bounds.loop_carried == 7.0 + 1.0 and "mem" in r.chains[0].resources
-    assert "store_forward_latency_load_op" not in r.pipeline.assumed
+    assert "store_forward_latency_load_op" not in r.assumed_facts
     r = predict(["movq %rdi, 904(%rbx)", "addq 904(%rbx), %rdi"], RENAMING)   # stored first
     assert r.bounds.loop_carried == 8.0
     plain = predict(["movq 904(%rbx), %r8", "addq %r8, %rdi", "movq %rdi, 904(%rbx)"], RENAMING)
     assert plain.bounds.loop_carried == 1.0
     indexed = predict(["addq 904(%rbx,%rcx), %rdi", "movq %rdi, 904(%rbx,%rcx)"], RENAMING)
     assert indexed.bounds.loop_carried == 1.0             # the indexed kind's (plain here)
-    assert indexed.pipeline.assumed["store_forward_latency_indexed"] == 0
+    assert indexed.assumed_facts["store_forward_latency_indexed"] == 0
 
 
 def test_a_model_without_the_load_op_latency_says_it_assumed_the_plain_one():
@@ -329,5 +330,5 @@ def test_a_model_without_the_load_op_latency_says_it_assumed_the_plain_one():
                                         if k != "store_forward_latency_load_op"})
     r = predict(["addq 904(%rbx), %rdi", "movq %rdi, 904(%rbx)"], model)
     assert r.bounds.loop_carried == 0.0 + 1.0
-    assert r.pipeline.assumed["store_forward_latency_load_op"] == 0
+    assert r.assumed_facts["store_forward_latency_load_op"] == 0
     assert "store forwarding into a load-op 0" in " ".join(summary.assumptions(r))

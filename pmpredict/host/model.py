@@ -364,15 +364,14 @@ def _seed(builtin, cache_dir, progress):
 
 
 def _front_end_dated(model) -> bool:
-    """Whether the model's front end was measured by older probes than today's (which give
-    facts it lacks: the fusion of each first instruction, the window...)."""
+    """Whether the model's front end was measured by other probes than today's (which may
+    give facts it lacks, or read them otherwise)."""
     # deferred: pmpredict.measure loads numpy and the harness
     from pmpredict.measure.frontend import FRONT_END_VERSION
     front = model.provenance.get("front_end")
     if not isinstance(front, dict):
         return False                    # never measured here: nothing to bring up to date
-    version = front.get("version", 1)
-    return not isinstance(version, int) or version < FRONT_END_VERSION
+    return front.get("version") != FRONT_END_VERSION
 
 
 def _chains_version() -> str:

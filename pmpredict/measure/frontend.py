@@ -26,7 +26,8 @@ from pmpredict.measure.cpu import cpu_identity, cpu_name
 from pmpredict.measure.codegen import block_kernel
 from pmpredict.measure.experiments import Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
-from pmpredict.measure.probes import SNAP, FrontEnd, Probe, doubts, probes, read_frontend
+from pmpredict.measure.probes import (SNAP, Probe, ProbeReading, doubts, probes, read_frontend,
+                                      version)
 from pmpredict.measure.runner import RunOptions, check_host, run_kernels
 
 SYNTAX = "intel"
@@ -34,17 +35,13 @@ LOOP_SYNTAX = "intel-loop"            # the cache key of a loop probe (its body 
 _ISA = semantics.get(HARNESS_ISA)             # which spellings are jumps
 _LABEL = re.compile(r"^\d+:")                 # a numeric local label: a probe's jump target
 ROUNDS = 3                            # timings of the probes at most, while the reading is in doubt
-# the probes' generation, in a model's provenance.front_end: 2 added the fusion of each first
-# instruction, vector load-op slots, the store pairing block, the stack sync and the window;
-# 3 the widest store that pairs; 4 whether vector-register stores pair; 5 the stores
-# committed a cycle; 6 whether the stores a run leaves over share commits; 7 whether a nop
-# shares the slot of the instruction before it; 8 whether a read of rsp waits for the sync
-FRONT_END_VERSION = 8
+# the probes' generation, in a model's provenance.front_end: a digest of what they are
+FRONT_END_VERSION = version()
 
 
 @dataclass
 class MeasuredFrontEnd:
-    facts: FrontEnd
+    facts: ProbeReading
     cpu: str
     date: str
 

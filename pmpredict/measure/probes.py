@@ -72,16 +72,20 @@ the slot readings (fusion, load-ops, nops) are in doubt and say so (`premise`).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
-from pmpredict.model.machine import FUSION_KEYS
+from pmpredict.model.facts import FUSION_KEYS
 
 FILLERS = 6                     # fillers per subject: enough to make a block front-end bound
 MAX_LOOP_BODY = 7               # loop probes: bodies of 0..MAX_LOOP_BODY fillers
 SNAP = 0.03                     # a width this close (relative) to an integer is that integer
 FUSED_BELOW = 0.5               # adjacent order saves more than this share of a slot: fused
 PAIRED_BELOW = 0.75             # cycles per store below which two stores commit together
+# a store pair's cycles per store between these reads neither as paired (0.5) nor as one a
+# cycle (1): noise slows a probe by a tenth at most on a quiet core
+UNCLEAR_STORES = (PAIRED_BELOW - 0.1, 0.9)
 # first instructions that fuse alike on every core (Intel since Sandy Bridge, AMD since Zen):
 # one fact read twice; a disagreement is noise on one probe
 FUSION_ALIKE = (("cmp", "test"), ("add", "sub"), ("inc", "dec"))
@@ -214,6 +218,7 @@ COMMITS_SNAP = 0.15             # stores a cycle this close to a whole number: t
 LEFTOVER_STORES = {32: (16, 32, 40, 48), 64: (32, 64, 72, 80)}
 LEFTOVER_REGISTERS = ("r8", "r9", "r10", "r11")
 LEFTOVER_SHARED_BELOW = 2.5     # cycles a copy: 2 where they share, 3 where they commit alone
+LEFTOVER_UNCLEAR = 0.2          # ... and a reading this close to the threshold is suspect
 
 
 def _leftover_probe(block: int) -> str:
@@ -267,6 +272,9 @@ STACK_PROBES = (
 )
 # a read of rsp that costs at least this share of the sync more than the reference: it waits
 READ_SYNC_SHARE = 0.5
+# an ALU operation on rsp takes one cycle on every core: a reading this far above was slowed;
+# a sync this close to a whole number of cycles is that number
+STACK_SNAP = 0.1
 
 
 def _stack_probes() -> list[Probe]:
@@ -305,8 +313,32 @@ def probes() -> tuple[Probe, ...]:
 
 # --- reading the timings -----------------------------------------------------------------
 
+# each reader's group (model/facts.py names it as the probe of the facts it measures) and the
+# pipeline keys it may produce
+READERS: dict[str, tuple[str, ...]] = {}
+
+
+def produces(group: str, *keys: str):
+    """Declare that a reader of the probes' cycles measures these pipeline keys."""
+    def declare(reader):
+        READERS[group] = keys
+        reader.group, reader.keys = group, keys
+        return reader
+    return declare
+
+
+def version() -> str:
+    """The probes' generation, as a model's provenance.front_end keeps it: a digest of every
+    probe's code and of the keys the readers produce, so a model measured by other probes is
+    measured again."""
+    digest = hashlib.sha256()
+    for probe in probes():
+        digest.update(repr((probe.name, probe.lines, probe.loop)).encode())
+    digest.update(repr(sorted(READERS.items())).encode())
+    return digest.hexdigest()[:16]
+
 @dataclass
-class FrontEnd:
+class ProbeReading:
     """Front-end facts of one CPU, read from the probes' cycles."""
     r_max: float | None = None
     pipeline: dict = field(default_factory=dict)        # model pipeline keys -> values
@@ -322,12 +354,12 @@ def snap_width(ipc: float) -> float:
     return float(nearest) if nearest and abs(ipc - nearest) <= SNAP * nearest else round(ipc, 2)
 
 
-def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -> FrontEnd:
+def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -> ProbeReading:
     """cycles[probe name]: cycles per copy (block probes) or per iteration (loop probes).
     floor: instructions per cycle this core is known to sustain (a measured singleton's rate):
     a width probe below it ran on a disturbed front end (a busy sibling thread), and the
     width is at least the floor."""
-    out = FrontEnd()
+    out = ProbeReading()
     by_name = {p.name: p for p in probes()}
     out.missing = sorted(n for n in by_name if cycles.get(n) is None)
 
@@ -344,12 +376,7 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     _read_stores(cycles, out)
     _read_stack(cycles, out)
     _read_window(cycles, out)
-    loops = {int(n.split()[1]): cycles.get(n) for n in by_name if n.startswith("loop:")}
-    measured = [c for c in loops.values() if c is not None]
-    out.details["loop_cycles_per_iteration"] = {str(k): _round(v) for k, v in sorted(loops.items())}
-    if measured:
-        out.pipeline["taken_branch"] = _snap_cycles(min(measured))
-        out.how["taken_branch"] = f"loops of 0..{MAX_LOOP_BODY} zero idioms: the fewest cycles"
+    _read_loops(cycles, out)
     if best is None:
         return out
     if floor:
@@ -369,7 +396,19 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     return out
 
 
-def _read_nops(cycles, out: FrontEnd, slot: float) -> None:
+@produces("loops", "taken_branch")
+def _read_loops(cycles, out: ProbeReading) -> None:
+    """The fewest cycles any loop of 0..MAX_LOOP_BODY zero idioms takes an iteration."""
+    loops = {int(p.name.split()[1]): cycles.get(p.name) for p in _loop_probes()}
+    measured = [c for c in loops.values() if c is not None]
+    out.details["loop_cycles_per_iteration"] = {str(k): _round(v) for k, v in sorted(loops.items())}
+    if measured:
+        out.pipeline["taken_branch"] = _snap_cycles(min(measured))
+        out.how["taken_branch"] = f"loops of 0..{MAX_LOOP_BODY} zero idioms: the fewest cycles"
+
+
+@produces("nops", "nop_fusion", "nop_fusion_vector")
+def _read_nops(cycles, out: ProbeReading, slot: float) -> None:
     """Per class of the instruction before it: the slots a nop adds (two nops a copy); it
     shares that instruction's slot when it adds less than half a slot."""
     added = {}
@@ -386,7 +425,8 @@ def _read_nops(cycles, out: FrontEnd, slot: float) -> None:
         out.details["nop_slots_after"] = {n: _round(v) for n, v in added.items()}
 
 
-def _read_fusion(cycles, out: FrontEnd, slot: float) -> None:
+@produces("fusion", *dict.fromkeys(FUSION_KEYS.values()))
+def _read_fusion(cycles, out: ProbeReading, slot: float) -> None:
     """Per first instruction: fused when the adjacent order saves more than half a slot a
     pair. Instructions that fuse alike everywhere (FUSION_ALIKE) and read differently are
     read from their mean (and the reading is suspect)."""
@@ -410,7 +450,8 @@ def _read_fusion(cycles, out: FrontEnd, slot: float) -> None:
                         f"against apart: {'fused' if is_fused else 'not fused'}")
 
 
-def _read_load_ops(cycles, out: FrontEnd, slot: float) -> None:
+@produces("load-ops", *(key for _, _, key in LOAD_OP_KEYS))
+def _read_load_ops(cycles, out: ProbeReading, slot: float) -> None:
     """1 + the extra cycles of a load-op over its register form, in slots."""
     slots = {}
     for name, reference, key in LOAD_OP_KEYS:
@@ -424,7 +465,8 @@ def _read_load_ops(cycles, out: FrontEnd, slot: float) -> None:
     out.details["load_op_slots"] = slots
 
 
-def _read_stores(cycles, out: FrontEnd) -> None:
+@produces("stores", "paired_stores", "paired_store_bytes")
+def _read_stores(cycles, out: ProbeReading) -> None:
     """Cycles per store of each pair of stores; the largest reach that pairs (a store a cycle
     otherwise, on every core in scope) is the block. Noise only slows a probe, so a pairing
     reading is believed; pairings that do not nest (a farther pair pairing, a nearer one
@@ -440,7 +482,7 @@ def _read_stores(cycles, out: FrontEnd) -> None:
     _read_store_commits(cycles, out)
     paired = [(name, offsets, size) for name, offsets, size in STORE_PAIRS
               if name in per_store and per_store[name] < PAIRED_BELOW]
-    unclear = [n for n, v in per_store.items() if PAIRED_BELOW - 0.1 < v < 0.9]
+    unclear = [n for n, v in per_store.items() if _unclear(v)]
     if unclear:
         out.suspect.append("stores read between one and two a cycle: " + ", ".join(unclear))
     if len(per_store) < len(STORE_PAIRS) and not paired:
@@ -464,7 +506,8 @@ def _read_stores(cycles, out: FrontEnd) -> None:
     _read_leftover_stores(cycles, size, out)
 
 
-def _read_leftover_stores(cycles, block: int, out: FrontEnd) -> None:
+@produces("leftover stores", "paired_store_leftover")
+def _read_leftover_stores(cycles, block: int, out: ProbeReading) -> None:
     """Whether the stores a run leaves over share commits: a store, then three in the next
     block, at 2 cycles a copy (they share) or 3 (each run pairs on its own); a reading between
     is suspect. Blocks the probes do not cover leave the fact unsaid."""
@@ -475,7 +518,7 @@ def _read_leftover_stores(cycles, block: int, out: FrontEnd) -> None:
     if not c:
         return
     out.details.setdefault("cycles_per_store", {})[name] = _round(c / 4)
-    if LEFTOVER_SHARED_BELOW - 0.2 < c < LEFTOVER_SHARED_BELOW + 0.2:
+    if abs(c - LEFTOVER_SHARED_BELOW) < LEFTOVER_UNCLEAR:
         out.suspect.append(f"{name}: {c:.2f} cycles a copy, between 2 and 3")
     offsets = ", ".join(f"[base + {d}]" for d in LEFTOVER_STORES[block])
     out.pipeline["paired_store_leftover"] = int(c < LEFTOVER_SHARED_BELOW)
@@ -483,7 +526,8 @@ def _read_leftover_stores(cycles, block: int, out: FrontEnd) -> None:
                                         "(2: the one left over shares a commit, 3: alone)")
 
 
-def _read_store_commits(cycles, out: FrontEnd) -> None:
+@produces("store commits", "store_commits")
+def _read_store_commits(cycles, out: ProbeReading) -> None:
     """Stores committed a cycle apart from pairing: the four stores of different forms in
     lines of their own, a whole number a cycle (a reading between two is suspect, and taken
     as the lower: noise only slows a probe)."""
@@ -503,7 +547,8 @@ def _read_store_commits(cycles, out: FrontEnd) -> None:
                                 f"{each:.2f} cycles each")
 
 
-def _read_wide_stores(cycles, block: int, out: FrontEnd) -> None:
+@produces("wide stores", "paired_store_width", "paired_store_vector")
+def _read_wide_stores(cycles, block: int, out: ProbeReading) -> None:
     """The widest store that pairs: 8 bytes (the pairs above), 16 or 32 when two vector stores
     that wide within the pairing block pair too. A pair that spans more than the block says
     nothing of its width."""
@@ -514,7 +559,7 @@ def _read_wide_stores(cycles, block: int, out: FrontEnd) -> None:
             continue
         each = c / 2
         out.details.setdefault("cycles_per_store", {})[name] = _round(each)
-        if PAIRED_BELOW - 0.1 < each < 0.9:
+        if _unclear(each):
             out.suspect.append(f"{name}: between one and two a cycle")
         if each < PAIRED_BELOW and width == size // 2:
             width = size
@@ -525,14 +570,15 @@ def _read_wide_stores(cycles, block: int, out: FrontEnd) -> None:
     if c is not None and block >= 32:
         each = c / 2
         out.details["cycles_per_store"][VECTOR_STORE_PAIR] = _round(each)
-        if PAIRED_BELOW - 0.1 < each < 0.9:
+        if _unclear(each):
             out.suspect.append(f"{VECTOR_STORE_PAIR}: between one and two a cycle")
         out.pipeline["paired_store_vector"] = int(each < PAIRED_BELOW)
         out.how["paired_store_vector"] = (f"{VECTOR_STORE_PAIR} (vmovq [m], xmm) "
                                           f"{each:.2f} cycles each")
 
 
-def _read_stack(cycles, out: FrontEnd) -> None:
+@produces("stack", "stack_sync_latency", "stack_sync_reads")
+def _read_stack(cycles, out: ProbeReading) -> None:
     """The sync: push + add's chain minus one ALU operation on rsp (half the reference)."""
     push, alu = cycles.get("stack: push, add rsp"), cycles.get("stack: sub rsp, add rsp")
     if push is None or not alu:
@@ -540,13 +586,14 @@ def _read_stack(cycles, out: FrontEnd) -> None:
     out.details["stack_cycles"] = {"push r8; add rsp, 8": _round(push),
                                    "sub rsp, 8; add rsp, 8": _round(alu)}
     one = alu / 2
-    if one > 1 + 0.1:             # one cycle on every core: the reference was slowed
+    if one > 1 + STACK_SNAP:      # one cycle on every core: the reference was slowed
         out.suspect.append(f"sub rsp, 8; add rsp, 8 runs at {one:.2f} cycles an operation")
     sync = push - one
-    if sync < -0.1:
+    if sync < -STACK_SNAP:
         out.suspect.append(f"push; add rsp runs faster ({push:.2f}) than an ALU operation")
     nearest = round(sync)
-    sync = float(max(0, nearest)) if abs(sync - nearest) <= 0.1 else round(max(0.0, sync), 2)
+    sync = float(max(0, nearest)) if abs(sync - nearest) <= STACK_SNAP else \
+        round(max(0.0, sync), 2)
     out.pipeline["stack_sync_latency"] = sync
     out.how["stack_sync_latency"] = (f"push r8; add rsp, 8 {push:.2f} cycles, minus an ALU "
                                      f"operation on rsp ({one:.2f})")
@@ -562,7 +609,8 @@ def _read_stack(cycles, out: FrontEnd) -> None:
                                    + ("waits for the sync" if waits else "does not wait"))
 
 
-def _read_window(cycles, out: FrontEnd) -> None:
+@produces("window", "window")
+def _read_window(cycles, out: ProbeReading) -> None:
     """The largest copy whose chain still overlaps the next copy's: every larger copy takes
     at least the chain's time (NO_OVERLAP), every smaller one less. A smaller copy that takes
     the chain's time is suspect (a disturbance), as is a grid with no copy that overlaps."""
@@ -596,7 +644,7 @@ def _read_window(cycles, out: FrontEnd) -> None:
     out.pipeline["window"] = window
 
 
-def doubts(front: FrontEnd, floor: float | None = None) -> list[str]:
+def doubts(front: ProbeReading, floor: float | None = None) -> list[str]:
     """Why a reading may come from a disturbed front end (a busy sibling thread slows every
     probe; measuring again later helps): probes without a number, a width below the floor,
     a loop iteration slower than one cycle (the fastest loop on every recent core), and what
@@ -610,6 +658,10 @@ def doubts(front: FrontEnd, floor: float | None = None) -> list[str]:
     if front.pipeline.get("taken_branch", 1.0) > 1.0:
         out.append(f"a loop iteration takes {front.pipeline['taken_branch']} cycles")
     return out + list(front.suspect)
+
+
+def _unclear(cycles_per_store: float) -> bool:
+    return UNCLEAR_STORES[0] < cycles_per_store < UNCLEAR_STORES[1]
 
 
 def _round(x):

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from pmpredict.isa import semantics
 from pmpredict.isa.forms import parse_form
 from pmpredict.isa.osaca_forms import is_foreign, parse_foreign_form_name
+from pmpredict.model.facts import PIPELINE_FLAGS, PIPELINE_KEYS
 from pmpredict.model.validate import (count_problem, latency_problem, name_problem,
                                       port_list_problem, r_max_problem)
 
@@ -38,74 +39,11 @@ if TYPE_CHECKING:
 FORMAT_NAME = "pmpredict-model"
 FORMAT_VERSION = 1
 
-# MachineModel.pipeline: machine-wide timing facts (each optional, each a number >= 0)
-PIPELINE_KEYS = {
-    "window": "reorder-buffer entries (instructions in flight)",
-    "load_latency": "L1 load-to-use latency, cycles (address ready -> value ready)",
-    "store_forward_latency": "store -> load of the same address, cycles (data ready -> value "
-                             "ready): general-purpose data, base + displacement",
-    "store_forward_latency_indexed": "the same through an address with an index register "
-                                     "(store_forward_latency where absent, assumed)",
-    "store_forward_latency_vector": "the same for vector data, a store wider than 64 bits "
-                                    "(store_forward_latency where absent, assumed)",
-    "store_forward_latency_load_op": "the same into the load of a load-op (add r, [base + "
-                                     "disp]; store_forward_latency where absent, assumed)",
-    "taken_branch": "front-end cycles a taken loop branch costs at least per iteration",
-    "macro_fusion": "1 if cmp/test + jcc fuse into one uop, else 0 (the other first "
-                    "instructions: their own keys, else as cmp, assumed)",
-    "macro_fusion_add": "1 if add r, r/imm + jcc fuse into one uop, else 0",
-    "macro_fusion_sub": "1 if sub r, r/imm + jcc fuse into one uop, else 0",
-    "macro_fusion_and": "1 if and r, r/imm + jcc fuse into one uop, else 0",
-    "macro_fusion_inc": "1 if inc r + jcc fuse into one uop, else 0",
-    "macro_fusion_dec": "1 if dec r + jcc fuse into one uop, else 0",
-    "address_update_latency": "cycles from a base register to its write-back update (AArch64 "
-                              "pre/post-index, push/pop, string ops)",
-    "load_op_slots": "front-end slots of a load-op (add r, [base + disp]): 1 micro-fused, "
-                     "2 unlaminated",
-    "indexed_load_op_slots": "front-end slots of a load-op with an index register "
-                             "(add r, [base + index + disp])",
-    "vector_load_op_slots": "front-end slots of a vector load-op (vpaddd x, x, [base + disp]; "
-                            "load_op_slots where absent)",
-    "indexed_vector_load_op_slots": "front-end slots of a vector load-op with an index register "
-                                    "(vpaddd x, x, [base + index + disp]; indexed_load_op_slots "
-                                    "where absent)",
-    "atomic_cycles": "cycles a locked read-modify-write takes back to back (atomics are "
-                     "serialised: the least each costs in a loop)",
-    "paired_stores": "1 if two consecutive stores into one aligned block of paired_store_bytes "
-                     "commit at once, else 0",
-    "paired_store_bytes": "the size of the aligned block within which stores pair (bytes)",
-    "paired_store_width": "the widest store that pairs (bytes): 8, 16 or 32",
-    "paired_store_vector": "1 if stores of a vector register's data pair as general-purpose "
-                           "ones do, else 0",
-    "paired_store_leftover": "1 if the stores a run of same-block stores leaves over share "
-                             "commits (a loop's stores then commit at max(stores that start a "
-                             "block, half of all) cycles), 0 if they commit alone",
-    "nop_fusion": "1 if a nop shares the front-end slot of the general-purpose instruction "
-                  "(or nop) before it, one nop a slot (two nops one slot), else 0",
-    "nop_fusion_vector": "1 if a nop shares the front-end slot of the vector instruction "
-                         "before it, else 0",
-    "store_commits": "stores committed to the cache a cycle apart from pairing, whatever "
-                     "their forms (the engine gives each store a uop on that many commit ports)",
-    "stack_sync_latency": "cycles the stack engine's sync uop adds before an explicit use of the "
-                          "stack pointer",
-    "stack_sync_reads": "1 if an explicit read of the stack pointer (mov rbp, rsp; an address "
-                        "through it) waits for the stack sync as a write does, 0 if only "
-                        "writes do",
-}
+# MachineModel.pipeline: machine-wide timing facts, each optional, each a number >= 0, each
+# declared once in model/facts.py (PIPELINE_KEYS)
+
 # the name of this machine's model (pmpredict.host.model), measured on demand
 HOST_MODEL = "host"
-# the pipeline key that says whether a first instruction (its mnemonic) + jcc macro-fuse;
-# a first instruction without a key of its own goes as cmp (macro_fusion), assumed
-FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion", "add": "macro_fusion_add",
-               "sub": "macro_fusion_sub", "and": "macro_fusion_and", "inc": "macro_fusion_inc",
-               "dec": "macro_fusion_dec"}
-# the pipeline key of each kind of store forwarding besides the plain one (predict.deps.Forwarding)
-FORWARDING_KEYS = {"indexed": "store_forward_latency_indexed",
-                   "vector": "store_forward_latency_vector",
-                   "load_op": "store_forward_latency_load_op"}
-# pipeline keys whose value is a yes/no fact: 0 or 1
-PIPELINE_FLAGS = {"paired_stores", "nop_fusion", "nop_fusion_vector", "stack_sync_reads",
-                  *FUSION_KEYS.values()}
 
 
 def abstract_port_names(n: int) -> tuple[str, ...]:

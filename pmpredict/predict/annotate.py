@@ -18,13 +18,15 @@ ASSUMED (model/defaults.py) and listed, per instruction and per machine fact.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from pmpredict.predict.deps import Forwarding, MemRef, Node, Source
 from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, MERGE, InstructionSemantics
 from pmpredict.isa.base import ATOMIC, BARRIER, VECTOR
 from pmpredict.model.defaults import ASSUMED
-from pmpredict.model.machine import FORWARDING_KEYS, FUSION_KEYS
+from pmpredict.model.facts import BY_KEY, FORWARDING_KEYS, FactReader, fact_value, fusion_key
 
 # what atomics read and write besides their operands, in the dependency graph: the core runs
 # them one after another (each waits for the one before, in this iteration or the last), so
@@ -54,7 +56,7 @@ class Annotated:
     # (deps.EVEN, ODD; 0: never) it runs `paired_uops` (its address) instead of its `uops`
     paired: int = 0
     paired_uops: tuple[tuple[int, int], ...] = ()
-    assumed: list[str] = field(default_factory=list)    # what was assumed for this instruction
+    assumed: tuple[Note, ...] = ()                     # what was assumed for this instruction
     # an instruction that costs more than its form (semantics' beyond_model): the cycles from
     # one such to the next that the prediction counts (an atomic: the machine's atomic_cycles;
     # a barrier: its form's measured latency); None: not counted (a lower bound)
@@ -69,98 +71,108 @@ class Annotated:
         return twin
 
 
-@dataclass
-class PipelineFacts:
-    """The machine facts the simulation uses, and which of them were assumed."""
-    width: float | None
-    window: int
-    load_latency: float
-    store_forward_latency: float
-    taken_branch: float
-    macro_fusion: bool
-    address_update_latency: float
-    assumed: dict[str, float] = field(default_factory=dict)
-    load_op_slots: int = 1              # front-end slots of a load-op (2: unlaminated)
-    indexed_load_op_slots: int = 1      # ... of a load-op whose address has an index
-    paired_stores: bool = False         # two consecutive stores to one block commit at once
+EMPTY: Mapping = MappingProxyType({})
+
+# what was assumed for one instruction (Note.what): its latency, as an ALU operation's or as
+# the load latency; an instruction not in the model; whether an idiom takes a port; a merge
+# into a partly written register; the stack sync; reads and writes guessed
+LATENCY, LOAD_LATENCY, NOT_IN_MODEL = "latency", "load latency", "not in the model"
+IDIOM, MERGE_NOTE, STACK_SYNC, SEMANTICS = "idiom", "merge", "stack sync", "semantics"
+
+
+@dataclass(frozen=True)
+class Note:
+    """One assumption made for one instruction: what kind (LATENCY...), the value where it
+    has one, and its words in the prediction."""
+    what: str
+    text: str
+    value: float | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    """A model's machine-wide facts as the engines read them (model/facts.py: the model's
+    value, else its fallback's, else the assumed value), and what its provenance says about
+    them. Read once a model; what one kernel assumed is that kernel's record (FactReader)."""
+    pipeline: Mapping
+    width: float | None                  # the issue width (the model's r_max)
+    loop: bool                           # the kernel ends in its loop branch
+    # the ports past the model's own that stand for the measured store commits (commit_ports)
+    commit_mask: int = 0
     # why the model's measured front end may be wrong (what a disturbed measurement left:
     # measure.probes.doubts), from its provenance
     doubts: tuple[str, ...] = ()
-    atomic_cycles: float | None = None  # a locked read-modify-write back to back (measured)
-    # the stack engine's sync uop (cycles), and whether the model gives it (else: assumed)
-    stack_sync_latency: float = ASSUMED["stack_sync_latency"]
-    stack_sync_measured: bool = False
-    paired_store_bytes: int = ASSUMED["paired_store_bytes"]   # stores pair within such a block
-    # macro-fusion of each first instruction (mnemonic) the model gives (FUSION_KEYS);
-    # macro_fusion above is cmp/test's, ASSUMED where the model does not give it
-    fusion: dict[str, bool] = field(default_factory=dict)
-    vector_load_op_slots: int = 1           # a vector load-op (vpaddd x, x, [base + disp])
-    indexed_vector_load_op_slots: int = 1   # ... whose address has an index
-    # store -> load forwarding through an indexed address, and of vector data; None: the model
-    # does not say (store_forward_latency is taken, and said to be assumed where it is used)
-    store_forward_indexed: float | None = None
-    store_forward_vector: float | None = None
-    store_forward_load_op: float | None = None
-    # the widest store (bytes) that pairs, and whether the model does not say (then assumed)
-    paired_store_width: int = ASSUMED["paired_store_width"]
-    paired_store_width_assumed: bool = True
-    # whether stores of a vector register's data pair, and whether the model does not say
-    paired_store_vector: bool = bool(ASSUMED["paired_store_vector"])
-    paired_store_vector_assumed: bool = True
-    # whether the stores a run leaves over share commits, and whether the model does not say
-    paired_store_leftover: bool = bool(ASSUMED["paired_store_leftover"])
-    paired_store_leftover_assumed: bool = True
-    # whether a nop shares the slot of the general-purpose (vector) instruction before it, and
-    # whether the model does not say (then assumed)
-    nop_fusion: bool = bool(ASSUMED["nop_fusion"])
-    nop_fusion_vector: bool = bool(ASSUMED["nop_fusion_vector"])
-    nop_fusion_assumed: bool = True
-    # whether an explicit read of the stack pointer (mov rbp, rsp; an address through rsp)
-    # waits for the stack sync as a write does, and whether the model does not say
-    stack_sync_reads: bool = bool(ASSUMED["stack_sync_reads"])
-    stack_sync_reads_assumed: bool = True
     # measured facts whose chain did not reproduce (measure.latency._settle): key -> why
-    fact_doubts: dict[str, str] = field(default_factory=dict)
-    # stores committed a cycle whatever their forms (0: the model does not say, and stores
-    # are limited by their forms' ports alone); `commit_mask`: the ports that stand for the
-    # commit, past the model's own (commit_ports)
-    store_commits: int = 0
-    commit_mask: int = 0
+    fact_doubts: Mapping = field(default_factory=lambda: EMPTY)
     # what a host model's measuring budget left (provenance.host.unmeasured): form -> what it
     # lacks, and the pairs of forms not measured together
-    unmeasured_forms: dict[str, str] = field(default_factory=dict)
+    unmeasured_forms: Mapping = field(default_factory=lambda: EMPTY)
     unmeasured_pairs: frozenset = frozenset()
 
+    def value(self, key: str):
+        """The fact's value; where the model lacks it, its fallback's or its assumed value."""
+        return fact_value(self.pipeline, key)
+
+    def given(self, key: str) -> bool:
+        return self.pipeline.get(key) is not None
+
+    def reader(self) -> FactReader:
+        """A record of what one kernel assumes, started with the facts every kernel's bounds
+        read: the taken branch (a loop), the window, the load and forwarding latencies."""
+        reader = FactReader(self.pipeline)
+        for key in ("taken_branch",) * self.loop + ("window", "load_latency",
+                                                    "store_forward_latency"):
+            reader.value(key)
+        return reader
+
+    @property
+    def window(self) -> int:
+        return int(self.value("window"))
+
+    @property
+    def taken_branch(self) -> float:
+        return float(self.value("taken_branch")) if self.loop else 0.0
+
+    @property
+    def load_latency(self) -> float:
+        return float(self.value("load_latency"))
+
+    @property
+    def store_commits(self) -> int:
+        return int(self.value("store_commits") or 0)
+
+    @property
+    def atomic_cycles(self) -> float | None:
+        return float(self.pipeline["atomic_cycles"]) if self.pipeline.get("atomic_cycles") \
+            else None
+
     def forwarding(self) -> Forwarding:
-        return Forwarding(self.store_forward_latency, self.store_forward_indexed,
-                          self.store_forward_vector, self.store_forward_load_op)
-
-    def copy(self) -> "PipelineFacts":
-        """A copy whose `assumed` is its own (the one field a kernel changes)."""
-        twin = object.__new__(PipelineFacts)
-        twin.__dict__.update(self.__dict__)
-        twin.assumed = dict(self.assumed)
-        return twin
-
-    def assume_forwarding(self, kinds) -> None:
-        """Say which forwarding latencies a kernel used without the model giving them."""
-        given = {"indexed": self.store_forward_indexed, "vector": self.store_forward_vector,
-                 "load_op": self.store_forward_load_op}
-        for kind in sorted(kinds):
-            if kind in given and given[kind] is None:
-                self.assumed[FORWARDING_KEYS[kind]] = self.store_forward_latency
+        given = [float(self.pipeline[key]) if self.given(key) else None
+                 for key in FORWARDING_KEYS.values()]
+        return Forwarding(float(self.value("store_forward_latency")), *given)
 
     def fuses(self, mnemonic: str) -> tuple[bool, bool]:
         """(whether `mnemonic` + jcc fuse, whether the model says so): a first instruction
         without a fact of its own goes as cmp."""
-        if mnemonic in self.fusion:
-            return self.fusion[mnemonic], True
-        return self.macro_fusion, False
+        key = fusion_key(mnemonic)
+        if key in BY_KEY and self.given(key):
+            return bool(self.pipeline[key]), True
+        return bool(self.value("macro_fusion")), False
 
     def counts(self, beyond_model: str) -> bool:
         """Whether the machine's facts count an instruction that costs more than its form
         (InstructionSemantics.beyond_model): an atomic, when atomic_cycles is measured."""
         return beyond_model == ATOMIC and bool(self.atomic_cycles)
+
+
+def assume_forwarding(reader: FactReader, kinds) -> None:
+    """Say which forwarding latencies a kernel used without the model giving them."""
+    for kind in sorted(kinds):
+        if kind in FORWARDING_KEYS:
+            reader.value(FORWARDING_KEYS[kind])
 
 
 def commit_ports(model) -> tuple[str, ...]:
@@ -172,78 +184,33 @@ def commit_ports(model) -> tuple[str, ...]:
     return ("store",) if n == 1 else tuple(f"store{k + 1}" for k in range(n))
 
 
-def machine_facts(model, loop: bool) -> PipelineFacts:
-    """Issue width (r_max), window, load and forwarding latencies, taken-branch cost; a value
-    the model does not give is taken from ASSUMED (model/defaults.py) and listed in `assumed`."""
-    pipe, assumed = model.pipeline or {}, {}
-
-    def fact(key):
-        if pipe.get(key) is not None:
-            return pipe[key]
-        assumed[key] = ASSUMED[key]
-        return ASSUMED[key]
-
-    taken = fact("taken_branch") if loop else 0.0
-    front = (model.provenance or {}).get("front_end")
+def machine_facts(model, loop: bool) -> MachineFacts:
+    """The model's facts (its pipeline, issue width, store commit ports) and what its
+    provenance says about them: doubts of its front end and of its measured facts, and what
+    a host model's measuring budget left unmeasured."""
+    pipe = model.pipeline or {}
+    provenance = model.provenance or {}
+    front = provenance.get("front_end")
     doubts = front.get("doubts") if isinstance(front, dict) else None
-    fusion = pipe.get("macro_fusion")
-    sync = pipe.get("stack_sync_latency")
-    slots = {key: int(pipe[key]) for key in ("load_op_slots", "indexed_load_op_slots")
-             if pipe.get(key) is not None}
-    facts = PipelineFacts(
-        model.r_max, int(fact("window")), float(fact("load_latency")),
-        float(fact("store_forward_latency")), float(taken),
-        bool(fusion) if fusion is not None else bool(ASSUMED["macro_fusion"]),
-        float(pipe.get("address_update_latency", ASSUMED["address_update_latency"])),
-        assumed, int(pipe.get("load_op_slots", 1)), int(pipe.get("indexed_load_op_slots", 1)),
-        bool(pipe.get("paired_stores")),
-        tuple(str(d) for d in doubts) if isinstance(doubts, list) else (),
-        float(pipe["atomic_cycles"]) if pipe.get("atomic_cycles") else None,
-        float(sync) if sync is not None else ASSUMED["stack_sync_latency"], sync is not None,
-        int(pipe.get("paired_store_bytes", ASSUMED["paired_store_bytes"])))
-    facts.fusion = {m: bool(pipe[key]) for m, key in FUSION_KEYS.items()
-                    if pipe.get(key) is not None}
-    # a class without slots of its own: the integer load-op's (what older models measured)
-    facts.vector_load_op_slots = int(pipe.get("vector_load_op_slots",
-                                              slots.get("load_op_slots", 1)))
-    facts.indexed_vector_load_op_slots = int(pipe.get("indexed_vector_load_op_slots",
-                                                      slots.get("indexed_load_op_slots", 1)))
-    if pipe.get("paired_store_vector") is not None:
-        facts.paired_store_vector = bool(pipe["paired_store_vector"])
-        facts.paired_store_vector_assumed = False
-    if pipe.get("paired_store_leftover") is not None:
-        facts.paired_store_leftover = bool(pipe["paired_store_leftover"])
-        facts.paired_store_leftover_assumed = False
-    if pipe.get("nop_fusion") is not None:
-        facts.nop_fusion = bool(pipe["nop_fusion"])
-        facts.nop_fusion_vector = bool(pipe.get("nop_fusion_vector", ASSUMED["nop_fusion_vector"]))
-        facts.nop_fusion_assumed = False
-    if pipe.get("stack_sync_reads") is not None:
-        facts.stack_sync_reads = bool(pipe["stack_sync_reads"])
-        facts.stack_sync_reads_assumed = False
-    if pipe.get("paired_store_width") is not None:
-        facts.paired_store_width = int(pipe["paired_store_width"])
-        facts.paired_store_width_assumed = False
-    for kind, key in FORWARDING_KEYS.items():
-        if pipe.get(key) is not None:
-            setattr(facts, f"store_forward_{kind}", float(pipe[key]))
-    if pipe.get("store_commits"):
-        facts.store_commits = int(pipe["store_commits"])
-        facts.commit_mask = ((1 << facts.store_commits) - 1) << len(model.ports)
-    unmeasured = ((model.provenance or {}).get("host") or {}).get("unmeasured")
+    commits = int(pipe.get("store_commits") or 0)
+    unmeasured_forms, unmeasured_pairs = {}, frozenset()
+    unmeasured = (provenance.get("host") or {}).get("unmeasured")
     if isinstance(unmeasured, dict):
         forms = unmeasured.get("forms")
         if isinstance(forms, dict):
-            facts.unmeasured_forms = {str(f): str(why) for f, why in forms.items()}
+            unmeasured_forms = {str(f): str(why) for f, why in forms.items()}
         pairs = unmeasured.get("pairs")
         if isinstance(pairs, list):
-            facts.unmeasured_pairs = frozenset(frozenset(map(str, p)) for p in pairs
-                                               if isinstance(p, list) and len(p) == 2)
-    latencies = (model.provenance or {}).get("latencies")
+            unmeasured_pairs = frozenset(frozenset(map(str, p)) for p in pairs
+                                         if isinstance(p, list) and len(p) == 2)
+    latencies = provenance.get("latencies")
     fact_doubts = latencies.get("doubts") if isinstance(latencies, dict) else None
-    if isinstance(fact_doubts, dict):
-        facts.fact_doubts = {str(k): str(v) for k, v in fact_doubts.items() if k in pipe}
-    return facts
+    return MachineFacts(
+        MappingProxyType(dict(pipe)), model.r_max, loop, ((1 << commits) - 1) << len(model.ports),
+        tuple(str(d) for d in doubts) if isinstance(doubts, list) else (),
+        MappingProxyType({str(k): str(v) for k, v in fact_doubts.items() if k in pipe}
+                         if isinstance(fact_doubts, dict) else {}),
+        MappingProxyType(unmeasured_forms), unmeasured_pairs)
 
 
 def _pure_load(sem: InstructionSemantics) -> bool:
@@ -253,19 +220,21 @@ def _pure_load(sem: InstructionSemantics) -> bool:
 
 
 def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
-             memo: dict | None = None) -> tuple[list[Annotated], PipelineFacts]:
+             memo: dict | None = None) -> tuple[list[Annotated], MachineFacts, FactReader]:
     """forms[i]: the model form of instruction i (None: not in the model); semantics[i]: its
     InstructionSemantics; stack_engine: the register whose implicit updates (push, pop) the
     front end makes at no latency (the ISA's stack_engine_register). memo: a dict the caller
     keeps across kernels of one model: an instruction's annotation depends on its form and
-    semantics alone (until macro-fusion pairs it), so each is made once."""
+    semantics alone (until macro-fusion pairs it), so each is made once.
+    Returns the instructions, the machine's facts, and the record of what this kernel
+    assumed of them (the later stages add to it)."""
     if memo is None:
         machine = machine_facts(model, loop)
     else:
         machine = memo.get(("machine facts", loop))
         if machine is None:
             machine = memo[("machine facts", loop)] = machine_facts(model, loop)
-        machine = machine.copy()            # a kernel adds what it assumed: to its own copy
+    reader = machine.reader()
     out = []
     for i, (form, sem) in enumerate(zip(forms, semantics)):
         if memo is None:
@@ -279,18 +248,18 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
     if stack_engine:
         # a block repeats whether or not it ends in its own branch (the harness and every
         # peer run it in a loop): what one pass leaves pending syncs in the next
-        _stack_syncs(out, stack_engine, machine)
+        _stack_syncs(out, stack_engine, machine, reader)
     for a, b in zip(out, out[1:]):
         if a.semantics.fusion == "first" and b.semantics.fusion == "jcc" and not a.fused \
-                and (b.uops or b.form is None) and _fuse(a, b, machine):
+                and (b.uops or b.form is None) and _fuse(a, machine, reader):
             if b.uops:
                 a.uops = ()          # the pair runs as the jump's uop; a jump the model
             b.slot, b.fused = 0, True    # lacks leaves the pair the first one's uops
-    _share_nop_slots(out, machine)
-    return out, machine
+    _share_nop_slots(out, machine, reader)
+    return out, machine, reader
 
 
-def _share_nop_slots(out: list[Annotated], machine: PipelineFacts) -> None:
+def _share_nop_slots(out: list[Annotated], machine: MachineFacts, reader: FactReader) -> None:
     """A nop takes no front-end slot of its own where it shares the slot of the instruction
     before it, one nop a slot: after a general-purpose instruction or a nop (the pipeline's
     nop_fusion), after a vector one (nop_fusion_vector). Zen 4: `lea r10, [r9 + 8]` then a nop
@@ -298,6 +267,11 @@ def _share_nop_slots(out: list[Annotated], machine: PipelineFacts) -> None:
     The block repeats, so the first instruction follows the last."""
     if len(out) < 2 or not any(_is_nop(a) for a in out):
         return
+    given = machine.given("nop_fusion")
+    # the vector fact counts only beside the general one (older models measured neither)
+    shares = bool(machine.value("nop_fusion"))
+    shares_vector = bool(machine.value("nop_fusion_vector") if given
+                         else BY_KEY["nop_fusion_vector"].assumed)
     taken = set()                            # instructions whose slot a nop shares already
     # from an instruction that is not a nop: each nop's predecessor is settled before it
     start = next((i for i, a in enumerate(out) if not _is_nop(a)), 0)
@@ -308,9 +282,9 @@ def _share_nop_slots(out: list[Annotated], machine: PipelineFacts) -> None:
             continue
         vector = any(r.kind == VECTOR and r.role == DATA
                      for r in before.semantics.reads + before.semantics.writes)
-        if machine.nop_fusion_assumed:          # said only where the fact decides a slot
-            machine.assumed["nop_fusion"] = int(machine.nop_fusion)
-        if machine.nop_fusion_vector if vector else machine.nop_fusion:
+        if not given:                         # said only where the fact decides a slot
+            reader.value("nop_fusion")
+        if shares_vector if vector else shares:
             a.slot = 0
             taken.add(before.index)
 
@@ -319,122 +293,158 @@ def _is_nop(a: Annotated) -> bool:
     return a.semantics.mnemonic == "nop"
 
 
-def _fuse(a: Annotated, b: Annotated, machine: PipelineFacts) -> bool:
-    """Whether the first instruction `a` and the jcc `b` after it macro-fuse: as the model
-    says for a's mnemonic; where it does not, as cmp (itself assumed fused where the model
-    has no macro_fusion), and then machine.assumed says so under the fact's key (only for
-    the first instructions this kernel pairs with a jcc)."""
+def _fuse(a: Annotated, machine: MachineFacts, reader: FactReader) -> bool:
+    """Whether the first instruction `a` and the jcc after it macro-fuse: as the model says
+    for a's mnemonic; where it does not, as cmp (itself assumed fused where the model has no
+    macro_fusion), and then the record says so under the fact's key (only for the first
+    instructions this kernel pairs with a jcc)."""
     mnemonic = a.semantics.mnemonic
     fused, given = machine.fuses(mnemonic)
     if not given:
-        machine.assumed[FUSION_KEYS.get(mnemonic, f"macro_fusion_{mnemonic}")] = int(fused)
+        reader.assume(fusion_key(mnemonic), int(fused))
     return fused
 
 
-def _one(i: int, form, sem: InstructionSemantics, model, machine: PipelineFacts,
+def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,
          stack_engine: str = "") -> Annotated:
-    assumed = []
+    """Instruction i as the engines see it: its uops, its dependence-graph node (and its
+    address update's), its front-end slots and what was assumed for it."""
+    notes: list[Note] = []
     uops = tuple(model.uops.get(form, ())) if form else ()
-    base = model.latency.get(form) if form else None
     pure_load = _pure_load(sem)
-    if base is None and form and pure_load:
-        # a load the model has no latency for (pop: no chain measures it alone) takes the
-        # machine's load-to-use latency, not an ALU operation's
-        base = machine.load_latency
-        assumed.append(f"latency {base:g} assumed (the load latency)")
-    elif base is None:
-        base = ASSUMED["latency"]
-        assumed.append(f"latency {base:g} assumed" if form else
-                       f"not in the model: no uops, latency {base:g} assumed")
-    eliminated = False
-    idiom = sem.idiom
+    base = _base_latency(form, model, machine, pure_load, notes)
+    eliminated, idiom = False, sem.idiom
     if sem.move and form and model.move_elimination.get(form):
         eliminated, uops, base = True, (), 0.0
     if idiom:
-        takes_port = model.idiom_ports.get(form) if form else None
-        if takes_port is None:
-            takes_port = idiom != "zero"
-            if form:
-                assumed.append(f"{idiom} idiom: {'a' if takes_port else 'no'} port assumed")
-        if not takes_port:
-            uops = ()
-        base = 0.0 if idiom == "zero" else base
-
-    load = machine.load_latency
+        uops, base = _idiom(idiom, form, model, uops, base, notes)
 
     def operand_latency(operand):
         if form is None or eliminated:
             return None
         return model.operand_latency.get(form, {}).get(operand) if operand is not None else None
 
-    sources = []
-    mem_latency = {}
-    for m in sem.memory:
-        if not m.load:
-            continue
-        lat = operand_latency(m.operand)
-        if lat is None:
-            lat = base if pure_load else base + load
-        mem_latency[m.operand] = lat
-    for r in sem.reads:
-        if r.role == ADDRESS:
-            owners = [m for m in sem.memory if r.name in (m.base, m.index)
-                      and (r.operand is None or m.operand == r.operand)]
-            lats = [mem_latency[m.operand] for m in owners if m.load]
-            if lats:
-                lat = max(lats)
-            elif any(not (m.load or m.store) for m in owners):   # lea: the address is its result
-                lat = operand_latency(r.operand)
-                lat = base if lat is None else lat
-            else:
-                lat = 0.0                           # a store's address: no register result
-        elif sem.stores and not sem.loads and r.kind != FLAG:
-            lat = 0.0                               # store data: see store_forward_latency
-        elif r.role == MERGE:
-            lat = _merge_latency(r, form, base, pure_load, operand_latency(r.operand), assumed)
-        else:
-            lat = operand_latency(r.operand)
-            if lat is None:
-                lat = base
-        sources.append(Source(r.name, float(lat), r.operand))
-    vector = any(r.kind == VECTOR and r.role == DATA for r in sem.reads) if sem.stores and \
-        not sem.loads else any(w.kind == VECTOR for w in sem.writes)
-    refs = tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
-                        m.store, mem_latency.get(m.operand, 0.0), m.operand is None, vector,
-                        0.0 if pure_load else base,
-                        m.load and not m.store and not sem.stores and not pure_load)
-                 for m in sem.memory)
+    mem_latency = {m.operand: _load_latency(operand_latency(m.operand), base, pure_load,
+                                            machine.load_latency)
+                   for m in sem.memory if m.load}
+    sources = [Source(r.name, float(_read_latency(r, sem, form, base, pure_load, mem_latency,
+                                                  operand_latency, notes)), r.operand)
+               for r in sem.reads]
     latency = max([s.latency for s in sources] + [0.0 if (eliminated or idiom == "zero") or
                                                   (sem.stores and not sem.loads) else base])
     updated = _address_updates(sem)
     writes = tuple(dict.fromkeys(w.name for w in sem.writes if w.name not in updated))
-    ordered = None
-    if machine.counts(sem.beyond_model):                  # known form or not
-        ordered = machine.atomic_cycles
-        sources.append(Source(ATOMIC_ORDER, ordered))
-        writes += (ATOMIC_ORDER,)
-    elif sem.beyond_model == BARRIER and form and form in model.latency:
-        ordered = model.latency[form]                     # its time back to back (chains.py)
-        sources.append(Source(BARRIER_ORDER, ordered))
-        writes += (BARRIER_ORDER,)
+    ordered = _order(sem, form, model, machine)
+    if ordered is not None:
+        order = ATOMIC_ORDER if machine.counts(sem.beyond_model) else BARRIER_ORDER
+        sources.append(Source(order, ordered))
+        writes += (order,)
     bumps = tuple((r, d) for r, d in sem.offsets if r not in updated)
-    node = Node(tuple(sources), writes, refs, latency, bumps)
-    update = None
-    if updated:
-        implicit = {w.name for w in sem.writes if w.operand is None}
-        sources = tuple(Source(r, 0.0 if r == stack_engine and r in implicit
-                               else machine.address_update_latency) for r in updated)
-        update = Node(sources, tuple(updated), (), max(s.latency for s in sources),
-                      tuple((r, d) for r, d in sem.offsets if r in updated))
+    node = Node(tuple(sources), writes, _memory_refs(sem, mem_latency, base, pure_load), latency,
+                bumps)
+    update = _update_node(sem, updated, stack_engine, machine) if updated else None
     if not sem.known:
-        assumed.append("reads/writes guessed (instruction not in the semantics tables)")
+        notes.append(Note(SEMANTICS, "reads/writes guessed (instruction not in the semantics "
+                                     "tables)"))
     if machine.commit_mask and sem.stores and form:
         uops += ((machine.commit_mask, 1),)           # its commit (see commit_ports)
     return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
-                     eliminated=eliminated, idiom=idiom, assumed=assumed, ordered=ordered)
+                     eliminated=eliminated, idiom=idiom, assumed=tuple(notes), ordered=ordered)
 
 
-def _merge_latency(r, form, base: float, pure_load: bool, measured, assumed: list) -> float:
+def _base_latency(form, model, machine: MachineFacts, pure_load: bool, notes: list) -> float:
+    """The instruction's latency: the model's; for a load it lacks (pop: no chain measures it
+    alone) the machine's load-to-use latency, not an ALU operation's; else assumed."""
+    base = model.latency.get(form) if form else None
+    if base is not None:
+        return base
+    if form and pure_load:
+        base = machine.load_latency
+        notes.append(Note(LOAD_LATENCY, f"latency {base:g} assumed (the load latency)", base))
+        return base
+    base = ASSUMED["latency"]
+    notes.append(Note(LATENCY, f"latency {base:g} assumed", base) if form else
+                 Note(NOT_IN_MODEL, f"not in the model: no uops, latency {base:g} assumed", base))
+    return base
+
+
+def _idiom(idiom: str, form, model, uops, base: float, notes: list) -> tuple:
+    """(uops, latency) of a dependency-breaking idiom: no port where the model says so (a zero
+    idiom assumed to take none, a ones idiom one); a zero idiom's result is ready at once."""
+    takes_port = model.idiom_ports.get(form) if form else None
+    if takes_port is None:
+        takes_port = idiom != "zero"
+        if form:
+            notes.append(Note(IDIOM, f"{idiom} idiom: {'a' if takes_port else 'no'} port "
+                                     "assumed"))
+    return (uops if takes_port else ()), (0.0 if idiom == "zero" else base)
+
+
+def _load_latency(measured, base: float, pure_load: bool, load: float) -> float:
+    """A memory operand's address -> value: the model's per operand; else a pure load's own
+    latency, or the operation's plus the load-to-use latency."""
+    if measured is not None:
+        return measured
+    return base if pure_load else base + load
+
+
+def _read_latency(r, sem: InstructionSemantics, form, base: float, pure_load: bool,
+                  mem_latency: dict, operand_latency, notes: list) -> float:
+    """The latency from one source (a register, flags) to the result."""
+    if r.role == ADDRESS:
+        owners = [m for m in sem.memory if r.name in (m.base, m.index)
+                  and (r.operand is None or m.operand == r.operand)]
+        lats = [mem_latency[m.operand] for m in owners if m.load]
+        if lats:
+            return max(lats)
+        if any(not (m.load or m.store) for m in owners):     # lea: the address is its result
+            lat = operand_latency(r.operand)
+            return base if lat is None else lat
+        return 0.0                                  # a store's address: no register result
+    if sem.stores and not sem.loads and r.kind != FLAG:
+        return 0.0                                  # store data: see store_forward_latency
+    if r.role == MERGE:
+        return _merge_latency(r, form, base, pure_load, operand_latency(r.operand), notes)
+    lat = operand_latency(r.operand)
+    return base if lat is None else lat
+
+
+def _memory_refs(sem: InstructionSemantics, mem_latency: dict, base: float,
+                 pure_load: bool) -> tuple[MemRef, ...]:
+    """The instruction's memory accesses as the dependence graph sees them."""
+    vector = any(r.kind == VECTOR and r.role == DATA for r in sem.reads) if sem.stores and \
+        not sem.loads else any(w.kind == VECTOR for w in sem.writes)
+    return tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
+                        m.store, mem_latency.get(m.operand, 0.0), m.operand is None, vector,
+                        0.0 if pure_load else base,
+                        m.load and not m.store and not sem.stores and not pure_load)
+                 for m in sem.memory)
+
+
+def _order(sem: InstructionSemantics, form, model, machine: MachineFacts) -> float | None:
+    """The cycles from one instruction that costs more than its form to the next: an atomic
+    (known form or not) the machine's atomic_cycles, a barrier its form's measured latency
+    (its time back to back, chains.py); None: not counted (a lower bound)."""
+    if machine.counts(sem.beyond_model):
+        return machine.atomic_cycles
+    if sem.beyond_model == BARRIER and form and form in model.latency:
+        return model.latency[form]
+    return None
+
+
+def _update_node(sem: InstructionSemantics, updated: tuple[str, ...], stack_engine: str,
+                 machine: MachineFacts) -> Node:
+    """The write-back of address registers: due address_update_latency after the base (the
+    stack engine's implicit updates at once)."""
+    implicit = {w.name for w in sem.writes if w.operand is None}
+    latency = float(machine.value("address_update_latency"))
+    sources = tuple(Source(r, 0.0 if r == stack_engine and r in implicit else latency)
+                    for r in updated)
+    return Node(sources, tuple(updated), (), max(s.latency for s in sources),
+                tuple((r, d) for r, d in sem.offsets if r in updated))
+
+
+def _merge_latency(r, form, base: float, pure_load: bool, measured, notes: list) -> float:
     """The old value of a partially written register -> the result (a MERGE read): the
     merge's own latency. Measured (the model's latency of the destination operand,
     chains.py) where the model has it. Else, for a pure load (`mov cl, [m]`, an AArch64
@@ -451,11 +461,12 @@ def _merge_latency(r, form, base: float, pure_load: bool, measured, assumed: lis
         return base
     lat = ASSUMED["merge_latency"]
     if form:                      # (not in the model: its whole latency is assumed already)
-        assumed.append(f"merge: {lat:g} cycle from the old {r.name}")
+        notes.append(Note(MERGE_NOTE, f"merge: {lat:g} cycle from the old {r.name}", lat))
     return lat
 
 
-def _stack_syncs(out: list[Annotated], register: str, facts: PipelineFacts) -> None:
+def _stack_syncs(out: list[Annotated], register: str, machine: MachineFacts,
+                 reader: FactReader) -> None:
     """The stack engine keeps the offset of implicit updates (push, pop, call) to itself: the
     first instruction that names the register explicitly afterwards (`sub rsp, 8`, `mov rbp,
     rsp`, `mov rax, [rsp + 8]`) waits for a sync uop that applies it to the register. The
@@ -481,8 +492,9 @@ def _stack_syncs(out: list[Annotated], register: str, facts: PipelineFacts) -> N
     if not any(implicit_update(a) for a in out):
         return                                   # no push, pop or call: nothing to sync
     synced, pending, by_read = set(), None, False
+    sync_reads = bool(machine.value("stack_sync_reads"))
     for a in out + out:                        # what the previous pass left pending
-        explicit = writes(a) or (facts.stack_sync_reads and reads(a))
+        explicit = writes(a) or (sync_reads and reads(a))
         if explicit and pending is not None:
             synced.add(pending)
             by_read = by_read or not writes(a)
@@ -491,30 +503,31 @@ def _stack_syncs(out: list[Annotated], register: str, facts: PipelineFacts) -> N
             pending = None
         if implicit_update(a):
             pending = a.index
+    sync = float(machine.value("stack_sync_latency"))
     for a in out:
         if a.index in synced:
-            latencies = tuple(replace(s, latency=s.latency + facts.stack_sync_latency)
+            latencies = tuple(replace(s, latency=s.latency + sync)
                               if s.resource == register else s for s in a.update.reads)
             a.update = replace(a.update, reads=latencies,
                                latency=max(s.latency for s in latencies))
-            if not facts.stack_sync_measured:
-                a.assumed = a.assumed + [f"stack sync: {facts.stack_sync_latency:g} cycle on "
-                                         f"{register}"]
-    if by_read and facts.stack_sync_reads_assumed:
-        facts.assumed["stack_sync_reads"] = 1
+            if not machine.given("stack_sync_latency"):
+                a.assumed = a.assumed + (Note(STACK_SYNC, f"stack sync: {sync:g} cycle on "
+                                                          f"{register}", sync),)
+    if by_read and not machine.given("stack_sync_reads"):
+        reader.value("stack_sync_reads")
 
 
-def _slots(sem: InstructionSemantics, machine: PipelineFacts) -> int:
+def _slots(sem: InstructionSemantics, machine: MachineFacts) -> int:
     """Front-end slots: a load-op takes the machine's (2 where it is unlaminated), by class:
     a vector load-op (one whose data is a vector register: vpaddd x, x, [m]) and an integer
     one (add r, [m]), each with and without an index (cores differ by class: Zen 4 splits
     add r, [b + i] and not vpaddd x, x, [b + i])."""
     if not sem.loads or sem.stores or _pure_load(sem):
         return 1
-    indexed = any(m.index for m in sem.memory if m.load)
-    if any(r.role == DATA and r.kind == VECTOR for r in sem.reads + sem.writes):
-        return machine.indexed_vector_load_op_slots if indexed else machine.vector_load_op_slots
-    return machine.indexed_load_op_slots if indexed else machine.load_op_slots
+    indexed = "indexed_" if any(m.index for m in sem.memory if m.load) else ""
+    vector = "vector_" if any(r.role == DATA and r.kind == VECTOR
+                              for r in sem.reads + sem.writes) else ""
+    return int(machine.value(f"{indexed}{vector}load_op_slots"))
 
 
 def _address_updates(sem: InstructionSemantics) -> tuple[str, ...]:

@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pmpredict.predict.align import Alignment, align
-from pmpredict.model.machine import PIPELINE_KEYS, MachineModel, normalize_uops
+from pmpredict.model.facts import PIPELINE_KEYS
+from pmpredict.model.machine import MachineModel, normalize_uops
 
 
 @dataclass(frozen=True)

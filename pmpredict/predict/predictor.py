@@ -24,12 +24,15 @@ before it (the model says the pair fuses): the pair runs as that instruction's u
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import Callable
 
 from pmpredict.isa import semantics as semantics_registry
 from pmpredict.isa.base import STORES
-from pmpredict.predict.annotate import Annotated, PipelineFacts, annotate, commit_ports
+from pmpredict.predict.annotate import (Annotated, MachineFacts, annotate, assume_forwarding,
+                                        commit_ports)
 from pmpredict.asm.kernel import Kernel
 from pmpredict.asm.match import APPROX_LOAD, FormMatcher, form_pattern
 from pmpredict.isa.keys import render_key
@@ -40,6 +43,7 @@ from pmpredict.predict.criticality import Criticality, analyse, slack
 from pmpredict.predict.deps import (EVEN, EVERY, ODD, Cycle, Graph, Path, build_graph,
                                     critical_path, loop_carried_chains, paired_stores)
 from pmpredict.isa.forms import parse_form
+from pmpredict.model.facts import FactReader
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
 from pmpredict.predict import simulation_native
 from pmpredict.predict.simulation import Body, Run
@@ -79,7 +83,8 @@ class Annotation:
     """Stage 2: the instructions as the engines see them, stores paired; the dependence graph's
     nodes (an instruction, then its address update where it has one) and their instructions."""
     annotated: tuple[Annotated, ...]
-    facts: PipelineFacts
+    facts: MachineFacts
+    assumed: tuple[tuple[str, float], ...]     # facts the model lacks, as this stage took them
     nodes: tuple
     node_rows: tuple[int, ...]
     mains: tuple[bool, ...]             # the node is its instruction's (not an address update)
@@ -97,6 +102,7 @@ class BoundsFound:
     graph: Graph
     chains: tuple[Cycle, ...]           # worst first, told in instructions
     critical_path: Path
+    assumed: tuple[tuple[str, float], ...]     # forwarding latencies the model lacks, as taken
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,10 @@ class Report:
     critical_path: Path | None = None
     chains: list[Cycle] = field(default_factory=list)
     run: Run | None = None
-    pipeline: PipelineFacts | None = None   # the machine facts the engines used
+    machine: MachineFacts | None = None    # the machine facts the engines used
+    # the facts the model lacks, as the prediction took them: key -> value, in the order the
+    # stages met them (model/facts.py words each for the Assumed line)
+    assumed_facts: Mapping = field(default_factory=dict)
     graph: Graph | None = None
     node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
     bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
@@ -312,10 +321,10 @@ class Predictor:
         the dependence graph's nodes: every instruction, and after it its address update
         (write-back) where it has one; node_rows maps a node back to its instruction."""
         loop = matched.semantics[-1].branch == "conditional"
-        annotated, facts = annotate([r.form for r in matched.rows], matched.semantics,
-                                    self.model, loop=loop,
-                                    stack_engine=self.semantics.stack_engine_register,
-                                    memo=self._annotations)
+        annotated, facts, reader = annotate([r.form for r in matched.rows], matched.semantics,
+                                            self.model, loop=loop,
+                                            stack_engine=self.semantics.stack_engine_register,
+                                            memo=self._annotations)
         nodes, node_rows, mains = [], [], []
         for a in annotated:
             for node, main in ((a.node, True), (a.update, False)):
@@ -323,20 +332,22 @@ class Predictor:
                     nodes.append(node)
                     node_rows.append(a.index)
                     mains.append(main)
-        if facts.paired_stores:
+        if facts.value("paired_stores"):
             annotated, left_over = _pair_stores(
-                annotated, nodes, node_rows, self._address_uops(), facts.paired_store_bytes,
-                facts.paired_store_width, facts.paired_store_vector, commit=facts.commit_mask,
-                leftover=facts.paired_store_leftover)
-            if facts.paired_store_leftover_assumed and left_over:
-                facts.assumed["paired_store_leftover"] = int(facts.paired_store_leftover)
-            if facts.paired_store_width_assumed and any(
-                    ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
-                facts.assumed["paired_store_width"] = facts.paired_store_width
-            if facts.paired_store_vector_assumed and any(
-                    ref.store and ref.vector for n in nodes for ref in n.memory):
-                facts.assumed["paired_store_vector"] = int(facts.paired_store_vector)
-        return Annotation(tuple(annotated), facts, tuple(nodes), tuple(node_rows), tuple(mains))
+                annotated, nodes, node_rows, self._address_uops(),
+                int(facts.value("paired_store_bytes")), int(facts.value("paired_store_width")),
+                bool(facts.value("paired_store_vector")), commit=facts.commit_mask,
+                leftover=bool(facts.value("paired_store_leftover")))
+            # each said where it decides: a store a run leaves over, one wider than 8 bytes,
+            # one of a vector register's data
+            if left_over:
+                reader.value("paired_store_leftover")
+            if any(ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
+                reader.value("paired_store_width")
+            if any(ref.store and ref.vector for n in nodes for ref in n.memory):
+                reader.value("paired_store_vector")
+        return Annotation(tuple(annotated), facts, reader.assumptions(), tuple(nodes),
+                          tuple(node_rows), tuple(mains))
 
     def _bounds(self, matched: Matched, annotation: Annotation) -> BoundsFound:
         """Stage 3: the port schedule, the dependence graph's chains and critical path, and
@@ -344,7 +355,8 @@ class Predictor:
         model, facts = self.model, annotation.facts
         throughput, neck, balance, pressure, port_load = self._ports(annotation.annotated)
         graph = build_graph(list(annotation.nodes), facts.load_latency, facts.forwarding())
-        facts.assume_forwarding(graph.forwarded)
+        reader = FactReader(facts.pipeline)
+        assume_forwarding(reader, graph.forwarded)
         chains = tuple(_on_rows(c, annotation.node_rows) for c in loop_carried_chains(graph))
         path_ = critical_path(graph, [node.latency for node in annotation.nodes])
         path_ = Path(path_.length, tuple(dict.fromkeys(annotation.node_rows[i]
@@ -353,7 +365,7 @@ class Predictor:
                             sum(a.slot for a in annotation.annotated), model.r_max,
                             facts.taken_branch, facts.window)
         return BoundsFound(Bounds.of(evidence), evidence, balance, tuple(pressure), port_load,
-                           graph, chains, path_)
+                           graph, chains, path_, reader.assumptions())
 
     def _simulate(self, annotation: Annotation, found: BoundsFound) -> Simulated:
         """Stage 4: the out-of-order simulation of the loop, and each instruction's slack."""
@@ -390,8 +402,8 @@ class Predictor:
             if annotation is not None:
                 rows = [_row(r, a, self._port_names(a)) for r, a in zip(rows, annotation.annotated)]
             return Report(path, model.isa, syntax, model.name, self.ports, kernel, rows, cycles,
-                          [], {p: 0.0 for p in self.ports}, model.r_max, pipeline=facts,
-                          fallback=self.fallback)
+                          [], {p: 0.0 for p in self.ports}, model.r_max, machine=facts,
+                          assumed_facts=_assumed(annotation), fallback=self.fallback)
         evidence, chains = found.evidence, found.chains
         on_chain = set(chains[0].nodes) if chains else set()
         on_path = set(found.critical_path.nodes)
@@ -414,7 +426,8 @@ class Predictor:
                       [FRONTEND_BOTTLENECK] if front_limited else list(evidence.port_names),
                       found.port_load, model.r_max, bounds=found.bounds,
                       critical_path=found.critical_path, chains=list(chains), run=simulated.run,
-                      pipeline=facts, graph=found.graph, node_rows=list(annotation.node_rows),
+                      machine=facts, assumed_facts=_assumed(annotation, found),
+                      graph=found.graph, node_rows=list(annotation.node_rows),
                       bottleneck_kinds=kinds, fallback=self.fallback, _analyse=analyse_later)
 
     def _port_names(self, a: Annotated) -> list:
@@ -494,6 +507,12 @@ def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None
     return InstructionRow(r.line, r.text, r.key, r.form, r.form_short, r.approx, r.reason,
                           r.source, uops, {} if pressure is None else pressure, a.node.latency,
                           a, slack_, on_path, on_chain)
+
+
+def _assumed(annotation: Annotation | None, found: BoundsFound | None = None) -> Mapping:
+    """What the stages assumed of the machine, in order, read-only."""
+    stages = [x.assumed for x in (annotation, found) if x is not None]
+    return MappingProxyType(dict(pair for assumed in stages for pair in assumed))
 
 
 def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pmpredict.predict.annotate import LATENCY, LOAD_LATENCY
 from pmpredict.views.common import BEYOND_MODEL_NAMES, cut, number
 
 
@@ -54,7 +55,7 @@ def text(report) -> str:
         if extra:
             tag += f" ({extra})"
         if r.annotated and r.annotated.assumed and r.form is not None:
-            latency = any(n.startswith("latency ") for n in r.annotated.assumed)
+            latency = any(n.what in (LATENCY, LOAD_LATENCY) for n in r.annotated.assumed)
             tag += " [latency assumed]" if latency else " [assumed]"
         out.append(f"{r.line:>5}  {cut(r.text, tw):<{tw}}  {cells}  {lat} {cp} {lcd} {slack}  {tag}")
     out.append("-" * len(head))
@@ -122,7 +123,7 @@ def row_json(r) -> dict:
     a = r.annotated
     if a is not None:
         if a.assumed:
-            entry["assumed"] = list(a.assumed)
+            entry["assumed"] = [n.text for n in a.assumed]
         for flag in ("eliminated", "fused"):
             if getattr(a, flag):
                 entry[flag] = True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pmpredict.model.machine import PIPELINE_KEYS
+from pmpredict.model.facts import PIPELINE_KEYS
 from pmpredict.views.common import finite
 
 

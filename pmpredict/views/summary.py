@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
-
 from pmpredict.asm.detect import SYNTAX_NAMES
+from pmpredict.model.facts import wording
+from pmpredict.predict.annotate import LATENCY, Note
 from pmpredict.predict.bottlenecks import BOUND_KINDS, FRONTEND_BOTTLENECK, Bounds
 from pmpredict.views.common import BEYOND_MODEL_NAMES, chain_text, number, resource_names
 
@@ -43,7 +43,7 @@ def _uses(report, fact: str) -> bool:
     """Whether the kernel has an instruction whose timing takes the pipeline fact."""
     sems = [r.annotated.semantics for r in report.rows if r.annotated]
     if fact == "atomic_cycles":
-        return any(report.pipeline.counts(s.beyond_model) for s in sems)
+        return any(report.machine.counts(s.beyond_model) for s in sems)
     if fact.startswith("store_forward"):
         return any(s.stores for s in sems) and any(s.loads for s in sems)
     return any(s.loads for s in sems)           # load_latency
@@ -52,22 +52,9 @@ def _uses(report, fact: str) -> bool:
 def assumptions(report) -> list[str]:
     """What the prediction assumed because the model does not say."""
     out = []
-    m = report.pipeline
-    if m and m.assumed:
-        facts = {"window": "window {:g} instructions", "load_latency": "load latency {:g}",
-                 "store_forward_latency": "store forwarding {:g}",
-                 "store_forward_latency_indexed": "store forwarding through an indexed "
-                                                  "address {:g}",
-                 "store_forward_latency_vector": "vector store forwarding {:g}",
-                 "store_forward_latency_load_op": "store forwarding into a load-op {:g}",
-                 "paired_store_width": "only stores of up to {:g} bytes pair",
-                 "paired_store_vector": "vector-register stores pair as others do",
-                 "paired_store_leftover": "the stores a run of stores into one block leaves "
-                                          "over commit alone",
-                 "nop_fusion": "a nop takes a front-end slot of its own",
-                 "stack_sync_reads": "a read of the stack pointer waits for the stack sync",
-                 "taken_branch": "a taken loop branch {:g} cycle"}
-        out.append(", ".join(_fact_text(facts, k, v) for k, v in m.assumed.items())
+    m = report.machine
+    if report.assumed_facts:
+        out.append(", ".join(wording(k, v) for k, v in report.assumed_facts.items())
                    + " (not in the model)")
     if m and m.doubts:
         out.append("the model's front end as measured, in doubt (a busy machine, or a probe "
@@ -77,20 +64,19 @@ def assumptions(report) -> list[str]:
         out.append("measured, in doubt: " + "; ".join(used))
     # what was assumed for single instructions of the model, each said once with its lines
     # (a latency the model lacks, a stack sync, a merge, whether an idiom takes a port)
-    notes: dict[str, list[int]] = {}
+    notes: dict[Note, list[int]] = {}
     for r in report.assumed_latencies:
         if r.form is not None:
             for note in r.annotated.assumed:
                 notes.setdefault(note, []).append(r.line)
     for note, lines in notes.items():
-        latency = _ASSUMED_LATENCY.fullmatch(note)
         where = _lines(lines)
-        if latency:
+        if note.what == LATENCY:
             n = len(lines)
             out.append(f"latency of {n} instruction{'s' if n > 1 else ''} not in the model: "
-                       f"{latency.group(1)} assumed ({where})")
+                       f"{note.value:g} assumed ({where})")
         else:
-            out.append(f"{note} ({where})")
+            out.append(f"{note.text} ({where})")
     out += _unmeasured(report)
     fused = report.fused_unknown
     if fused:
@@ -106,7 +92,7 @@ def assumptions(report) -> list[str]:
 
 def _unmeasured(report) -> list[str]:
     """What a host model's measuring budget left out that this kernel's forms depend on."""
-    m = report.pipeline
+    m = report.machine
     if not m or not (m.unmeasured_forms or m.unmeasured_pairs):
         return []
     rows = [r for r in report.rows if r.form is not None]
@@ -123,18 +109,6 @@ def _unmeasured(report) -> list[str]:
         out.append(f"{len(pairs)} pair(s) of this kernel's forms not measured together (the "
                    "measuring budget ran out): how they share ports is the model's guess")
     return out
-
-
-def _fact_text(facts: dict, key: str, value) -> str:
-    """A pipeline fact as the Assumed line says it: "window 192 instructions", "macro-fusion of
-    add + jcc"."""
-    if key.startswith("macro_fusion"):
-        first = key[len("macro_fusion_"):] or "cmp/test"
-        return f"{'' if value else 'no '}macro-fusion of {first} + jcc"
-    return facts.get(key, key.replace("_", " ") + " {:g}").format(value)
-
-
-_ASSUMED_LATENCY = re.compile(r"latency (\S+) assumed")       # annotate's note
 
 
 def _lines(lines: list[int]) -> str:
@@ -213,7 +187,7 @@ def interaction(report, crit) -> str:
     top = ranked[0]
     cost = crit.cost[top.name]
     if top.kind == "window":
-        window = report.pipeline.window if report.pipeline else None
+        window = report.machine.window if report.machine else None
         size = f" ({window:g} instructions)" if window else ""
         return (f"the window{size} fills: an unlimited one would save {cost:.2f} cycles per "
                 "iteration")
@@ -274,7 +248,7 @@ def text(report) -> str:
 
 def _ports_counted(report) -> str:
     """`10 ports`, and the store-commit ports after them where the model measured them."""
-    commits = report.pipeline.store_commits if report.pipeline else 0
+    commits = report.machine.store_commits if report.machine else 0
     told = f"{len(report.ports) - commits} ports"
     if commits:
         told += (f" + {', '.join(report.ports[-commits:])}: "

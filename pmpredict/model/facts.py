@@ -1,0 +1,187 @@
+"""Every machine-wide fact a model can state (its `pipeline`), declared once.
+
+A fact has a key (the model file's `pipeline` key), a kind, a description, and what the
+engines do where a model lacks it: take another fact's value (`falls_back_to`), else the
+value `assumed` here; an assumption with a `wording` is said with the prediction (the Assumed
+line, `assumptions` in JSON), one without is the rule switched off (no pairing, no commit
+port: the engines' plain behaviour, not a claim about the machine). `probe` names what
+measures the fact on the host: a reader of the front-end probes (measure/probes.py, which
+declares the keys each reader produces) or a latency chain (measure/chains.py, `chains:`
+and the reference's name).
+
+PIPELINE_KEYS, PIPELINE_FLAGS and the assumed defaults (model/defaults.py) are derived from
+this table; engines read facts through `FactReader`, which records what was assumed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FLAG, COUNT, CYCLES, BYTES, ENTRIES = "flag", "count", "cycles", "bytes", "entries"
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str
+    kind: str                       # FLAG (0 or 1), COUNT, CYCLES, BYTES, ENTRIES
+    description: str
+    assumed: float | None = None    # where the model lacks it (and its fallback): None: no value
+    # the Assumed line's words for the assumed value ("{:g}": the value); None: not said
+    wording: str | None = None
+    falls_back_to: str | None = None    # the fact whose value stands in where this one is absent
+    probe: str | None = None            # what measures it on the host (see the docstring)
+
+
+def _fusion(first: str, mnemonic: str) -> Fact:
+    return Fact(f"macro_fusion_{mnemonic}", FLAG,
+                f"1 if {first} + jcc fuse into one uop, else 0", falls_back_to="macro_fusion",
+                probe="fusion")
+
+
+FACTS: tuple[Fact, ...] = (
+    Fact("window", ENTRIES, "reorder-buffer entries (instructions in flight)", 192,
+         "window {:g} instructions", probe="window"),
+    Fact("load_latency", CYCLES, "L1 load-to-use latency, cycles (address ready -> value ready)",
+         5.0, "load latency {:g}", probe="chains:load_latency"),        # 4-5 on recent cores
+    Fact("store_forward_latency", CYCLES,
+         "store -> load of the same address, cycles (data ready -> value ready): "
+         "general-purpose data, base + displacement", 5.0, "store forwarding {:g}",
+         probe="chains:store_forward_latency"),
+    Fact("store_forward_latency_indexed", CYCLES,
+         "the same through an address with an index register (store_forward_latency where "
+         "absent, assumed)", wording="store forwarding through an indexed address {:g}",
+         falls_back_to="store_forward_latency", probe="chains:store_forward_latency_indexed"),
+    Fact("store_forward_latency_vector", CYCLES,
+         "the same for vector data, a store wider than 64 bits (store_forward_latency where "
+         "absent, assumed)", wording="vector store forwarding {:g}",
+         falls_back_to="store_forward_latency", probe="chains:store_forward_latency_vector"),
+    Fact("store_forward_latency_load_op", CYCLES,
+         "the same into the load of a load-op (add r, [base + disp]; store_forward_latency "
+         "where absent, assumed)", wording="store forwarding into a load-op {:g}",
+         falls_back_to="store_forward_latency", probe="chains:store_forward_latency_load_op"),
+    # one taken branch a cycle: a loop iteration takes at least a cycle
+    Fact("taken_branch", CYCLES, "front-end cycles a taken loop branch costs at least per "
+         "iteration", 1.0, "a taken loop branch {:g} cycle", probe="loops"),
+    # cmp/test + jcc fuse into one uop on every x86 core since Core 2 and Zen
+    Fact("macro_fusion", FLAG, "1 if cmp/test + jcc fuse into one uop, else 0 (the other first "
+         "instructions: their own keys, else as cmp, assumed)", 1, probe="fusion"),
+    _fusion("add r, r/imm", "add"),
+    _fusion("sub r, r/imm", "sub"),
+    _fusion("and r, r/imm", "and"),
+    _fusion("inc r", "inc"),
+    _fusion("dec r", "dec"),
+    Fact("address_update_latency", CYCLES, "cycles from a base register to its write-back "
+         "update (AArch64 pre/post-index, push/pop, string ops)", 1.0),
+    Fact("load_op_slots", COUNT, "front-end slots of a load-op (add r, [base + disp]): 1 "
+         "micro-fused, 2 unlaminated", 1, probe="load-ops"),
+    Fact("indexed_load_op_slots", COUNT, "front-end slots of a load-op with an index register "
+         "(add r, [base + index + disp])", 1, probe="load-ops"),
+    Fact("vector_load_op_slots", COUNT, "front-end slots of a vector load-op (vpaddd x, x, "
+         "[base + disp]; load_op_slots where absent)", falls_back_to="load_op_slots",
+         probe="load-ops"),
+    Fact("indexed_vector_load_op_slots", COUNT, "front-end slots of a vector load-op with an "
+         "index register (vpaddd x, x, [base + index + disp]; indexed_load_op_slots where "
+         "absent)", falls_back_to="indexed_load_op_slots", probe="load-ops"),
+    Fact("atomic_cycles", CYCLES, "cycles a locked read-modify-write takes back to back (atomics "
+         "are serialised: the least each costs in a loop)", probe="chains:atomic_cycles"),
+    Fact("paired_stores", FLAG, "1 if two consecutive stores into one aligned block of "
+         "paired_store_bytes commit at once, else 0", 0, probe="stores"),
+    # measured on Zen 4: 32
+    Fact("paired_store_bytes", BYTES, "the size of the aligned block within which stores pair "
+         "(bytes)", 32, probe="stores"),
+    # Zen 4: two 8-byte stores to one block commit together, two 16-byte ones do not
+    Fact("paired_store_width", BYTES, "the widest store that pairs (bytes): 8, 16 or 32", 8,
+         "only stores of up to {:g} bytes pair", probe="wide stores"),
+    # Zen 4: 0, two vmovsd to one block a store a cycle
+    Fact("paired_store_vector", FLAG, "1 if stores of a vector register's data pair as "
+         "general-purpose ones do, else 0", 1, "vector-register stores pair as others do",
+         probe="wide stores"),
+    Fact("paired_store_leftover", FLAG, "1 if the stores a run of same-block stores leaves over "
+         "share commits (a loop's stores then commit at max(stores that start a block, half of "
+         "all) cycles), 0 if they commit alone", 0,
+         "the stores a run of stores into one block leaves over commit alone",
+         probe="leftover stores"),
+    Fact("nop_fusion", FLAG, "1 if a nop shares the front-end slot of the general-purpose "
+         "instruction (or nop) before it, one nop a slot (two nops one slot), else 0", 0,
+         "a nop takes a front-end slot of its own", probe="nops"),
+    Fact("nop_fusion_vector", FLAG, "1 if a nop shares the front-end slot of the vector "
+         "instruction before it, else 0", 0, probe="nops"),
+    Fact("store_commits", COUNT, "stores committed to the cache a cycle apart from pairing, "
+         "whatever their forms (the engine gives each store a uop on that many commit ports)",
+         0, probe="store commits"),
+    # the sync uop is one ALU operation
+    Fact("stack_sync_latency", CYCLES, "cycles the stack engine's sync uop adds before an "
+         "explicit use of the stack pointer", 1.0, probe="stack"),
+    # Zen 4: 0, only writes sync
+    Fact("stack_sync_reads", FLAG, "1 if an explicit read of the stack pointer (mov rbp, rsp; "
+         "an address through it) waits for the stack sync as a write does, 0 if only writes "
+         "do", 1, "a read of the stack pointer waits for the stack sync", probe="stack"),
+)
+
+BY_KEY = {f.key: f for f in FACTS}
+# model.pipeline's keys and what each means (a model file may hold any of them)
+PIPELINE_KEYS = {f.key: f.description for f in FACTS}
+# pipeline keys whose value is a yes/no fact: 0 or 1
+PIPELINE_FLAGS = frozenset(f.key for f in FACTS if f.kind == FLAG)
+# the fact that says whether a first instruction (its mnemonic) + jcc macro-fuse; a first
+# instruction without a fact of its own goes as cmp (macro_fusion), assumed
+FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion",
+               **{f.key[len("macro_fusion_"):]: f.key for f in FACTS
+                  if f.key.startswith("macro_fusion_")}}
+# the fact of each kind of store forwarding besides the plain one (predict.deps.Forwarding)
+FORWARDING_KEYS = {f.key[len("store_forward_latency_"):]: f.key for f in FACTS
+                   if f.falls_back_to == "store_forward_latency"}
+
+
+def fusion_key(mnemonic: str) -> str:
+    """The fact of `mnemonic` + jcc fusing (macro_fusion_<mnemonic> for one without a fact)."""
+    return FUSION_KEYS.get(mnemonic, f"macro_fusion_{mnemonic}")
+
+
+def wording(key: str, value) -> str:
+    """An assumed fact as the Assumed line says it: "window 192 instructions", "macro-fusion
+    of add + jcc"."""
+    if key.startswith("macro_fusion"):
+        first = key[len("macro_fusion_"):] or "cmp/test"
+        return f"{'' if value else 'no '}macro-fusion of {first} + jcc"
+    fact = BY_KEY.get(key)
+    text = fact.wording if fact and fact.wording else key.replace("_", " ") + " {:g}"
+    return text.format(value)
+
+
+def fact_value(pipeline, key: str):
+    """The fact's value in a model's pipeline; where the model lacks it, its fallback's, else
+    its assumed value."""
+    value = pipeline.get(key)
+    if value is not None:
+        return value
+    fact = BY_KEY[key]
+    return fact_value(pipeline, fact.falls_back_to) if fact.falls_back_to else fact.assumed
+
+
+class FactReader:
+    """A model's pipeline as the engines read it for one kernel (fact_value), with a record of
+    the assumptions that are said (a fact with a wording, or any `assume` names), in the order
+    the engines met them. `assumptions()` is the frozen record a stage returns."""
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline if pipeline is not None else {}
+        self._assumed: dict[str, float] = {}
+
+    def given(self, key: str) -> bool:
+        return self.pipeline.get(key) is not None
+
+    def value(self, key: str, record: bool = True):
+        """The fact's value (fact_value); where the model lacks it and the fact's assumption
+        is one that is said, recorded (when `record`)."""
+        value = fact_value(self.pipeline, key)
+        if record and not self.given(key) and BY_KEY[key].wording is not None:
+            self._assumed[key] = value
+        return value
+
+    def assume(self, key: str, value) -> None:
+        """Record that the kernel's prediction took `value` for a fact the model lacks."""
+        self._assumed[key] = value
+
+    def assumptions(self) -> tuple[tuple[str, float], ...]:
+        return tuple(self._assumed.items())
