@@ -128,9 +128,12 @@ PIPELINE_FLAGS = frozenset(f.key for f in FACTS if f.kind == FLAG)
 FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion",
                **{f.key[len("macro_fusion_"):]: f.key for f in FACTS
                   if f.key.startswith("macro_fusion_")}}
-# the fact of each kind of store forwarding besides the plain one (predict.deps.Forwarding)
+# the fact of each kind of store forwarding besides the plain one: the kind is the field of
+# predict.deps.Forwarding that carries it
 FORWARDING_KEYS = {f.key[len("store_forward_latency_"):]: f.key for f in FACTS
-                   if f.falls_back_to == "store_forward_latency"}
+                   if f.key.startswith("store_forward_latency_")}
+# the facts measured by a latency chain (measure/chains.py: the reference of the same name)
+CHAIN_FACTS = tuple(f.key for f in FACTS if (f.probe or "").startswith("chains:"))
 
 
 def fusion_key(mnemonic: str) -> str:
