@@ -154,6 +154,12 @@ def _reference_list() -> tuple[Reference, ...]:
                   Chain(("mov qword ptr [rbx + 64], rax", "add rax, qword ptr [rbx + 64]"),
                         companions=("add",)),
                   "store -> the load of a load-op: mov [m], r64; add r64, [m], minus add"),
+        # a 4-byte store under an 8-byte load: no core forwards it; the load waits
+        Reference("store_forward_latency_partial",
+                  Chain(("mov dword ptr [rbx + 64], eax", "mov rax, qword ptr [rbx + 64]",
+                         "imul rax, rbx"), companions=("imul",)),
+                  "a load wider than the store under it: mov [m], r32; mov r64, [m]; "
+                  "imul r64, r64, minus imul"),
         Reference("atomic_cycles", Chain(("lock add qword ptr [rbx + 64], 1",)),
                   "atomic read-modify-write: lock add [m], imm back to back"),
     ]

@@ -59,6 +59,12 @@ FACTS: tuple[Fact, ...] = (
          "the same into the load of a load-op (add r, [base + disp]; store_forward_latency "
          "where absent, assumed)", wording="store forwarding into a load-op {:g}",
          falls_back_to="store_forward_latency", probe="chains:store_forward_latency_load_op"),
+    Fact("store_forward_latency_partial", CYCLES,
+         "a store -> a load that reads some of its bytes and others beside them (a wider load "
+         "over a narrower store, a load across its end): forwarding fails and the load waits "
+         "for the store, cycles (data ready -> value ready)",
+         wording="a load partly over an earlier store: its forwarding stall not counted",
+         probe="chains:store_forward_latency_partial"),
     # one taken branch a cycle: a loop iteration takes at least a cycle
     Fact("taken_branch", CYCLES, "front-end cycles a taken loop branch costs at least per "
          "iteration", 1.0, "a taken loop branch {:g} cycle", probe="loops"),
