@@ -2,15 +2,18 @@
 every fact names what measures it and that prober says it produces the fact, and the engines'
 reader records exactly the assumptions that are said."""
 
+import dataclasses
+
 import pytest
 
 from pmpredict.measure import probes as probes_module
-from pmpredict.measure.chains import PIPELINE_REFERENCES
+from pmpredict.measure.chains import PIPELINE_REFERENCES, REFERENCES
 from pmpredict.measure.probes import READERS, read_frontend, version
 from pmpredict.model.defaults import ASSUMED
 from pmpredict.model.facts import (BY_KEY, FACTS, FLAG, FORWARDING_KEYS, FUSION_KEYS,
                                    PIPELINE_FLAGS, PIPELINE_KEYS, FactReader, fact_value, wording)
 from pmpredict.model.machine import MachineModel
+from pmpredict.predict.deps import Forwarding
 
 CHAINS = "chains:"
 
@@ -21,12 +24,14 @@ def test_each_fact_is_declared_once_and_the_tables_derive_from_it():
     assert PIPELINE_FLAGS == {f.key for f in FACTS if f.kind == FLAG}
     assert all(ASSUMED[f.key] == f.assumed for f in FACTS if f.assumed is not None)
     assert set(FUSION_KEYS.values()) == {f.key for f in FACTS if f.key.startswith("macro_fusion")}
-    assert set(FORWARDING_KEYS.values()) == {f.key for f in FACTS
-                                             if f.falls_back_to == "store_forward_latency"}
+    # each kind of forwarding is a field of the engine's Forwarding
+    assert set(FORWARDING_KEYS) <= {f.name for f in dataclasses.fields(Forwarding)}
     for fact in FACTS:
         assert fact.falls_back_to is None or fact.falls_back_to in BY_KEY
         # a fact the engines take where it is absent has a value there: its own or its fallback's
-        assert fact.assumed is not None or fact.falls_back_to or fact.key == "atomic_cycles"
+        # ... or, where the rule is off without it, the prediction says so
+        assert fact.assumed is not None or fact.falls_back_to or fact.wording or \
+            fact.key == "atomic_cycles"
 
 
 def test_every_measured_fact_names_a_prober_that_declares_it():
@@ -43,6 +48,7 @@ def test_every_measured_fact_names_a_prober_that_declares_it():
             named.setdefault(fact.probe, set()).add(fact.key)
     assert {g: set(keys) for g, keys in READERS.items()} == named
     assert set(PIPELINE_REFERENCES) == {f.key for f in FACTS if (f.probe or "").startswith(CHAINS)}
+    assert all(key in REFERENCES for key in PIPELINE_REFERENCES)
 
 
 def test_a_reading_produces_only_declared_keys():

@@ -73,6 +73,17 @@ def test_fp_from_memory_takes_no_assists(tmp_path):
     assert register * 0.9 < single < register * ASSIST_FACTOR
 
 
+def test_a_load_partly_over_a_store_waits_longer_than_one_inside_it():
+    """The premise of store_forward_latency_partial on any x86 core: a load wider than the
+    store under it is not forwarded (Intel Xeon, AVX-512 FP16, 2026-12-02: 19-23 cycles a link
+    against 3.0). Both chains measured in one run: a busy sibling slows both alike."""
+    link = "{store}, 64(%rbx)\nmovq 64(%rbx), %rax\nimulq %rbx, %rax\n"
+    inside, partial = measure_blocks([prepare_block(link.format(store=s), "att")
+                                      for s in ("movq %rax", "movl %eax")])
+    assert inside.cycles and partial.cycles
+    assert partial.cycles > 1.5 * inside.cycles and partial.cycles > inside.cycles + 4
+
+
 def test_triad_takes_no_assists():
     """The issue's example: 186.7 cycles per iteration with subnormal data; a microcode
     assist costs about 100 cycles per floating-point operation, a healthy triad a few."""

@@ -332,3 +332,37 @@ def test_a_model_without_the_load_op_latency_says_it_assumed_the_plain_one():
     assert r.bounds.loop_carried == 0.0 + 1.0
     assert r.assumed_facts["store_forward_latency_load_op"] == 0
     assert "store forwarding into a load-op 0" in " ".join(summary.assumptions(r))
+
+
+STORE32 = "MOV_dword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:32))"
+# a store under a wider load: measured on an Intel Xeon (AVX-512 FP16), 2026-12-02: `movl %eax,
+# 64(%rbx); movq 64(%rbx), %rax; imulq %rbx, %rax` 19-23 cycles a link, 3.0 with a movq store
+PARTIAL = replace(RENAMING, **{
+    "uops": {**RENAMING.uops, STORE32: ((ST, 1),)},
+    "latency": {**RENAMING.latency, STORE32: 0},
+    "pipeline": {**RENAMING.pipeline, "store_forward_latency_partial": 19}})
+
+
+def test_a_load_partly_over_a_store_waits_at_the_partial_forwarding_latency():
+    """A 4-byte store under an 8-byte load (and a load across the stored bytes' end) waits
+    `store_forward_latency_partial`; a load inside the store forwards as before."""
+    wider = ["movl %edi, 904(%rbx)", "movq 904(%rbx), %rdi"]
+    r = predict(wider, PARTIAL)
+    assert r.bounds.loop_carried == 19.0 and "mem" in r.chains[0].resources
+    assert "store_forward_latency_partial" not in r.assumed_facts
+    across = predict(["movq %rdi, 904(%rbx)", "movq 908(%rbx), %rdi"], PARTIAL)
+    assert across.bounds.loop_carried == 19.0
+    inside = predict(["movq %rdi, 904(%rbx)", "movq 904(%rbx), %rdi"], PARTIAL)
+    assert inside.bounds.loop_carried == 0.0 and "partial" not in " ".join(
+        summary.assumptions(inside))
+    apart = predict(["movl %edi, 904(%rbx)", "movq 908(%rbx), %rdi"], PARTIAL)   # no byte shared
+    assert apart.bounds.loop_carried == 0.0
+
+
+def test_a_model_without_the_partial_latency_says_it_did_not_count_the_stall():
+    model = replace(PARTIAL, pipeline=RENAMING.pipeline)
+    r = predict(["movl %edi, 904(%rbx)", "movq 904(%rbx), %rdi"], model)
+    assert r.bounds.loop_carried == 0.0
+    assert "store_forward_latency_partial" in r.assumed_facts
+    assert "a load partly over an earlier store: its forwarding stall not counted" in \
+        " ".join(summary.assumptions(r))

@@ -76,6 +76,7 @@ from pmpredict.asm.parse import parse
 from pmpredict.isa.forms import FormTemplate, Placeholder, parse_form
 from pmpredict.isa.semantics import ADDRESS_ONLY, LOAD, MERGE, READ_MODIFY_WRITE, STORE
 from pmpredict.measure.instantiate import DIVISOR, HARNESS_ISA, immediate
+from pmpredict.model.facts import CHAIN_FACTS
 
 _ISA = semantics.get(HARNESS_ISA)
 _GPR = _ISA.register_pool("G", 64)              # rbp and rsp are never used
@@ -153,6 +154,12 @@ def _reference_list() -> tuple[Reference, ...]:
                   Chain(("mov qword ptr [rbx + 64], rax", "add rax, qword ptr [rbx + 64]"),
                         companions=("add",)),
                   "store -> the load of a load-op: mov [m], r64; add r64, [m], minus add"),
+        # a 4-byte store under an 8-byte load: no core forwards it; the load waits
+        Reference("store_forward_latency_partial",
+                  Chain(("mov dword ptr [rbx + 64], eax", "mov rax, qword ptr [rbx + 64]",
+                         "imul rax, rbx"), companions=("imul",)),
+                  "a load wider than the store under it: mov [m], r32; mov r64, [m]; "
+                  "imul r64, r64, minus imul"),
         Reference("atomic_cycles", Chain(("lock add qword ptr [rbx + 64], 1",)),
                   "atomic read-modify-write: lock add [m], imm back to back"),
     ]
@@ -165,9 +172,9 @@ def _reference_list() -> tuple[Reference, ...]:
 
 
 REFERENCES = {r.name: r for r in _reference_list()}
-PIPELINE_REFERENCES = ("load_latency", "store_forward_latency", "store_forward_latency_indexed",
-                       "store_forward_latency_vector", "store_forward_latency_load_op",
-                       "atomic_cycles")
+# the references whose reading is a pipeline fact of the model (model/facts.py: the facts
+# whose probe is this chain)
+PIPELINE_REFERENCES = CHAIN_FACTS
 
 # how a form's chains are planned and read (plan_form, form_timing): raised with any change
 # that can move a latency the reference chains do not show

@@ -59,6 +59,12 @@ FACTS: tuple[Fact, ...] = (
          "the same into the load of a load-op (add r, [base + disp]; store_forward_latency "
          "where absent, assumed)", wording="store forwarding into a load-op {:g}",
          falls_back_to="store_forward_latency", probe="chains:store_forward_latency_load_op"),
+    Fact("store_forward_latency_partial", CYCLES,
+         "a store -> a load that reads some of its bytes and others beside them (a wider load "
+         "over a narrower store, a load across its end): forwarding fails and the load waits "
+         "for the store, cycles (data ready -> value ready)",
+         wording="a load partly over an earlier store: its forwarding stall not counted",
+         probe="chains:store_forward_latency_partial"),
     # one taken branch a cycle: a loop iteration takes at least a cycle
     Fact("taken_branch", CYCLES, "front-end cycles a taken loop branch costs at least per "
          "iteration", 1.0, "a taken loop branch {:g} cycle", probe="loops"),
@@ -128,9 +134,12 @@ PIPELINE_FLAGS = frozenset(f.key for f in FACTS if f.kind == FLAG)
 FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion",
                **{f.key[len("macro_fusion_"):]: f.key for f in FACTS
                   if f.key.startswith("macro_fusion_")}}
-# the fact of each kind of store forwarding besides the plain one (predict.deps.Forwarding)
+# the fact of each kind of store forwarding besides the plain one: the kind is the field of
+# predict.deps.Forwarding that carries it
 FORWARDING_KEYS = {f.key[len("store_forward_latency_"):]: f.key for f in FACTS
-                   if f.falls_back_to == "store_forward_latency"}
+                   if f.key.startswith("store_forward_latency_")}
+# the facts measured by a latency chain (measure/chains.py: the reference of the same name)
+CHAIN_FACTS = tuple(f.key for f in FACTS if (f.probe or "").startswith("chains:"))
 
 
 def fusion_key(mnemonic: str) -> str:

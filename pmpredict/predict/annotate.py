@@ -150,9 +150,10 @@ class MachineFacts:
             else None
 
     def forwarding(self) -> Forwarding:
-        given = [float(self.pipeline[key]) if self.given(key) else None
-                 for key in FORWARDING_KEYS.values()]
-        return Forwarding(float(self.value("store_forward_latency")), *given)
+        """The forwarding latency of each kind the model gives (None: it does not)."""
+        return Forwarding(float(self.value("store_forward_latency")),
+                          **{kind: float(self.pipeline[key]) if self.given(key) else None
+                             for kind, key in FORWARDING_KEYS.items()})
 
     def fuses(self, mnemonic: str) -> tuple[bool, bool]:
         """(whether `mnemonic` + jcc fuse, whether the model says so): a first instruction

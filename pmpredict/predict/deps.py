@@ -103,6 +103,9 @@ class Forwarding:
     indexed: float | None = None
     vector: float | None = None
     load_op: float | None = None
+    # a load that reads some of a store's bytes and others beside them: forwarding fails and
+    # the load waits for the store (None: not known, and no edge is drawn)
+    partial: float | None = None
 
     def latency(self, store: MemRef, load: MemRef) -> float:
         kind = self.kind(store, load)
@@ -244,6 +247,14 @@ def _contains(store: tuple, store_width, load: tuple, load_width) -> bool:
     return soff <= loff and loff * 8 + load_width <= soff * 8 + store_width
 
 
+def _overlaps(store: tuple, store_width, load: tuple, load_width) -> bool:
+    """The store wrote some byte the load reads (same symbolic address, ranges meet)."""
+    (skey, soff), (lkey, loff) = store, load
+    if skey != lkey or store_width is None or load_width is None:
+        return False
+    return soff * 8 < loff * 8 + load_width and loff * 8 < soff * 8 + store_width
+
+
 def build_graph(nodes: list[Node], load_latency: float,
                 store_forward_latency: "Forwarding | float") -> Graph:
     forwarding = store_forward_latency if isinstance(store_forward_latency, Forwarding) \
@@ -270,8 +281,13 @@ def build_graph(nodes: list[Node], load_latency: float,
                 addresses = _Addresses(nodes)
                 stores = _stores_by_address(nodes, addresses)
             edge = _forwarding_store(nodes, addresses, stores, i, k)
-            if edge is not None:
-                j, distance, store = edge
+            if edge is not None and not edge[3]:                  # the store covers part of it
+                graph.forwarded.add("partial")
+                if forwarding.partial is not None:
+                    weight = forwarding.partial + max(0.0, ref.latency - load_latency)
+                    graph.edges.append(Edge(edge[0], i, weight, edge[1], "mem"))
+            elif edge is not None:
+                j, distance, store, _ = edge
                 # the vector forwarding latency is measured into a plain vector load's value
                 # (movdqu [m], xmm; movdqu xmm, [m]): only a load-op's operation comes after
                 after = ref.beyond_load if forwarding.kind(store, ref) == "vector" and \
@@ -298,10 +314,10 @@ def _stores_by_address(nodes, addresses: _Addresses) -> dict[tuple, list[tuple[i
 
 
 def _forwarding_store(nodes, addresses: _Addresses, stores: dict, i: int, k: int
-                      ) -> tuple[int, int, MemRef] | None:
-    """(store node, distance, its store access) whose data the k-th access (a load) of node
-    i reads: the latest earlier store, this iteration or the previous one, that covers its
-    bytes."""
+                      ) -> tuple[int, int, MemRef, bool] | None:
+    """(store node, distance, its store access, whether it covers every byte) of the store
+    the k-th access (a load) of node i waits for: the latest earlier store, this iteration or
+    the previous one, that writes a byte the load reads."""
     load = nodes[i].memory[k]
     at = addresses.where[i][k]
     same_key = stores.get(at[0], ())
@@ -319,7 +335,9 @@ def _forwarding_store(nodes, addresses: _Addresses, stores: dict, i: int, k: int
             if there is None:
                 continue
         if _contains(there, ref.width, at, load.width):
-            return j, 1 if before else 0, ref
+            return j, 1 if before else 0, ref, True
+        if _overlaps(there, ref.width, at, load.width):
+            return j, 1 if before else 0, ref, False
     return None
 
 
