@@ -53,7 +53,8 @@ class Annotated:
     idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
     fused: bool = False                        # the jump of a macro-fused pair
     # a store committed with the store before it (same 32-byte block): on these iterations
-    # (deps.EVEN, ODD; 0: never) it runs `paired_uops` (its address) instead of its `uops`
+    # (store_commits.EVEN, ODD; 0: never) it runs `paired_uops` (its address) instead of its
+    # `uops`
     paired: int = 0
     paired_uops: tuple[tuple[int, int], ...] = ()
     assumed: tuple[Note, ...] = ()                     # what was assumed for this instruction
@@ -100,7 +101,8 @@ class MachineFacts:
     pipeline: Mapping
     width: float | None                  # the issue width (the model's r_max)
     loop: bool                           # the kernel ends in its loop branch
-    # the ports past the model's own that stand for the measured store commits (commit_ports)
+    # the ports past the model's own that stand for the measured store commits
+    # (store_commits.commit_ports)
     commit_mask: int = 0
     # why the model's measured front end may be wrong (what a disturbed measurement left:
     # measure.probes.doubts), from its provenance
@@ -173,15 +175,6 @@ def assume_forwarding(reader: FactReader, kinds) -> None:
     for kind in sorted(kinds):
         if kind in FORWARDING_KEYS:
             reader.value(FORWARDING_KEYS[kind])
-
-
-def commit_ports(model) -> tuple[str, ...]:
-    """The ports a model's measured store commits stand for (pipeline store_commits: every
-    store of a known form takes a uop there, besides its form's; a store that pairs with the
-    one before it runs its address uops only, as it commits with that one): named after the
-    model's own ports, `store` (or store1, store2...); none where the model does not say."""
-    n = int((model.pipeline or {}).get("store_commits") or 0)
-    return ("store",) if n == 1 else tuple(f"store{k + 1}" for k in range(n))
 
 
 def machine_facts(model, loop: bool) -> MachineFacts:
@@ -347,7 +340,7 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,
         notes.append(Note(SEMANTICS, "reads/writes guessed (instruction not in the semantics "
                                      "tables)"))
     if machine.commit_mask and sem.stores and form:
-        uops += ((machine.commit_mask, 1),)           # its commit (see commit_ports)
+        uops += ((machine.commit_mask, 1),)      # its commit (store_commits.commit_ports)
     return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
                      eliminated=eliminated, idiom=idiom, assumed=tuple(notes), ordered=ordered)
 
