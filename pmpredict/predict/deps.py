@@ -19,8 +19,9 @@ numbered by value, pointer bumps (add/sub of a constant, push/pop) move an offse
 forwards to a load whose pointer has moved by the loop's step since. The edge weight is the
 store-forwarding latency plus what the load's own latency adds after the load (consumer
 latency of the memory operand minus the L1 load latency). The forwarding latency depends on
-what is forwarded (`Forwarding`): Zen 4 forwards a general-purpose store to a load of the same
-address in 0 cycles (memory renaming), with or without an index register, but vector data in 9.
+what is forwarded (`Forwarding`: the pipeline's store_forward_latency facts, one a kind; measured
+on Zen 4: a general-purpose store to a load of the same address 0 cycles, memory renaming, with
+or without an index register, vector data 9).
 
 Loop-carried bound: the maximum over dependency cycles of (sum of weights) / (iterations the
 cycle spans), computed exactly: every cycle passes through at least one distance-1 edge
@@ -95,10 +96,11 @@ class Forwarding:
     """Store -> load forwarding latency (store data ready -> load value ready) by what is
     forwarded: general-purpose data through a base + displacement address, through an address
     with an index register, and vector data (a vector register's, or a store wider than 64
-    bits: Zen 4 forwards `vmovss` as slowly as `movdqu`, 9 cycles, where it renames a
-    general-purpose word in 0), and into the load of a load-op through a base + displacement
-    address (Zen 4: 7 cycles, `add rax, [rbx + 64]; mov [rbx + 64], rax` 8.05 a link, where
-    `mov r, [m]`, `add [m], r` and an indexed load-op are renamed, 1.00). None: as `plain`."""
+    bits; measured on Zen 4: `vmovss` forwards as slowly as `movdqu`, 9 cycles, where a
+    general-purpose word is renamed, 0), and into the load of a load-op through a base +
+    displacement address (measured on Zen 4: 7 cycles, `add rax, [rbx + 64]; mov [rbx + 64],
+    rax` 8.05 a link, where `mov r, [m]`, `add [m], r` and an indexed load-op are renamed,
+    1.00). None: as `plain`."""
     plain: float
     indexed: float | None = None
     vector: float | None = None
@@ -162,10 +164,11 @@ class _Addresses:
     iteration (registers the body never writes, other such results, loads from such addresses
     that no store of the body names) makes a version ("same", ...) that is the same every
     iteration too: a pointer loaded afresh each time from an unchanging place points where it
-    did the iteration before (Zen 4 runs a read-modify-write through one at its chain's pace);
-    and a register the body sets to such a value holds it at the start of every iteration but
-    the first (`mov [rax], rbx; mov rax, rbx` stores to one place: its stores pair across
-    iterations on Zen 4, 0.50 cycles a loop)."""
+    did the iteration before (measured on Zen 4: a read-modify-write through one runs at its
+    chain's pace); and a register the body sets to such a value holds it at the start of every
+    iteration but the first (`mov [rax], rbx; mov rax, rbx` stores to one place: where stores
+    pair (paired_stores), its stores pair across iterations; measured on Zen 4: 0.50 cycles a
+    loop)."""
 
     def __init__(self, nodes: list[Node]):
         written = {r for node in nodes for r in node.writes}

@@ -139,7 +139,7 @@ def _pair_stores(annotated: list[Annotated], paired: tuple[dict[int, int], bool]
     they pair: every iteration (their uops replaced), or every other one (Annotated.paired). A
     store that also loads keeps its uops; where the commit is a port of its own (`commit`: its
     mask, the pipeline's store_commits), one that loads from elsewhere (push m64) shares its
-    commit (Zen 4: three `push m64` 2.06 cycles, as three `push r64`), while a
+    commit (measured on Zen 4: three `push m64` 2.06 cycles, as three `push r64`), while a
     read-modify-write of one place (add [m], r) keeps it. Also returned: whether the kernel
     has stores a run leaves over (paired_stores: the pipeline's paired_store_leftover
     matters)."""
@@ -183,7 +183,7 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
                   ) -> tuple[dict[int, int], bool]:
     """Stores that commit together with the store before them, on a core that commits two
     consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
-    paired_store_bytes; Zen 4 measures 0.5 cycles per store for two stores at [rbp + 8],
+    paired_store_bytes; measured on Zen 4: 0.5 cycles per store for two stores at [rbp + 8],
     [rbp + 16], 1 for [rbp + 24], [rbp + 32], whose 32-byte blocks differ): node -> the
     iterations on which it is the second of a pair.
 
@@ -197,19 +197,19 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
     iteration (EVEN or ODD: iteration parity, the first iteration being even). Where
     `leftover` (the pipeline's paired_store_leftover), the 3rd, 5th... of the runs share
     commits as far as half of all stores need beyond the stores that start a block: the
-    loop's commits are max(block starts, stores / 2), as Zen 4 measures (tests/
+    loop's commits are max(block starts, stores / 2) (measured on Zen 4, tests/
     test_paired_stores.py: [b + 16], [b + 32], [b + 40], [b + 48] 2.00 cycles). Also returned:
     whether the kernel has such stores (the fact matters to it).
 
     Only stores of at most `max_width` bytes pair (None: any width; the pipeline's
-    paired_store_width: Zen 4 pairs 8-byte stores, not 16- or 32-byte ones); a wider store
-    ends a run. So does a store no operand names (push, call): a push form is measured as a
-    run of pushes to adjacent addresses, which pair on a pairing core, so its uops already
-    carry the pairing (Zen 4: push r64 measured 0.57 cycles in a block of its own, its form
-    0.5; paired again, 0.25); unless `implicit`: where the stores' commit is a port of its own
-    (the pipeline's store_commits), pushes pair as other stores do. A store of a vector
-    register's data pairs only where `vector` (the pipeline's paired_store_vector: Zen 4 does
-    not pair them, whatever their width)."""
+    paired_store_width; measured on Zen 4: 8-byte stores pair, 16- and 32-byte ones do not); a
+    wider store ends a run. So does a store no operand names (push, call): a push form is
+    measured as a run of pushes to adjacent addresses, which pair on a pairing core, so its
+    uops already carry the pairing (measured on Zen 4: push r64 0.57 cycles in a block of its
+    own, its form 0.5; paired again, 0.25); unless `implicit`: where the stores' commit is a
+    port of its own (the pipeline's store_commits), pushes pair as other stores do. A store of
+    a vector register's data pairs only where `vector` (the pipeline's paired_store_vector;
+    measured on Zen 4: they do not pair, whatever their width)."""
     addresses = _Addresses(nodes)
     stores = [(i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
               if ref.store]
@@ -259,11 +259,11 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
             out[stores[j][0]] = EVERY
         elif position:
             left.append(stores[j][0])
-    # where the stores a run leaves over share commits (Zen 4 measures a loop's stores at
-    # max(the stores that start a block, half of all) cycles: [b + 16], [b + 32], [b + 40],
-    # [b + 48] 2.00, the runs alone would say 3; tests/test_paired_stores.py has the
-    # readings), of their cost the half-cycles that half of all stores need beyond the block
-    # starts remain
+    # where the stores a run leaves over share commits (paired_store_leftover: a loop's stores
+    # commit at max(the stores that start a block, half of all) cycles; measured on Zen 4:
+    # [b + 16], [b + 32], [b + 40], [b + 48] 2.00, the runs alone would say 3;
+    # tests/test_paired_stores.py has the readings), of their cost the half-cycles that half
+    # of all stores need beyond the block starts remain
     halves = max(0, m - 2 * same.count(False))
     if not leftover or halves >= 2 * len(left):
         return out, halves < 2 * len(left)
