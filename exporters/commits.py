@@ -2,12 +2,13 @@
 
 Where a model's pipeline gives `store_commits` (measured on the host: how many stores commit a
 cycle whatever their forms), the engine gives every store a uop on that many commit ports of
-its own, after the model's (predict.annotate.commit_ports). An exported file has no pipeline
-facts of that kind, so the export carries them as what they are to the engine: ports (named
-as the engine names them, `store`...) and one more uop on them in every store form. A form
-stores when an instance of it does (the ISA's semantics of its example instance: a push
-stores, as its instruction does, though no operand names the memory). Store pairing has no
-counterpart in either format and is not exported.
+its own, after the model's (the model's store-commit rule, predict.store_commits). An
+exported file has no pipeline facts of that kind, so the export carries them as what they are
+to the engine: ports (named as the rule names them, `store`...) and one more uop on them in
+every store form. A form stores when an instance of it does (the ISA's semantics of its
+example instance: a push stores, as its instruction does, though no operand names the
+memory). Store pairing (the rule's PairedWithinBlock, where the model's paired_stores says
+stores pair) has no counterpart in either format and is not exported.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from pmpredict.asm.parse import parse_source
 from pmpredict.isa import semantics
 from pmpredict.isa.examples import example_instance
 from pmpredict.isa.forms import parse_form
-from pmpredict.predict.annotate import commit_ports
+from pmpredict.predict.annotate import machine_facts
+from pmpredict.predict.store_commits import store_commit_rule
 
 
 def with_commit_ports(model):
     """`model` with its store-commit ports and every store form's uop on them, and without the
     store_commits fact they stand for; the model itself where it gives no store_commits."""
-    names = commit_ports(model)
+    names = store_commit_rule(machine_facts(model, loop=True)).commit_ports()
     if not names:
         return model
     mask = ((1 << len(names)) - 1) << len(model.ports)

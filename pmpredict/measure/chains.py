@@ -61,8 +61,9 @@ The companions' latencies come from reference chains (REFERENCES), measured firs
 carry -> register latency = link - add), the register-class round trip `vmovq xmm, r64;
 vmovq r64, xmm` (timing alone cannot split it: each direction is taken as half of it), the
 L1 pointer chase `mov r64, [r64 + 64]` (the machine's load-to-use latency) and `mov [m],
-r64; mov r64, [m]` (store forwarding; also through an indexed address, and of an xmm register:
-Zen 4 forwards general-purpose data in 1 cycle, memory renaming, and vector data in 9).
+r64; mov r64, [m]` (store forwarding; also through an indexed address, and of an xmm register,
+as cores forward kinds of data differently: measured on Zen 4, general-purpose data in 1
+cycle, memory renaming, and vector data in 9).
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ def _reference_list() -> tuple[Reference, ...]:
         Reference("load_latency", Chain(("mov rax, qword ptr [rax + 64]",)),
                   "L1 load-to-use: pointer chase mov r64, [r64 + 64]"),
         # imul closes the link: a chain of store and load alone runs at the pair's rate where
-        # forwarding is faster (Zen 4 renames the memory word: 0 cycles, the pair 1 a cycle)
+        # forwarding is faster (a core that renames the memory word; measured on Zen 4: 0
+        # cycles, the pair 1 a cycle)
         Reference("store_forward_latency",
                   Chain(("mov qword ptr [rbx + 64], rax", "mov rax, qword ptr [rbx + 64]",
                          "imul rax, rbx"), companions=("imul",)),
@@ -148,8 +150,8 @@ def _reference_list() -> tuple[Reference, ...]:
                   Chain(("movdqu xmmword ptr [rbx + 64], xmm0",
                          "movdqu xmm0, xmmword ptr [rbx + 64]")),
                   "store -> load forwarding of vector data: movdqu [m], xmm; movdqu xmm, [m]"),
-        # the add closes the link: the load-op's load is the forwarded one (Zen 4: 8.05 a
-        # link, where a plain load renamed from the store takes 0)
+        # the add closes the link: the load-op's load is the forwarded one (measured on Zen 4:
+        # 8.05 a link, where a plain load renamed from the store takes 0)
         Reference("store_forward_latency_load_op",
                   Chain(("mov qword ptr [rbx + 64], rax", "add rax, qword ptr [rbx + 64]"),
                         companions=("add",)),
@@ -184,9 +186,9 @@ PLANS_VERSION = 1
 def chains_version() -> str:
     """What a model's latencies were measured with: the plans' version and a digest of the
     reference chains. A host model measured with other chains is measured again (a fixed
-    reference moves the latencies derived from it: Zen 4's store forwarding read 1 cycle
-    from the store-load pair alone, 0 closed by an imul, and read-modify-write forms measured
-    after the fix were derived from 0 while the model kept 1)."""
+    reference moves the latencies derived from it; measured on Zen 4: store forwarding read 1
+    cycle from the store-load pair alone, 0 closed by an imul, and read-modify-write forms
+    measured after the fix were derived from 0 while the model kept 1)."""
     text = repr(sorted((r.name, r.chain.lines, r.chain.instances, r.chain.companions, r.share)
                        for r in REFERENCES.values()))
     return f"{PLANS_VERSION}.{hashlib.sha256(text.encode()).hexdigest()[:12]}"
@@ -253,8 +255,8 @@ def _slots(form: str) -> tuple:
 def chain_immediate(width: int | None) -> int:
     """3 for an 8-bit immediate (a shift count or lane selector that keeps the result
     dependent on the source: with the harness's 43, `vpslld ymm, ymm, 43` and `vpalignr ...,
-    43` give zero, and Zen 4 then breaks the chain: 0.5 cycles per link); as the harness
-    chooses for wider ones."""
+    43` give zero, and a core may then break the chain (measured on Zen 4: 0.5 cycles per
+    link)); as the harness chooses for wider ones."""
     return 3 if not width or width <= 8 else immediate(width)
 
 

@@ -108,10 +108,10 @@ def block_kernel(name: str, body: list[str], syntax: str, counter: str | None, v
     A register the block moves by a constant every pass (layout.drift: `add $64, %rbx`,
     push, pop) is moved back by an lea once per loop iteration, so each iteration streams
     over the same addresses: with every page of a window showing one physical page, a stream
-    would otherwise reach the same physical lines through new linear addresses, which AMD's
-    L1 (its way predictor works on linear addresses) pays for as a miss each time (Zen 4:
-    four loads and `add $64, %rbx` measured 2.42 cycles a pass, 1.33 kept in one place; a
-    page a pass 12.9). The lea extends the register's chain once per loop iteration, which
+    would otherwise reach the same physical lines through new linear addresses, which an L1
+    whose way predictor works on linear addresses (AMD's) pays for as a miss each time
+    (measured on Zen 4: four loads and `add $64, %rbx` 2.42 cycles a pass, 1.33 kept in one
+    place; a page a pass 12.9). The lea extends the register's chain once per loop iteration, which
     the difference of two unroll factors cancels.
 
     The block gets its own stack: rsp is saved, set to the block's stack region for the

@@ -78,8 +78,9 @@ def _jump_or_label(line: str) -> bool:
 
 def width_floor(singletons) -> float | None:
     """Instructions per cycle the core has been seen to sustain: the fastest measured singleton
-    (ExperimentSet) but nops (Zen 4 fuses two into one slot, twelve per cycle), as the whole
-    width it proves (a width is a whole number; a timing a hair fast proves no more)."""
+    (ExperimentSet) but nops (a core may fuse two into one slot, nop_fusion; measured on Zen 4:
+    twelve per cycle), as the whole width it proves (a width is a whole number; a timing a
+    hair fast proves no more)."""
     rates = [e.length / e.cycles for e in singletons.experiments
              if e.cycles and not any(f.split("_")[0].upper() == "NOP" for f in e.forms())]
     if not rates:

@@ -29,7 +29,7 @@ This follows the scheme of the PMEvo dissertation (Alg. 3.1) for x86-64 forms:
   and `xor edx, edx` (not for a byte divisor, whose dividend is ax) put the dividend back:
   the division's own rdx:rax result would otherwise feed the next one (a chain, and a
   dividend that drifts to overflow or to 0). Both are removed at rename (an eliminated move,
-  a zero idiom: no execution port; measured on Zen 4, four adds and the two run at 1.00
+  a zero idiom: no execution port; measured on Zen 4: four adds and the two run at 1.00
   cycle, as four adds alone), so they cost front-end slots only; they are the window's
   `prefix` lines, not instances of the experiment.
 * The loop counter and the base register are reserved and never allocated; rbp
@@ -79,7 +79,7 @@ DEFAULT_LENGTHS = (50, 32, 80)   # unrolled window sizes (instructions); the min
 
 # The values every integer division divides (experiments here; blocks: layout.py). A division
 # raises #DE (SIGFPE) on a zero divisor or a quotient too wide for its operand, and on most
-# cores its latency and throughput depend on the values (Zen 4, measured: a 64-bit div of a
+# cores its latency and throughput depend on the values (measured on Zen 4: a 64-bit div of a
 # 63-bit dividend takes 7 cycles per division up to quotients of 44 bits, 8 at 48-52 bits, 9
 # beyond 56; latency 9 to 17). The choice is a typical division of compiled code, a 64-bit
 # quantity (a size, a sum, an offset: 47 significant bits) divided by a count (21 bits, a
@@ -232,8 +232,8 @@ class _Lines:
 
     Successive accesses also move through the line (by the access width, so an aligned
     form stays aligned and no access crosses a line): loads to different lines at the
-    same offset hit the same L1 bank, which on AMD Zen 4 costs about 15% of the load
-    throughput (measured: 0.39 instead of 0.33 cycles per load), an artefact of the
+    same offset hit the same L1 bank, which costs load throughput where the L1 is banked
+    (measured on Zen 4: about 15%, 0.39 instead of 0.33 cycles per load), an artefact of the
     layout rather than a property of the load ports.
     """
 

@@ -13,15 +13,15 @@ and what the block reads there must not distort the timing:
   (BHive's trick): a register streaming through memory (`add $32, %rax` every
   iteration) stays in the L1 cache. Keeping the starts in one page matters: streams
   that move together then cross pages together (in separate pages, every stream pays
-  its own page crossings, and the triad kernel ran at 4.0 instead of 1.5 cycles on
-  Zen 4 in a VM). rsp starts in a stack region of its own: push, pop and `8(%rsp)`
+  its own page crossings; measured on Zen 4 in a VM: the triad kernel 4.0 cycles instead
+  of 1.5). rsp starts in a stack region of its own: push, pop and `8(%rsp)`
   never touch the harness's stack. Registers the block does not address through start
   in a spare region (valid pointers all the same, should the analysis miss a use), whose
   words hold pointers into itself (a spare register stored where a chase then loads stays
   an address however often it is followed).
 * **Distinct page offsets.** A load whose address matches an earlier store's in the low
-  12 bits waits for it on most cores (4K aliasing: on this Zen 4, a store through rsp and a
-  load through rbx at the same page offset took 1.44 cycles instead of 0.67). So every
+  12 bits waits for it on most cores (4K aliasing; measured on Zen 4: a store through rsp
+  and a load through rbx at the same page offset 1.44 cycles instead of 0.67). So every
   start has a cache line of the page to itself (`page_lines`): the address registers theirs
   (spread evenly, from line 0), then rsp, the pointer targets, the rip-relative data
   objects, a loop counter in memory and the spare registers the lines in between (64 lines:
@@ -201,8 +201,8 @@ def _homes(address: list[str], others: list[str], offsets: _Offsets) -> dict[str
 
     The registers the block addresses memory through share one page of the data region,
     spread evenly over it (whole lines): distinct lines, and streams that move together stay
-    in one page (in separate pages every stream pays its own page crossings: the triad
-    kernel ran at 4.0 instead of 1.5 cycles on Zen 4 in a VM). rsp starts in the stack
+    in one page (in separate pages every stream pays its own page crossings; measured on Zen 4
+    in a VM: the triad kernel 4.0 cycles instead of 1.5). rsp starts in the stack
     region, any other register in a spare region (the data flow says it addresses nothing;
     if it does after all, it still finds memory); each at a page offset of its own."""
     homes = {}

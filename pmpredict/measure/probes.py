@@ -13,13 +13,15 @@ execution port. Dependency-breaking zero idioms (`vpxor xmm1, xmm1, xmm1`) are r
 rename on every recent x86 core (Intel since Sandy Bridge, AMD since Zen), write no flags and
 read nothing. Six of them and a subject instruction make a block whose time is the front
 end's, so a subject that costs one more slot shows as 1 / width more cycles. That rests on
-the fillers running at the width: where they alone run slower (Zen 5: six a cycle of eight),
-the slot readings (fusion, load-ops, nops) are in doubt and say so (`premise`).
+the fillers running at the width: where they alone run slower (measured on Zen 5: six a
+cycle of eight), the slot readings (fusion, load-ops, nops) are in doubt and say so
+(`premise`).
 
 * **Issue width** (`r_max`): the most instructions per cycle over blocks of independent
   cheap instructions: zero idioms (general-purpose and vector), eliminated moves, and a mix
-  spread over ALUs, vector units and loads. Not nops: Zen 4 runs twelve `nop` per cycle (two
-  fused into one slot), which no real instruction mix reaches (reported beside it).
+  spread over ALUs, vector units and loads. Not nops: where two share a slot (nop_fusion) they
+  run at a rate no real instruction mix reaches (measured on Zen 4: twelve `nop` per cycle;
+  reported beside it).
 * **Macro-fusion** (`macro_fusion`): the same instructions, `cmp r8, r8; <6 fillers>;
   jne 2f; 2:` against `<6 fillers>; cmp r8, r8; jne 2f; 2:`: apart they take two slots,
   fused one, so the adjacent order runs 1 / width faster. The jump is never taken (cmp of a
@@ -32,26 +34,27 @@ the slot readings (fusion, load-ops, nops) are in doubt and say so (`premise`).
   The same for vector load-ops (`vector_load_op_slots`, `indexed_vector_load_op_slots`):
   `vpaddd x, x, x` against `vpaddd x, x, [base + disp]` and `[base + index + disp]` (cores
   differ by class: Intel's rule since Haswell keeps a two-operand `add r, [b + i]`
-  micro-fused and unlaminates a three-operand `vpaddd`; Zen 4 measures two slots for the
+  micro-fused and unlaminates a three-operand `vpaddd`; measured on Zen 4: two slots for the
   integer one and one for the vector one).
 * **Paired stores** (`paired_stores`, `paired_store_bytes`): two 8-byte stores a copy, at
   offsets (8, 16) from the base (one 32-byte block), (24, 32) (one line, two blocks), (8, 72)
   (adjacent lines of one 128-byte block) and (8, 200) (lines apart; the harness's base
   register is the start of a page). A store a cycle where they do not pair (every core in
-  scope), two where they do: the largest reach that pairs is the block (Zen 4: 32 bytes;
-  a core that commits two stores to one line together: 64; stores 192 bytes apart pairing:
-  anywhere, a page for the engine).
+  scope), two where they do: the largest reach that pairs is the block (measured on Zen 4:
+  32 bytes; a core that commits two stores to one line together: 64; stores 192 bytes apart
+  pairing: anywhere, a page for the engine).
 * **Store commits** (`store_commits`): four stores of different forms a copy (a 64-bit
   register, a 32-bit immediate, a vector register's low 64 bits, a byte register), each in a
-  line of its own: how many stores commit a cycle whatever their forms (Zen 4: one). The
-  forms' inferred ports cannot say it: each form alone runs one a cycle, so the inference
-  may put two forms on two ports, as if they could commit in one cycle.
+  line of its own: how many stores commit a cycle whatever their forms (measured on Zen 4:
+  one). The forms' inferred ports cannot say it: each form alone runs one a cycle, so the
+  inference may put two forms on two ports, as if they could commit in one cycle.
 * **Stack sync** (`stack_sync_latency`): `push r8; add rsp, 8` against `sub rsp, 8; add rsp,
   8`. The push updates rsp in the stack engine; the add names rsp, so a sync uop applies
   the engine's offset first: the loop-carried chain is sync + add, against two plain ALU
   operations on rsp (one cycle each on every core): the sync is the difference. Whether a
   read waits for it too (`stack_sync_reads`): `pop r8; mov rax, rsp` against `pop r8; mov
-  rax, rbx` (Zen 4: 0.32 and 0.33, no; a sync a copy would make it at least a cycle).
+  rax, rbx` (measured on Zen 4: 0.32 and 0.33, no; a sync a copy would make it at least a
+  cycle).
 * **Window** (`window`): copies of `vmovaps xmm0, xmm15` + a chain of WINDOW_CHAIN `vdivss
   xmm0, xmm0, xmm14` (about 220 cycles, few scheduler entries) + zero idioms, S instructions
   a copy, for S on a geometric grid. Each copy's chain is its own, so while two copies fit in
@@ -59,12 +62,13 @@ the slot readings (fusion, load-ops, nops) are in doubt and say so (`premise`).
   the S where one copy no longer leaves room for the next one's chain, a copy takes at least
   the chain (measured alone, loop-carried). The window is the largest S before that. Zero
   idioms take a reorder-buffer entry and nothing else (no port, no scheduler entry); `nop`s
-  would not do (Zen 4 keeps a window of more than 700 of them).
+  would not do (a core may keep more of them in flight than its window has entries; measured
+  on Zen 4: more than 700).
 * **Nops** (`nop_fusion`, `nop_fusion_vector`): fillers + an integer instruction (`lea r10,
   [r9 + 8]`) against the same with a `nop` after it, and the same after a vector instruction
   (`vpaddd xmm7, xmm0, xmm0`): a nop that shares the slot of the instruction before it costs
-  nothing (Zen 4: after `lea`, a load, a store, an ALU operation or another nop, not after
-  `vpaddd` or a vector zero idiom; twelve nops a cycle, two a slot).
+  nothing (measured on Zen 4: after `lea`, a load, a store, an ALU operation or another nop,
+  not after `vpaddd` or a vector zero idiom; twelve nops a cycle, two a slot).
 * **Taken loop branch** (`taken_branch`): loops whose body is k = 0..7 zero idioms; the
   fewest cycles per iteration any of them takes is the least a loop iteration costs (the
   whole series is kept: it also shows the width, k + 1 slots with the fused dec/jnz).
@@ -186,8 +190,8 @@ STORE_REGISTERS = ("r8", "r9")
 
 
 # two vector stores a copy, each pair within one 32-byte block (16-byte stores) or one line
-# (32-byte stores): whether stores that wide pair (paired_store_width; Zen 4: 8-byte stores
-# pair, 16- and 32-byte ones do not, a store a cycle)
+# (32-byte stores): whether stores that wide pair (paired_store_width; measured on Zen 4:
+# 8-byte stores pair, 16- and 32-byte ones do not, a store a cycle)
 WIDE_STORE_PAIRS = (
     ("two 16-byte stores in one 32-byte block", ("xmmword", "xmm8", 0), ("xmmword", "xmm9", 16),
      16, 32),
@@ -196,15 +200,15 @@ WIDE_STORE_PAIRS = (
 
 
 # two 8-byte stores of vector registers a copy, in one 32-byte block: whether a vector
-# register's data pairs at all (paired_store_vector; Zen 4: no, `vmovss` / `vmovsd` / `movq`
-# from xmm a store a cycle, where general-purpose and immediate stores pair)
+# register's data pairs at all (paired_store_vector; measured on Zen 4: no, `vmovss` /
+# `vmovsd` / `movq` from xmm a store a cycle, where general-purpose and immediate stores pair)
 VECTOR_STORE_PAIR = "two 8-byte vector-register stores in one 32-byte block"
 
 
 # four stores of different forms a copy, each in a line of its own (192 bytes apart: no two
-# pair): how many stores the core commits a cycle whatever their forms (store_commits; Zen 4:
-# one, where the forms' own ports would allow more: an inferred mapping puts stores of
-# different forms on different ports, as each form alone runs one a cycle)
+# pair): how many stores the core commits a cycle whatever their forms (store_commits;
+# measured on Zen 4: one, where the forms' own ports would allow more: an inferred mapping
+# puts stores of different forms on different ports, as each form alone runs one a cycle)
 STORE_COMMITS = "four stores of different forms, lines apart"
 STORE_COMMIT_LINES = ("mov qword ptr [rsi + 8], r8", "mov dword ptr [rsi + 200], 1",
                       "vmovq qword ptr [rsi + 392], xmm8", "mov byte ptr [rsi + 584], r9b")
@@ -213,8 +217,9 @@ COMMITS_SNAP = 0.15             # stores a cycle this close to a whole number: t
 
 # a store in one block, then three in the next, a copy, for each block size the pairs above
 # can find: whether the stores a run of same-block stores leaves over (its 3rd, 5th...)
-# share commits (paired_store_leftover; Zen 4, 32-byte blocks: 2.00 cycles a copy, where
-# pairing runs alone commits 3: the loop's stores commit at max(block starts, half of all))
+# share commits (paired_store_leftover: the loop's stores then commit at max(block starts,
+# half of all); measured on Zen 4, 32-byte blocks: 2.00 cycles a copy, where pairing runs
+# alone commits 3)
 LEFTOVER_STORES = {32: (16, 32, 40, 48), 64: (32, 64, 72, 80)}
 LEFTOVER_REGISTERS = ("r8", "r9", "r10", "r11")
 LEFTOVER_SHARED_BELOW = 2.5     # cycles a copy: 2 where they share, 3 where they commit alone
@@ -281,7 +286,8 @@ def _stack_probes() -> list[Probe]:
     return [Probe(f"stack: {name}", lines) for name, lines in STACK_PROBES]
 
 
-WINDOW_CHAIN = 20                 # dependent divisions per copy (about 220 cycles on Zen 4)
+# dependent divisions per copy (measured on Zen 4: about 220 cycles)
+WINDOW_CHAIN = 20
 # instructions per copy: a geometric grid (5% apart) from 128 to about 1000, past every
 # reorder buffer in scope (Skylake 224, Zen 4 320, Golden Cove 512)
 WINDOW_SIZES = tuple(round(128 * 1.05 ** i) for i in range(43))

@@ -52,8 +52,9 @@ class Annotated:
     eliminated: bool = False                   # move eliminated at rename
     idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
     fused: bool = False                        # the jump of a macro-fused pair
-    # a store committed with the store before it (same 32-byte block): on these iterations
-    # (deps.EVEN, ODD; 0: never) it runs `paired_uops` (its address) instead of its `uops`
+    # a store committed with the store before it (one paired_store_bytes block): on these
+    # iterations (store_commits.EVEN, ODD; 0: never) it runs `paired_uops` (its address)
+    # instead of its `uops`
     paired: int = 0
     paired_uops: tuple[tuple[int, int], ...] = ()
     assumed: tuple[Note, ...] = ()                     # what was assumed for this instruction
@@ -100,7 +101,8 @@ class MachineFacts:
     pipeline: Mapping
     width: float | None                  # the issue width (the model's r_max)
     loop: bool                           # the kernel ends in its loop branch
-    # the ports past the model's own that stand for the measured store commits (commit_ports)
+    # the ports past the model's own that stand for the measured store commits
+    # (store_commits.commit_ports)
     commit_mask: int = 0
     # why the model's measured front end may be wrong (what a disturbed measurement left:
     # measure.probes.doubts), from its provenance
@@ -174,15 +176,6 @@ def assume_forwarding(reader: FactReader, kinds) -> None:
     for kind in sorted(kinds):
         if kind in FORWARDING_KEYS:
             reader.value(FORWARDING_KEYS[kind])
-
-
-def commit_ports(model) -> tuple[str, ...]:
-    """The ports a model's measured store commits stand for (pipeline store_commits: every
-    store of a known form takes a uop there, besides its form's; a store that pairs with the
-    one before it runs its address uops only, as it commits with that one): named after the
-    model's own ports, `store` (or store1, store2...); none where the model does not say."""
-    n = int((model.pipeline or {}).get("store_commits") or 0)
-    return ("store",) if n == 1 else tuple(f"store{k + 1}" for k in range(n))
 
 
 def machine_facts(model, loop: bool) -> MachineFacts:
@@ -263,9 +256,9 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
 def _share_nop_slots(out: list[Annotated], machine: MachineFacts, reader: FactReader) -> None:
     """A nop takes no front-end slot of its own where it shares the slot of the instruction
     before it, one nop a slot: after a general-purpose instruction or a nop (the pipeline's
-    nop_fusion), after a vector one (nop_fusion_vector). Zen 4: `lea r10, [r9 + 8]` then a nop
-    one slot, two nops one slot, a nop after `vpaddd` a slot of its own (measure/probes.py).
-    The block repeats, so the first instruction follows the last."""
+    nop_fusion), after a vector one (nop_fusion_vector; measured on Zen 4: `lea r10, [r9 + 8]`
+    then a nop one slot, two nops one slot, a nop after `vpaddd` a slot of its own,
+    measure/probes.py). The block repeats, so the first instruction follows the last."""
     if len(out) < 2 or not any(_is_nop(a) for a in out):
         return
     given = machine.given("nop_fusion")
@@ -348,7 +341,7 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,
         notes.append(Note(SEMANTICS, "reads/writes guessed (instruction not in the semantics "
                                      "tables)"))
     if machine.commit_mask and sem.stores and form:
-        uops += ((machine.commit_mask, 1),)           # its commit (see commit_ports)
+        uops += ((machine.commit_mask, 1),)      # its commit (store_commits.commit_ports)
     return Annotated(i, form, sem, uops, node, update, slot=_slots(sem, machine),
                      eliminated=eliminated, idiom=idiom, assumed=tuple(notes), ordered=ordered)
 
@@ -450,12 +443,12 @@ def _merge_latency(r, form, base: float, pure_load: bool, measured, notes: list)
     merge's own latency. Measured (the model's latency of the destination operand,
     chains.py) where the model has it. Else, for a pure load (`mov cl, [m]`, an AArch64
     load into a lane), the load is not on that path: it starts before the old value is
-    there, which only has to arrive for the merge: ASSUMED merge_latency, stated (Zen 4 runs
-    `movb 24(%rsi), %cl` in a loop at 1.0 cycle, Raptor Cove at 1.5, not at the load latency
+    there, which only has to arrive for the merge: ASSUMED merge_latency, stated (measured on
+    Zen 4: `movb 24(%rsi), %cl` in a loop 1.0 cycle; on Raptor Cove 1.5; not the load latency
     + 1). Where the instruction computes the new bits itself (`imul cx, dx, 3`, `sete cl`,
     an insert from a register `ins v0.d[1], v1.d[0]`, a merge-masked operation), the merge is
     that operation, one uop taking the old register as one more input: its latency stays
-    (Zen 4 measures `imul cx, dx, 3` at 4 cycles from the old rcx, as from dx)."""
+    (measured on Zen 4: `imul cx, dx, 3` 4 cycles from the old rcx, as from dx)."""
     if measured is not None:
         return measured
     if not pure_load:
@@ -475,9 +468,9 @@ def _stack_syncs(out: list[Annotated], register: str, machine: MachineFacts,
     stack_sync_latency instead of nothing, said to be assumed unless the model gives it
     (measured on Zen 4: push; push; sub rsp, 8 runs at 2 cycles a loop, the sync
     and the sub; push; mov rbp, rsp; and rsp, -32; add rsp, 16 at 3.4). Where the machine's
-    reads do not wait for it (stack_sync_reads 0; Zen 4: `pop r8; mov rax, rsp` 0.32 cycles,
-    `push rbp; mov rbp, rsp` 0.49, the push alone 0.50), only an explicit write syncs and a
-    read is as if the stack pointer were not named."""
+    reads do not wait for it (stack_sync_reads 0; measured on Zen 4: `pop r8; mov rax, rsp`
+    0.32 cycles, `push rbp; mov rbp, rsp` 0.49, the push alone 0.50), only an explicit write
+    syncs and a read is as if the stack pointer were not named."""
     def implicit_update(a):
         return a.update is not None and register in a.update.writes and any(
             w.name == register and w.operand is None for w in a.semantics.writes)
@@ -521,8 +514,8 @@ def _stack_syncs(out: list[Annotated], register: str, machine: MachineFacts,
 def _slots(sem: InstructionSemantics, machine: MachineFacts) -> int:
     """Front-end slots: a load-op takes the machine's (2 where it is unlaminated), by class:
     a vector load-op (one whose data is a vector register: vpaddd x, x, [m]) and an integer
-    one (add r, [m]), each with and without an index (cores differ by class: Zen 4 splits
-    add r, [b + i] and not vpaddd x, x, [b + i])."""
+    one (add r, [m]), each with and without an index (cores differ by class; measured on
+    Zen 4: add r, [b + i] split, vpaddd x, x, [b + i] not)."""
     if not sem.loads or sem.stores or _pure_load(sem):
         return 1
     indexed = "indexed_" if any(m.index for m in sem.memory if m.load) else ""

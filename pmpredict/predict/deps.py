@@ -19,8 +19,9 @@ numbered by value, pointer bumps (add/sub of a constant, push/pop) move an offse
 forwards to a load whose pointer has moved by the loop's step since. The edge weight is the
 store-forwarding latency plus what the load's own latency adds after the load (consumer
 latency of the memory operand minus the L1 load latency). The forwarding latency depends on
-what is forwarded (`Forwarding`): Zen 4 forwards a general-purpose store to a load of the same
-address in 0 cycles (memory renaming), with or without an index register, but vector data in 9.
+what is forwarded (`Forwarding`: the pipeline's store_forward_latency facts, one a kind; measured
+on Zen 4: a general-purpose store to a load of the same address 0 cycles, memory renaming, with
+or without an index register, vector data 9).
 
 Loop-carried bound: the maximum over dependency cycles of (sum of weights) / (iterations the
 cycle spans), computed exactly: every cycle passes through at least one distance-1 edge
@@ -95,10 +96,11 @@ class Forwarding:
     """Store -> load forwarding latency (store data ready -> load value ready) by what is
     forwarded: general-purpose data through a base + displacement address, through an address
     with an index register, and vector data (a vector register's, or a store wider than 64
-    bits: Zen 4 forwards `vmovss` as slowly as `movdqu`, 9 cycles, where it renames a
-    general-purpose word in 0), and into the load of a load-op through a base + displacement
-    address (Zen 4: 7 cycles, `add rax, [rbx + 64]; mov [rbx + 64], rax` 8.05 a link, where
-    `mov r, [m]`, `add [m], r` and an indexed load-op are renamed, 1.00). None: as `plain`."""
+    bits; measured on Zen 4: `vmovss` forwards as slowly as `movdqu`, 9 cycles, where a
+    general-purpose word is renamed, 0), and into the load of a load-op through a base +
+    displacement address (measured on Zen 4: 7 cycles, `add rax, [rbx + 64]; mov [rbx + 64],
+    rax` 8.05 a link, where `mov r, [m]`, `add [m], r` and an indexed load-op are renamed,
+    1.00). None: as `plain`."""
     plain: float
     indexed: float | None = None
     vector: float | None = None
@@ -165,10 +167,11 @@ class _Addresses:
     iteration (registers the body never writes, other such results, loads from such addresses
     that no store of the body names) makes a version ("same", ...) that is the same every
     iteration too: a pointer loaded afresh each time from an unchanging place points where it
-    did the iteration before (Zen 4 runs a read-modify-write through one at its chain's pace);
-    and a register the body sets to such a value holds it at the start of every iteration but
-    the first (`mov [rax], rbx; mov rax, rbx` stores to one place: its stores pair across
-    iterations on Zen 4, 0.50 cycles a loop)."""
+    did the iteration before (measured on Zen 4: a read-modify-write through one runs at its
+    chain's pace); and a register the body sets to such a value holds it at the start of every
+    iteration but the first (`mov [rax], rbx; mov rax, rbx` stores to one place: where stores
+    pair (paired_stores), its stores pair across iterations; measured on Zen 4: 0.50 cycles a
+    loop)."""
 
     def __init__(self, nodes: list[Node]):
         written = {r for node in nodes for r in node.writes}
@@ -339,111 +342,6 @@ def _forwarding_store(nodes, addresses: _Addresses, stores: dict, i: int, k: int
         if _overlaps(there, ref.width, at, load.width):
             return j, 1 if before else 0, ref, False
     return None
-
-
-# --- stores that commit in pairs -------------------------------------------------------------
-
-EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of a pair (bits)
-
-
-def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = None,
-                  vector: bool = True, implicit: bool = False, leftover: bool = False
-                  ) -> tuple[dict[int, int], bool]:
-    """Stores that commit together with the store before them, on a core that commits two
-    consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
-    paired_store_bytes; Zen 4 measures 0.5 cycles per store for two stores at [rbp + 8],
-    [rbp + 16], 1 for [rbp + 24], [rbp + 32], whose 32-byte blocks differ): node -> the
-    iterations on which it is the second of a pair.
-
-    Stores are taken in program order, across iterations; two consecutive ones share a block
-    when their addresses have the same symbolic base and their offsets fall into the same
-    block counted from it (the base taken as aligned, as stack frames and allocations
-    usually are); across iterations, a pointer that moves by half a block or less is taken as
-    staying in it. In each run of same-block stores, the 2nd, 4th... pair up (EVERY
-    iteration). A run that spans the whole loop pairs across iterations: with an even number
-    of stores as before, with an odd number each store is the second of a pair every other
-    iteration (EVEN or ODD: iteration parity, the first iteration being even). Where
-    `leftover` (the pipeline's paired_store_leftover), the 3rd, 5th... of the runs share
-    commits as far as half of all stores need beyond the stores that start a block: the
-    loop's commits are max(block starts, stores / 2), as Zen 4 measures (tests/
-    test_paired_stores.py: [b + 16], [b + 32], [b + 40], [b + 48] 2.00 cycles). Also returned:
-    whether the kernel has such stores (the fact matters to it).
-
-    Only stores of at most `max_width` bytes pair (None: any width; the pipeline's
-    paired_store_width: Zen 4 pairs 8-byte stores, not 16- or 32-byte ones); a wider store
-    ends a run. So does a store no operand names (push, call): a push form is measured as a
-    run of pushes to adjacent addresses, which pair on a pairing core, so its uops already
-    carry the pairing (Zen 4: push r64 measured 0.57 cycles in a block of its own, its form
-    0.5; paired again, 0.25); unless `implicit`: where the stores' commit is a port of its own
-    (the pipeline's store_commits), pushes pair as other stores do. A store of a vector
-    register's data pairs only where `vector` (the pipeline's paired_store_vector: Zen 4 does
-    not pair them, whatever their width)."""
-    addresses = _Addresses(nodes)
-    stores = [(i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
-              if ref.store]
-    m = len(stores)
-    if m == 0:
-        return {}, False
-
-    def at(j: int):
-        i, k = stores[j]
-        return addresses.where[i][k]
-
-    def same_block(a, b) -> bool:
-        return a[0] == b[0] and a[1] // block_bytes == b[1] // block_bytes
-
-    # the last store of the previous iteration, in this iteration's terms; when its pointer
-    # has moved since, the two share a block most of the time if it moved by half one or less
-    last = addresses.previous_iteration(*at(m - 1))
-    first = at(0)
-    wrap = last is not None and last[0] == first[0] and (
-        same_block(first, last) if last[1] == at(m - 1)[1]
-        else abs(first[1] - last[1]) <= block_bytes // 2)
-    def narrow(j: int) -> bool:
-        i, k = stores[j]
-        if nodes[i].memory[k].implicit and not implicit:
-            return False                     # its measured uops hold the pairing already
-        if nodes[i].memory[k].vector and not vector:
-            return False
-        width = nodes[i].memory[k].width
-        return max_width is None or width is None or width <= 8 * max_width
-
-    same = [wrap and narrow(0) and narrow(m - 1)] + [
-        same_block(at(j), at(j - 1)) and narrow(j) and narrow(j - 1) for j in range(1, m)]
-    out: dict[int, int] = {}
-    if all(same):
-        for j, (i, _) in enumerate(stores):
-            when = EVERY if m % 2 == 0 and j % 2 else 0 if m % 2 == 0 else (EVEN if j % 2 else ODD)
-            if when:
-                out[i] = out.get(i, 0) | when
-        return out, False
-    start = same.index(False)
-    position = 0
-    left = []                 # the 3rd, 5th... of a run: no store before it to pair with
-    for step in range(m):
-        j = (start + step) % m
-        position = position + 1 if same[j] else 0
-        if position % 2:
-            out[stores[j][0]] = EVERY
-        elif position:
-            left.append(stores[j][0])
-    # where the stores a run leaves over share commits (Zen 4 measures a loop's stores at
-    # max(the stores that start a block, half of all) cycles: [b + 16], [b + 32], [b + 40],
-    # [b + 48] 2.00, the runs alone would say 3; tests/test_paired_stores.py has the
-    # readings), of their cost the half-cycles that half of all stores need beyond the block
-    # starts remain
-    halves = max(0, m - 2 * same.count(False))
-    if not leftover or halves >= 2 * len(left):
-        return out, halves < 2 * len(left)
-    whole = max(0, halves - len(left))             # left-over stores that still commit alone
-    for t, i in enumerate(left):
-        if t < whole:
-            continue
-        if t - whole < halves - 2 * whole:
-            out[i] = out.get(i, 0) | (EVEN if (t - whole) % 2 else ODD)
-        else:
-            out[i] = out.get(i, 0) | EVERY
-    return out, True
 
 
 # --- critical path of one iteration ----------------------------------------------------------

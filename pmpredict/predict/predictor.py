@@ -25,14 +25,13 @@ before it (the model says the pair fuses): the pair runs as that instruction's u
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Callable
 
 from pmpredict.isa import semantics as semantics_registry
 from pmpredict.isa.base import STORES
-from pmpredict.predict.annotate import (Annotated, MachineFacts, annotate, assume_forwarding,
-                                        commit_ports)
+from pmpredict.predict.annotate import Annotated, MachineFacts, annotate, assume_forwarding
 from pmpredict.asm.kernel import Kernel
 from pmpredict.asm.match import APPROX_LOAD, FormMatcher, form_pattern
 from pmpredict.isa.keys import render_key
@@ -40,8 +39,8 @@ from pmpredict.isa.syntax import Instruction
 from pmpredict.predict.port_bound import optimum
 from pmpredict.predict.bottlenecks import FRONTEND_BOTTLENECK, Bounds, Evidence, event_classes
 from pmpredict.predict.criticality import Criticality, analyse, slack
-from pmpredict.predict.deps import (EVEN, EVERY, ODD, Cycle, Graph, Path, build_graph,
-                                    critical_path, loop_carried_chains, paired_stores)
+from pmpredict.predict.deps import (Cycle, Graph, Path, build_graph, critical_path,
+                                    loop_carried_chains)
 from pmpredict.isa.forms import parse_form
 from pmpredict.model.facts import FactReader
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
@@ -49,7 +48,8 @@ from pmpredict.predict import simulation_native
 from pmpredict.predict.simulation import Body, Run
 from pmpredict.predict.simulation import CoreLimits
 from pmpredict.predict.simulation import TIMES, simulate as simulate_schedule
-from pmpredict.predict.simulation_arrays import SKIP_EVEN, SKIP_ODD
+from pmpredict.predict.store_commits import (commit_ports, store_commit_rule,
+                                             uop_cycles as _uop_cycles, uop_mass as _uop_mass)
 
 
 @dataclass
@@ -332,20 +332,13 @@ class Predictor:
                     nodes.append(node)
                     node_rows.append(a.index)
                     mains.append(main)
-        if facts.value("paired_stores"):
-            annotated, left_over = _pair_stores(
-                annotated, nodes, node_rows, self._address_uops(),
-                int(facts.value("paired_store_bytes")), int(facts.value("paired_store_width")),
-                bool(facts.value("paired_store_vector")), commit=facts.commit_mask,
-                leftover=bool(facts.value("paired_store_leftover")))
-            # each said where it decides: a store a run leaves over, one wider than 8 bytes,
-            # one of a vector register's data
-            if left_over:
-                reader.value("paired_store_leftover")
-            if any(ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
-                reader.value("paired_store_width")
-            if any(ref.store and ref.vector for n in nodes for ref in n.memory):
-                reader.value("paired_store_vector")
+        # stores committed as the model's measured facts say (store_commits.py); the facts
+        # the rule used, said where the model does not give them
+        committed = store_commit_rule(facts).commit(annotated, nodes, node_rows,
+                                                    self._address_uops())
+        annotated = committed.annotated
+        for key in committed.used:
+            reader.value(key)
         return Annotation(tuple(annotated), facts, reader.assumptions(), tuple(nodes),
                           tuple(node_rows), tuple(mains))
 
@@ -513,53 +506,6 @@ def _assumed(annotation: Annotation | None, found: BoundsFound | None = None) ->
     """What the stages assumed of the machine, in order, read-only."""
     stages = [x.assumed for x in (annotation, found) if x is not None]
     return MappingProxyType(dict(pair for assumed in stages for pair in assumed))
-
-
-def _pair_stores(annotated: list[Annotated], nodes, node_rows: list[int], address,
-                 block_bytes: int, max_width: int | None, vector: bool = True,
-                 commit: int = 0, leftover: bool = False) -> tuple[list, bool]:
-    """Plain stores committed with the store before them (deps.paired_stores) run only their
-    address generation (`address`: the plain load's uops) on the iterations they pair: every
-    iteration (their uops replaced), or every other one (Annotated.paired). A store that also
-    loads keeps its uops; where the commit is a port of its own (`commit`: its mask, the
-    pipeline's store_commits), one that loads from elsewhere (push m64) shares its commit
-    (Zen 4: three `push m64` 2.06 cycles, as three `push r64`), while a read-modify-write of
-    one place (add [m], r) keeps it. Also returned: whether the kernel has stores a run
-    leaves over (deps.paired_stores: the pipeline's paired_store_leftover matters)."""
-    out = list(annotated)
-    pairs, left_over = paired_stores(nodes, block_bytes, max_width, vector, bool(commit),
-                                     leftover)
-    for k, when in pairs.items():
-        a = out[node_rows[k]]
-        if not a.uops:
-            continue
-        uops = address
-        if a.semantics.loads:
-            if not commit or any(m.load and m.store for m in a.semantics.memory):
-                continue
-            uops = tuple(u for u in a.uops if u[0] != commit)
-        out[node_rows[k]] = replace(a, uops=uops) if when == EVERY else \
-            replace(a, paired=when, paired_uops=uops)
-    return out, left_over
-
-
-def _uop_mass(a: Annotated) -> list[tuple[int, float]]:
-    """(port mask, uops per iteration) of an instruction: a store paired every other iteration
-    runs half its own uops and half its address's."""
-    if not a.paired:
-        return list(a.uops)
-    return [(mask, count / 2) for mask, count in a.uops + a.paired_uops]
-
-
-def _uop_cycles(a: Annotated) -> tuple[int, ...]:
-    """The simulation's port masks of an instruction, one per uop cycle; a store paired every
-    other iteration skips its own uops on those iterations and its address's on the others."""
-    if not a.paired:
-        return tuple(mask for mask, count in a.uops for _ in range(count))
-    on = (SKIP_EVEN if a.paired & EVEN else 0) | (SKIP_ODD if a.paired & ODD else 0)
-    off = (SKIP_EVEN | SKIP_ODD) & ~on
-    return tuple(mask | on for mask, count in a.uops for _ in range(count)) + \
-        tuple(mask | off for mask, count in a.paired_uops for _ in range(count))
 
 
 def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:

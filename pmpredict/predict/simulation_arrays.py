@@ -35,7 +35,7 @@ OUT_OF_CAPACITY = -1
 CHECK_EVERY = 24          # iterations between two looks for a periodic steady state
 
 # flags above the port bits of a uop mask: the uop is left out on even / odd iterations (a
-# store committed with the one before it every other iteration: deps.paired_stores)
+# store committed with the one before it every other iteration: store_commits.paired_stores)
 SKIP_EVEN = 1 << 60
 SKIP_ODD = 1 << 61
 PORT_BITS = SKIP_EVEN - 1
