@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 
 import z3
 
-from pmpredict.infer.oracles import MeasurementLog, OracleError, Stopped, canonical
+from pmpredict.infer.oracles import MeasurementLog, OnlineRunStopped, OracleError, canonical
 from pmpredict.infer.smt_encoding import (ENCODINGS, Encoder, MappingVars, as_fraction,
                                           exact_cycles, _real)
 
@@ -199,7 +199,7 @@ class CegisSolver:
         started = time.monotonic()
         self.calls += 1
         if self.should_stop is not None and self.should_stop():
-            raise Stopped()
+            raise OnlineRunStopped()
         solver = self.solver
         if not self.settings.incremental:
             solver = self._new_solver()
@@ -224,7 +224,7 @@ class CegisSolver:
             self.by_kind[kind] = self.by_kind.get(kind, 0.0) + spent
         if dog.fired:        # the context is canceled now: whatever the check answered
             if self.should_stop is not None and self.should_stop():
-                raise Stopped()
+                raise OnlineRunStopped()
             raise KeyboardInterrupt
         if result == z3.unknown:
             raise RuntimeError(f"the SMT solver gave up: {solver.reason_unknown()}")
@@ -361,7 +361,7 @@ def run_cegis(oracle, forms, settings: CegisSettings, *, log: MeasurementLog | N
     result = CegisResult(None, False, None, run.used, _first_bound(resume, settings))
     try:
         return _search(run, settings, result, on_step)
-    except Stopped:
+    except OnlineRunStopped:
         return _finish(result, run.solver, "stopped")
     except KeyboardInterrupt as exc:
         return _finish(result, run.solver, "interrupted", interrupted=exc)

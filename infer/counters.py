@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from pmpredict.infer.cegis import CegisSettings, run_cegis
-from pmpredict.infer.oracles import MeasurementLog, OracleError, Stopped, canonical
+from pmpredict.infer.oracles import MeasurementLog, OnlineRunStopped, OracleError, canonical
 from pmpredict.infer.smt_encoding import ENCODINGS
 
 
@@ -139,9 +139,10 @@ class _Run:
         self.report()
 
     def measure(self, exps, with_uops=False) -> list:
-        """(cycles, uops or None) of each experiment; Stopped if should_stop() says so."""
+        """(cycles, uops or None) of each experiment; OnlineRunStopped if should_stop() says
+        so."""
         if self.should_stop is not None and self.should_stop():
-            raise Stopped()
+            raise OnlineRunStopped()
         cyc = self.log.measure(self.oracle, exps)
         out = []
         for e, c in zip(exps, cyc):
@@ -196,7 +197,7 @@ def run_counters(oracle, counter, forms, settings: CountersSettings, *, ports,
         _decompose_other_forms(run, forms, blocking, rep_list, rep_mask, candidates, t, c)
         result.finished = True
         return result
-    except Stopped:
+    except OnlineRunStopped:
         result.reason = "stopped"
         return result
     except KeyboardInterrupt as exc:
@@ -288,7 +289,8 @@ def _blocking_port_sets(run: _Run, blocking: _Blocking, rep_list: list,
 
 def _cegis_of_representatives(run: _Run, rep_list: list, candidates: dict):
     """CEGIS in the two-level model, each representative's port count fixed to its k; its
-    statistics go into the result. Stopped or KeyboardInterrupt where CEGIS was stopped."""
+    statistics go into the result. OnlineRunStopped or KeyboardInterrupt where CEGIS was
+    stopped."""
     def cegis_progress(info):
         if run.progress:
             run.progress({**info, "phase": "cegis", "elapsed": time.monotonic() - run.started})
@@ -306,7 +308,7 @@ def _cegis_of_representatives(run: _Run, rep_list: list, candidates: dict):
     if cg.interrupted is not None:
         raise cg.interrupted
     if cg.reason == "stopped":
-        raise Stopped()
+        raise OnlineRunStopped()
     return cg
 
 
