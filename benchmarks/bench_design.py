@@ -38,7 +38,7 @@ import numpy as np
 
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.infer import design as designs
-from pmpredict.infer.experiments import singleton_experiments, singleton_throughputs
+from pmpredict.infer.singletons_and_pairs import singleton_experiments, singleton_throughputs
 from pmpredict.host.training import measure_training_set
 from pmpredict.measure import (default_cache_dir, default_forms, load_form_list,
                                measure_experiment_set)

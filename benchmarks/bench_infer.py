@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from pmpredict.formats.experiments import load_experiments, load_many
+from pmpredict.formats.experiment_files import load_experiments, load_many
 from pmpredict.model.experiments import ExperimentSet
 from pmpredict.infer.pipeline import Inference, InferConfig
 from pmpredict.infer.prepare import prepare

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from pmpredict.commands.progress import ProgressDisplay
-from pmpredict.measure.experiments import Progress
+from pmpredict.measure.experiment_runs import Progress
 from pmpredict.infer.pipeline import InferConfig
 
 

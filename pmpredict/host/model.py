@@ -447,8 +447,8 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=(),
     from pmpredict.host.extend import (OVERLAP_PAIRS, blockers_of, budget_order,
                                        extension_experiments,
                                        fit_new_forms, model_throughput, overlap_experiments)
-    from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
-                                             singleton_throughputs)
+    from pmpredict.infer.singletons_and_pairs import (singleton_experiments,
+                                                      singleton_failures, singleton_throughputs)
     from pmpredict.measure.latency import measure_latencies
 
     started = time.monotonic()
@@ -532,7 +532,7 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
                                        extension_experiments, kernel_pairs, mispredicted,
                                        model_throughput, pair_digest, refit)
     from pmpredict.infer.design import balanced_pair
-    from pmpredict.infer.experiments import singleton_experiments
+    from pmpredict.infer.singletons_and_pairs import singleton_experiments
     from pmpredict.model.experiments import ExperimentSet
 
     facts = dict(_host_facts(model))
