@@ -25,7 +25,7 @@ import numpy as np
 
 from pmpredict.formats.experiment_files import load_experiments, load_many
 from pmpredict.model.experiments import ExperimentSet
-from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.pmevo import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.predict.metrics import evaluate_model

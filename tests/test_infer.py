@@ -14,7 +14,7 @@ from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
 from pmpredict.infer.congruence import congruence_classes
 from pmpredict.infer.singletons_and_pairs import generate_experiments, singleton_throughputs
-from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.pmevo import Inference, InferConfig
 from pmpredict.infer.distill import distillation_problem
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.problem import build_problem

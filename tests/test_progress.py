@@ -7,7 +7,7 @@ import io
 
 from pmpredict.commands.progress import ProgressDisplay
 from pmpredict.measure.experiment_runs import Progress
-from pmpredict.infer.pipeline import InferConfig
+from pmpredict.infer.pmevo import InferConfig
 
 
 class Terminal(io.StringIO):

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pmpredict.infer.design import balanced_pair
-from pmpredict.infer.pipeline import InferConfig
+from pmpredict.infer.pmevo import InferConfig
 from pmpredict.infer.problem import build_problem
 from pmpredict.infer.refine import ExactRefiner, relative_errors
 from pmpredict.predict.port_bound import optimum
