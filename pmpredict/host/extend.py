@@ -139,7 +139,7 @@ def overlap_experiments(new_uops: dict, throughput: dict, limit: int, beside: di
     pairs = list(itertools.combinations(new, 2))
     pairs += [(a, b) for a in new for b in sorted(beside or ()) if b not in new_uops]
     pairs = [p for p in pairs if ports[p[0]] & ports[p[1]]]
-    pairs.sort(key=lambda p: (_popcount(ports[p[0]] | ports[p[1]]), p))
+    pairs.sort(key=lambda p: ((ports[p[0]] | ports[p[1]]).bit_count(), p))
     return [balanced_pair(a, b, throughput) for a, b in pairs[:limit]]
 
 
@@ -148,10 +148,6 @@ def _union(uops) -> int:
     for mask, _ in uops:
         out |= int(mask)
     return out
-
-
-def _popcount(mask: int) -> int:
-    return bin(mask).count("1")
 
 
 @dataclass
