@@ -38,6 +38,7 @@ from pmpredict.errors import InputError
 from pmpredict.isa import semantics
 from pmpredict.isa.forms import parse_form
 from pmpredict.isa.keys import render_key
+from pmpredict.formats.jsonio import rounded
 from pmpredict.formats.model_files import load_model, save_model
 from pmpredict.measure.cpu import HARNESS_ISA, cpu_identity, cpu_name
 from pmpredict.models import builtin_names
@@ -75,14 +76,14 @@ class HostUpdate:
 
     def to_json(self) -> dict:
         return {"path": self.path, "cpu": self.cpu, "forms": self.forms,
-                "created": self.created, "bootstrap_seconds": _round(self.bootstrap_seconds),
+                "created": self.created, "bootstrap_seconds": rounded(self.bootstrap_seconds, 2),
                 "bootstrap_experiments": self.bootstrap_experiments,
                 "measured": list(self.measured), "experiments": self.experiments,
-                "seconds": _round(self.seconds), "failed": dict(self.failed),
+                "seconds": rounded(self.seconds, 2), "failed": dict(self.failed),
                 "left_out": [{"line": line, "text": text, "reason": why}
                              for line, text, why in self.left_out],
-                "waited_seconds": _round(self.waited), "refitted": list(self.refitted),
-                "latencies_measured_again_seconds": _round(self.latencies_again),
+                "waited_seconds": rounded(self.waited, 2), "refitted": list(self.refitted),
+                "latencies_measured_again_seconds": rounded(self.latencies_again, 2),
                 "budget_seconds": self.budget,
                 "unmeasured": {"forms": dict(self.unmeasured_forms),
                                "pairs": [list(p) for p in self.unmeasured_pairs]}}
@@ -121,10 +122,6 @@ class HostUpdate:
         if self.waited >= 1:
             parts.append(f"waited {self.waited:.0f} s for another pmpredict measuring it")
         return f"host model ({self.cpu}, {self.forms} forms): " + "; ".join(parts)
-
-
-def _round(x):
-    return None if x is None else round(x, 2)
 
 
 def _short(form: str) -> str:
