@@ -61,7 +61,9 @@ PAIRS_PER_CALL = 2000
 # kernel pairs of a form to fit again that earlier checks measured, taken into its fit at
 # most (measured again: from the measurement cache where the pair's balance is unchanged)
 EARLIER_PAIRS_PER_FORM = 30
-FINAL_VOLUME_WEIGHT = 0.005      # as the host model's own inference (docs/MEASUREMENT.md)
+# the final penalty per uop of the host model's inferences, a little toward fewer uops: every
+# extension's fit here and the bootstrap's inference (host/model.py; docs/MEASUREMENT.md)
+FINAL_VOLUME_WEIGHT = 0.005
 
 
 def model_throughput(uops: dict, r_max: float | None = None) -> dict[str, float]:

@@ -44,9 +44,9 @@ from pmpredict.measure.cpu import HARNESS_ISA, cpu_identity, cpu_name
 from pmpredict.models import builtin_names
 from pmpredict.userdirs import cache_dir as user_cache_dir
 
-# the bootstrap's inference settings (its ports: the workflow's HOST_PORTS)
+# the bootstrap's inference settings (its ports: the workflow's HOST_PORTS; its final volume
+# weight: host/extend.py's FINAL_VOLUME_WEIGHT, the same as every extension's fit)
 SEED = 0
-VOLUME_WEIGHT = 0.005           # a little toward fewer uops, as extensions fit (host/extend.py)
 MODEL_NAME = "host"
 
 
@@ -415,13 +415,15 @@ def _train_core(core, cache_dir, progress):
     """(the core forms' model: their training set, the front end and the inference of the
     training workflow, with the host model's settings; experiments measured)."""
     # deferred: measuring loads numpy and the harness, inferring numba
+    from pmpredict.host.extend import FINAL_VOLUME_WEIGHT
     from pmpredict.host.workflow import NothingRunsHere, TrainingOptions, infer_once, train_here
     from pmpredict.measure import HostError
     from pmpredict.measure.host_forms import packaged_forms
 
     def infer(measured):
         training = measured.training
-        return infer_once(measured, seed=SEED, volume_weight=VOLUME_WEIGHT, name=MODEL_NAME,
+        return infer_once(measured, seed=SEED, volume_weight=FINAL_VOLUME_WEIGHT,
+                          name=MODEL_NAME,
                           provenance={"core_forms": len(training.singletons.forms),
                                       "left_out_of_core": training.left_out})
     try:
