@@ -38,12 +38,12 @@ import numpy as np
 
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.infer import design as designs
-from pmpredict.infer.experiments import singleton_experiments, singleton_throughputs
+from pmpredict.infer.singletons_and_pairs import singleton_experiments, singleton_throughputs
 from pmpredict.host.training import measure_training_set
 from pmpredict.measure import (default_cache_dir, default_forms, load_form_list,
                                measure_experiment_set)
 from pmpredict.measure.cpu import cpu_name
-from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.pmevo import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.predict.metrics import evaluate_model

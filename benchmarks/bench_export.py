@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 
-from pmpredict.formats.experiments import load_experiments
+from pmpredict.formats.experiment_files import load_experiments
 from pmpredict.model.experiments import ExperimentSet
 from pmpredict.exporters.llvm import export_llvm
 from pmpredict.exporters.opcodes import resolve_opcodes

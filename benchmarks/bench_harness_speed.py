@@ -30,7 +30,7 @@ import time
 
 from pmpredict.measure import measure_experiment_set
 from pmpredict.measure.cpu import cpu_name
-from pmpredict.measure.experiments import MeasureOptions
+from pmpredict.measure.experiment_runs import MeasureOptions
 from pmpredict.measure.host_forms import packaged_forms
 from pmpredict.measure.runner import LEGACY_RUN_OPTIONS, RunOptions
 from pmpredict.model.experiments import Experiment, ExperimentSet

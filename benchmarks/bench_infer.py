@@ -23,9 +23,9 @@ import time
 
 import numpy as np
 
-from pmpredict.formats.experiments import load_experiments, load_many
+from pmpredict.formats.experiment_files import load_experiments, load_many
 from pmpredict.model.experiments import ExperimentSet
-from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.pmevo import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.predict.metrics import evaluate_model

@@ -31,9 +31,9 @@ from pmpredict.cli import main as cli
 from pmpredict.formats.model_files import load_model, save_model
 from pmpredict.infer.cegis import CegisSettings, mapping_uops, run_cegis
 from pmpredict.infer.counters import CountersSettings, run_counters
-from pmpredict.infer.experiments import generate_experiments, singleton_throughputs
+from pmpredict.infer.singletons_and_pairs import generate_experiments, singleton_throughputs
 from pmpredict.infer.oracles import MeasurementLog, ModelOracle
-from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.pmevo import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.infer.synthetic import agreement, random_experiments, random_machine

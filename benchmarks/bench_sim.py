@@ -46,7 +46,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from pmpredict.predict import throughput as sim  # noqa: E402
-from pmpredict.formats.experiments import load_experiments, load_many  # noqa: E402
+from pmpredict.formats.experiment_files import load_experiments, load_many  # noqa: E402
 from pmpredict.formats.model_files import load_model  # noqa: E402
 
 ARTIFACT = os.path.join(ROOT, "..", "shared", "data", "pmevo-artifact")

@@ -129,7 +129,7 @@ def head(forms: Counter, share: float) -> list[str]:
 
 def rejected(forms) -> dict[str, str]:
     """Forms the harness cannot instantiate or the assembler rejects, with the reason."""
-    from pmpredict.measure.experiments import _form_errors
+    from pmpredict.measure.experiment_runs import _form_errors
     return _form_errors(forms)
 
 

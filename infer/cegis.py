@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 
 import z3
 
-from pmpredict.infer.oracles import MeasurementLog, OracleError, Stopped, canonical
+from pmpredict.infer.oracles import MeasurementLog, OnlineRunStopped, OracleError, canonical
 from pmpredict.infer.smt_encoding import (ENCODINGS, Encoder, MappingVars, as_fraction,
                                           exact_cycles, _real)
 
@@ -199,7 +199,7 @@ class CegisSolver:
         started = time.monotonic()
         self.calls += 1
         if self.should_stop is not None and self.should_stop():
-            raise Stopped()
+            raise OnlineRunStopped()
         solver = self.solver
         if not self.settings.incremental:
             solver = self._new_solver()
@@ -224,7 +224,7 @@ class CegisSolver:
             self.by_kind[kind] = self.by_kind.get(kind, 0.0) + spent
         if dog.fired:        # the context is canceled now: whatever the check answered
             if self.should_stop is not None and self.should_stop():
-                raise Stopped()
+                raise OnlineRunStopped()
             raise KeyboardInterrupt
         if result == z3.unknown:
             raise RuntimeError(f"the SMT solver gave up: {solver.reason_unknown()}")
@@ -306,6 +306,39 @@ def slot_bounds(forms, singles: dict, settings: CegisSettings) -> list[int]:
     return out
 
 
+@dataclass
+class _Run:
+    """What the steps of run_cegis share: the oracle and its log, the experiments used so
+    far (in order, canonical), the progress hook and the solver (once there is one)."""
+    oracle: object
+    log: MeasurementLog
+    progress: object
+    phase: str
+    started: float
+    used: list = field(default_factory=list)
+    solver: CegisSolver | None = None
+
+    def measure(self, exps) -> list:
+        """The cycles of each experiment (from the log where it has them), each noted as used."""
+        cyc = self.log.measure(self.oracle, exps)
+        for e, c in zip(exps, cyc):
+            if c is None:
+                why = getattr(self.oracle, "errors", {}).get(canonical(e), "no measurement")
+                raise OracleError(f"experiment {dict(canonical(e))} could not be measured: {why}")
+            key = canonical(e)
+            if key not in self.used:
+                self.used.append(key)
+        return cyc
+
+    def report(self, what, bound) -> None:
+        if self.progress:
+            solver = self.solver
+            self.progress({"phase": self.phase, "step": what, "done": len(self.used),
+                           "total": None, "bound": bound,
+                           "elapsed": time.monotonic() - self.started, "eta": None,
+                           "solver_s": solver.seconds if solver else 0.0})
+
+
 def run_cegis(oracle, forms, settings: CegisSettings, *, log: MeasurementLog | None = None,
               resume: dict | None = None, should_stop=None, progress=None, on_step=None,
               fixed_uops: dict | None = None, port_counts: dict | None = None,
@@ -319,103 +352,124 @@ def run_cegis(oracle, forms, settings: CegisSettings, *, log: MeasurementLog | N
     ports of its single uop (counters.py). progress(dict) after every step, on_step(state)
     after every measurement (for the checkpoint).
     """
-    started = time.monotonic()
-    log = log if log is not None else MeasurementLog()
+    run = _Run(oracle, log if log is not None else MeasurementLog(), progress, phase,
+               time.monotonic())
     forms = list(forms)
-    formset = set(forms)
-    used: list[tuple] = []
+    singles = _measure_singletons(run, forms)
+    run.solver = _new_solver(forms, singles, settings, fixed_uops, port_counts, should_stop)
+    _assert_logged(run, set(forms))
+    result = CegisResult(None, False, None, run.used, _first_bound(resume, settings))
+    try:
+        return _search(run, settings, result, on_step)
+    except OnlineRunStopped:
+        return _finish(result, run.solver, "stopped")
+    except KeyboardInterrupt as exc:
+        return _finish(result, run.solver, "interrupted", interrupted=exc)
 
-    def measure(exps):
-        cyc = log.measure(oracle, exps)
-        for e, c in zip(exps, cyc):
-            if c is None:
-                why = getattr(oracle, "errors", {}).get(canonical(e), "no measurement")
-                raise OracleError(f"experiment {dict(canonical(e))} could not be measured: {why}")
-            key = canonical(e)
-            if key not in used:
-                used.append(key)
-        return cyc
 
-    def report(what, bound):
-        if progress:
-            progress({"phase": phase, "step": what, "done": len(used), "total": None,
-                      "bound": bound, "elapsed": time.monotonic() - started, "eta": None,
-                      "solver_s": solver.seconds if solver else 0.0})
+def _measure_singletons(run: _Run, forms: list) -> dict:
+    """Every form alone: form -> its cycles."""
+    run.report("singletons", None)
+    return dict(zip(forms, run.measure([((f, 1),) for f in forms])))
 
-    solver = None
-    singles_exps = [((f, 1),) for f in forms]
-    report("singletons", None)
-    singles = dict(zip(forms, measure(singles_exps)))
+
+def _new_solver(forms: list, singles: dict, settings: CegisSettings, fixed_uops, port_counts,
+                should_stop) -> CegisSolver:
+    """The solver over `forms`, their uop slots fixed (fixed_uops) or bounded by the
+    singletons."""
     if fixed_uops:
         slots = [int(fixed_uops[f]) for f in forms]
     else:
         slots = slot_bounds(forms, singles, settings)
-    solver = CegisSolver(forms, settings, slots, fixed_counts=bool(fixed_uops),
-                         port_counts=port_counts, should_stop=should_stop)
-    # everything the log knows about these forms (a resumed run's experiments; the
-    # counters' pair experiments) is evidence too
-    for key, rec in log.records.items():
+    return CegisSolver(forms, settings, slots, fixed_counts=bool(fixed_uops),
+                       port_counts=port_counts, should_stop=should_stop)
+
+
+def _assert_logged(run: _Run, formset: set) -> None:
+    """Everything the log knows about these forms (a resumed run's experiments; the
+    counters' pair experiments) is evidence too."""
+    for key, rec in run.log.records.items():
         if rec["cycles"] is not None and all(f in formset for f, _ in key):
-            solver.add(key, rec["cycles"])
-            if key not in used:
-                used.append(key)
+            run.solver.add(key, rec["cycles"])
+            if key not in run.used:
+                run.used.append(key)
+
+
+def _first_bound(resume: dict | None, settings: CegisSettings) -> int:
+    """The size bound to start from: a checkpoint's, else 2; at most max_length."""
     bound = (resume or {}).get("bound") or 2
     if settings.max_length is not None:
         bound = min(bound, settings.max_length)
-    result = CegisResult(None, False, None, used, bound)
+    return bound
 
-    def finish(reason=None, finished=False, interrupted=None, complete_up_to=None):
-        result.finished = finished
-        result.reason = reason
-        result.bound = bound
-        result.solver_calls = solver.calls
-        result.solver_seconds = solver.seconds
-        result.solver_by_kind = {k: round(v, 3) for k, v in solver.by_kind.items()}
-        result.interrupted = interrupted
-        result.complete_up_to = complete_up_to
-        return result
 
-    try:
-        report("findMapping", bound)
-        m1 = solver.find_mapping()
-        if m1 is None:
-            return finish("unsat", True)
-        result.mapping = m1
-        while True:
-            report("findOtherMapping", bound)
-            found = solver.find_other(m1, bound)
-            if found is None:
-                top = settings.max_length
-                if top is not None and bound >= top:
-                    return finish(None, True, complete_up_to=top)
-                report("findOtherMapping (unbounded)", bound)
-                if solver.find_other(m1, top) is None:
-                    return finish(None, True, complete_up_to=top)
-                bound += 1
-                if on_step:
-                    on_step({"bound": bound})
-                continue
-            m2, exp = found
-            (cycles,) = measure([exp])
-            solver.add(exp, cycles)
-            result.iterations += 1
+def _search(run: _Run, settings: CegisSettings, result: CegisResult, on_step) -> CegisResult:
+    """The loop of Algorithm 4.1 from result.bound: findMapping, then findOtherMapping and a
+    measurement until no experiment tells two consistent mappings apart."""
+    solver = run.solver
+    run.report("findMapping", result.bound)
+    m1 = solver.find_mapping()
+    if m1 is None:
+        return _finish(result, solver, "unsat", True)
+    result.mapping = m1
+    while True:
+        run.report("findOtherMapping", result.bound)
+        found = solver.find_other(m1, result.bound)
+        if found is None:
+            top = settings.max_length
+            if not _larger_bound_distinguishes(run, m1, top, result.bound):
+                return _finish(result, solver, None, True, complete_up_to=top)
+            result.bound += 1
             if on_step:
-                on_step({"bound": bound})
-            if consistent(m1, exp, cycles, settings.epsilon, settings.r_max):
-                continue
-            if consistent(m2, exp, cycles, settings.epsilon, settings.r_max):
-                m1 = m2
-            else:
-                report("findMapping", bound)
-                m1 = solver.find_mapping()
-                if m1 is None:
-                    result.mapping = None
-                    return finish("unsat", True)
-            result.mapping = m1
-    except Stopped:
-        return finish("stopped")
-    except KeyboardInterrupt as exc:
-        return finish("interrupted", interrupted=exc)
+                on_step({"bound": result.bound})
+            continue
+        m2, exp = found
+        m1 = _learn(run, settings, result, m1, m2, exp, on_step)
+        if m1 is None:
+            result.mapping = None
+            return _finish(result, solver, "unsat", True)
+        result.mapping = m1
+
+
+def _larger_bound_distinguishes(run: _Run, m1: dict, top: int | None, bound: int) -> bool:
+    """No experiment of at most `bound` forms tells m1 from another mapping: whether one of
+    at most `top` forms (None: any length) does, so the bound should grow."""
+    if top is not None and bound >= top:
+        return False
+    run.report("findOtherMapping (unbounded)", bound)
+    return run.solver.find_other(m1, top) is not None
+
+
+def _learn(run: _Run, settings: CegisSettings, result: CegisResult, m1: dict, m2: dict,
+           exp, on_step) -> dict | None:
+    """Measure the experiment that tells m1 and m2 apart and assert it: the mapping to go on
+    with (m1 if it explains the measurement, else m2 if it does, else findMapping's), None
+    when no mapping explains the experiments any more."""
+    solver = run.solver
+    (cycles,) = run.measure([exp])
+    solver.add(exp, cycles)
+    result.iterations += 1
+    if on_step:
+        on_step({"bound": result.bound})
+    if consistent(m1, exp, cycles, settings.epsilon, settings.r_max):
+        return m1
+    if consistent(m2, exp, cycles, settings.epsilon, settings.r_max):
+        return m2
+    run.report("findMapping", result.bound)
+    return solver.find_mapping()
+
+
+def _finish(result: CegisResult, solver: CegisSolver, reason=None, finished=False,
+            interrupted=None, complete_up_to=None) -> CegisResult:
+    """The result as the run ends, with the solver's statistics."""
+    result.finished = finished
+    result.reason = reason
+    result.solver_calls = solver.calls
+    result.solver_seconds = solver.seconds
+    result.solver_by_kind = {k: round(v, 3) for k, v in solver.by_kind.items()}
+    result.interrupted = interrupted
+    result.complete_up_to = complete_up_to
+    return result
 
 
 def mapping_uops(mapping: dict) -> dict:

@@ -46,7 +46,7 @@ def _join(obj, arrays):
 
 def save_checkpoint(path, snapshot, config: dict, forms, inputs,
                     experiments: str | None = None) -> None:
-    """Write a pipeline.Snapshot (or its dict form) atomically: an interrupted write leaves
+    """Write a pmevo.Snapshot (or its dict form) atomically: an interrupted write leaves
     the previous checkpoint whole. `experiments` is a digest of the experiment set, checked
     on resume."""
     if not isinstance(snapshot, dict):

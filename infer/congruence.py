@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pmpredict.infer.experiments import singleton_throughputs
+from pmpredict.infer.singletons_and_pairs import singleton_throughputs
 
 
 def symmetric_difference(x, y):

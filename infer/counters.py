@@ -35,7 +35,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from pmpredict.infer.cegis import CegisSettings, run_cegis
-from pmpredict.infer.oracles import MeasurementLog, OracleError, Stopped, canonical
+from pmpredict.infer.oracles import MeasurementLog, OnlineRunStopped, OracleError, canonical
 from pmpredict.infer.smt_encoding import ENCODINGS
 
 
@@ -91,6 +91,84 @@ def blocking_count(q_size: int, t: float, uops: int) -> int:
     return min(max(k1, k2, 10), 100)
 
 
+# measurements are logged to 9 decimals: two that should be equal differ by at most this
+_LOGGED_TOL = 1e-6
+
+
+@dataclass
+class _Run:
+    """What the five steps share: the measuring (oracle, counter, log, stop and step hooks),
+    the progress of the current step, and the result being built."""
+    oracle: object
+    counter: object
+    settings: CountersSettings
+    ports: object
+    log: MeasurementLog
+    should_stop: object
+    progress: object
+    on_step: object
+    started: float
+    result: CountersResult
+    phase: str = "singletons"
+    done: int = 0
+    total: int | None = 0
+    t0: float = 0.0
+
+    @property
+    def just(self) -> dict:
+        return self.result.justifications
+
+    @property
+    def notes(self) -> list:
+        return self.result.notes
+
+    def report(self) -> None:
+        if self.progress:
+            done, total = self.done, self.total
+            elapsed = time.monotonic() - self.t0
+            eta = elapsed / done * (total - done) if total and done else None
+            self.progress({"phase": self.phase, "done": done, "total": total,
+                           "elapsed": time.monotonic() - self.started, "eta": eta})
+
+    def begin(self, name: str, total: int | None) -> None:
+        self.phase, self.done, self.total, self.t0 = name, 0, total, time.monotonic()
+        self.report()
+
+    def step_done(self) -> None:
+        self.done += 1
+        self.report()
+
+    def measure(self, exps, with_uops=False) -> list:
+        """(cycles, uops or None) of each experiment; OnlineRunStopped if should_stop() says
+        so."""
+        if self.should_stop is not None and self.should_stop():
+            raise OnlineRunStopped()
+        cyc = self.log.measure(self.oracle, exps)
+        out = []
+        for e, c in zip(exps, cyc):
+            if c is None:
+                why = getattr(self.oracle, "errors", {}).get(canonical(e), "no measurement")
+                raise OracleError(f"experiment {dict(canonical(e))} could not be measured: {why}")
+            rec = self.log.get(e)
+            if with_uops and rec.get("uops") is None:
+                rec["uops"] = round(float(self.counter.uops(canonical(e))), 6)
+            out.append((c, rec.get("uops")))
+        if self.on_step:
+            self.on_step()
+        return out
+
+    def equal_cpi(self, a, b, length) -> bool:
+        return abs(a - b) <= self.settings.epsilon * length + _LOGGED_TOL
+
+
+@dataclass
+class _Blocking:
+    """The unique blocking instructions (step 2): representative -> its members, and each
+    candidate's representative."""
+    reps: dict
+    rep_of: dict
+
+
 def run_counters(oracle, counter, forms, settings: CountersSettings, *, ports,
                  log: MeasurementLog | None = None, should_stop=None, progress=None,
                  on_step=None) -> CountersResult:
@@ -100,230 +178,249 @@ def run_counters(oracle, counter, forms, settings: CountersSettings, *, ports,
     started = time.monotonic()
     log = log if log is not None else MeasurementLog()
     forms = list(forms)
-    eps = settings.epsilon
-    tol = 1e-6                  # measurements are logged to 9 decimals
-    just: dict[str, list] = {f: [] for f in forms}
-    notes: list[str] = []
-    result = CountersResult({}, just, {}, {}, notes, False, None)
-    phase_state = {"phase": "singletons", "done": 0, "total": len(forms), "t0": started}
-
-    def report():
-        if progress:
-            done, total = phase_state["done"], phase_state["total"]
-            elapsed = time.monotonic() - phase_state["t0"]
-            eta = elapsed / done * (total - done) if total and done else None
-            progress({"phase": phase_state["phase"], "done": done, "total": total,
-                      "elapsed": time.monotonic() - started, "eta": eta})
-
-    def phase(name, total):
-        phase_state.update(phase=name, done=0, total=total, t0=time.monotonic())
-        report()
-
-    def measure(exps, with_uops=False):
-        if should_stop is not None and should_stop():
-            raise Stopped()
-        cyc = log.measure(oracle, exps)
-        out = []
-        for e, c in zip(exps, cyc):
-            if c is None:
-                why = getattr(oracle, "errors", {}).get(canonical(e), "no measurement")
-                raise OracleError(f"experiment {dict(canonical(e))} could not be measured: {why}")
-            rec = log.get(e)
-            if with_uops and rec.get("uops") is None:
-                rec["uops"] = round(float(counter.uops(canonical(e))), 6)
-            out.append((c, rec.get("uops")))
-        if on_step:
-            on_step()
-        return out
-
-    def equal_cpi(a, b, length):
-        return abs(a - b) <= eps * length + tol
-
+    result = CountersResult({}, {f: [] for f in forms}, {}, {}, [], False, None)
+    run = _Run(oracle, counter, settings, ports, log, should_stop, progress, on_step, started,
+               result, total=len(forms), t0=started)
     try:
-        # 1. singletons: cycles and uops
-        phase("singletons", len(forms))
-        t, c = {}, {}
-        for f in forms:
-            (cyc, n), = measure([((f, 1),)], with_uops=True)
-            t[f], c[f] = cyc, int(round(n))
-            if abs(n - round(n)) > 0.05:
-                notes.append(f"{f}: the counter reads {n} uops per instance, not a whole number")
-            phase_state["done"] += 1
-            report()
-        candidates = {}
-        for f in forms:
-            k = round(1 / t[f]) if t[f] > 0 else 0
-            entry = {"experiment": {f: 1}, "measured": {"cycles": t[f], "uops": c[f]}}
-            if c[f] == 1 and 1 <= k <= settings.n_ports and equal_cpi(t[f], 1 / k, 1):
-                candidates[f] = k
-                entry["establishes"] = (f"one uop, {k} instance(s) per cycle: a blocking "
-                                        f"instruction candidate for a set of {k} port(s)")
-            elif c[f] == 1:
-                entry["establishes"] = ("one uop, but not 1/k cycles for a k <= ports: not a "
-                                        "blocking instruction")
-            else:
-                entry["establishes"] = f"{c[f]} uops in total (the counter)"
-            just[f].append(entry)
-
-        # 2. unique blocking instructions: additivity within equal port counts
-        phase("equivalence", len(candidates))
-        reps: dict[str, list] = {}            # representative -> members
-        rep_of: dict[str, str] = {}
-        for f in sorted(candidates, key=lambda f: (candidates[f], f)):
-            same = None
-            for r in reps:
-                if candidates[r] != candidates[f]:
-                    continue
-                (both, _), = measure([((f, 1), (r, 1))] if f < r else [((r, 1), (f, 1))])
-                additive = equal_cpi(both, t[f] + t[r], 2)
-                exp = dict(canonical({f: 1, r: 1}))
-                if additive:
-                    just[f].append({"experiment": exp, "measured": {"cycles": both},
-                                    "establishes": f"{both} = {t[f]} + {t[r]} (additive): the "
-                                                   f"same ports as {r} (Theorem 6.3)"})
-                    same = r
-                    break
-                just[f].append({"experiment": exp, "measured": {"cycles": both},
-                                "establishes": f"{both} < {t[f]} + {t[r]}: other ports than {r}"})
-            if same is None:
-                reps[f] = [f]
-                rep_of[f] = f
-            else:
-                reps[same].append(f)
-                rep_of[f] = same
-            phase_state["done"] += 1
-            report()
-        if settings.r_max is not None:
-            wide = [r for r in reps if candidates[r] >= settings.r_max]
-            if len(wide) > 1:
-                notes.append(f"blocking instructions {', '.join(wide)} use at least R_max ports: "
-                             "the additivity test cannot tell their port sets apart (6.2.3)")
-
-        # 3. CEGIS for the representatives' port sets
-        phase("cegis", None)
-        rep_list = sorted(reps)
-
-        def cegis_progress(info):
-            if progress:
-                progress({**info, "phase": "cegis", "elapsed": time.monotonic() - started})
-
-        cg = run_cegis(oracle, rep_list, settings.cegis(), log=log, should_stop=should_stop,
-                       progress=cegis_progress, on_step=lambda _s: on_step and on_step(),
-                       fixed_uops={r: 1 for r in rep_list},
-                       port_counts={r: candidates[r] for r in rep_list}, phase="cegis")
-        result.cegis = {"experiments": len(cg.experiments), "iterations": cg.iterations,
-                        "solver_calls": cg.solver_calls,
-                        "solver_seconds": round(cg.solver_seconds, 3),
-                        "complete_up_to": cg.complete_up_to}
-        if cg.interrupted is not None:
-            raise cg.interrupted
-        if cg.reason == "stopped":
-            raise Stopped()
-        if cg.mapping is None:
+        t, c, candidates = _measure_singletons(run, forms)
+        blocking = _unique_blocking_instructions(run, candidates, t)
+        rep_list = sorted(blocking.reps)
+        rep_mask = _blocking_port_sets(run, blocking, rep_list, candidates)
+        if rep_mask is None:
             result.reason = "unsat"
-            notes.append("no two-level mapping of the blocking instructions explains their "
-                         "measurements (outside the port mapping model, or eps too small)")
+            result.notes.append("no two-level mapping of the blocking instructions explains "
+                                "their measurements (outside the port mapping model, or eps "
+                                "too small)")
             result.finished = True
             return result
-        rep_mask = {r: cg.mapping[r][0] for r in rep_list}
-        for r in rep_list:
-            result.blocking[r] = {"ports": rep_mask[r], "k": candidates[r],
-                                  "members": sorted(reps[r])}
-            evidence = [e for e in cg.experiments if any(f == r for f, _ in e) and
-                        sum(n for _, n in e) > 1]
-            listed = [j["experiment"] for j in just[r]]
-            for e in evidence:
-                rec = log.get(e)
-                if dict(e) in listed:
-                    continue
-                just[r].append({"experiment": dict(e), "measured": {"cycles": rec["cycles"]},
-                                "establishes": "evidence for the blocking port sets (CEGIS)"})
-            scope = ("any length" if cg.complete_up_to is None
-                     else f"up to {cg.complete_up_to} forms")
-            just[r].append({"experiment": None, "measured": None,
-                            "establishes": f"ports {_ports_text(rep_mask[r], ports)}: with these "
-                                           f"{len(evidence)} experiments and the singletons, no "
-                                           "other port sets of the blocking instructions (with "
-                                           "their port counts) are distinguishable by an "
-                                           f"experiment of {scope} (CEGIS)"})
-        for f, r in rep_of.items():
-            result.uops[f] = ((rep_mask[r], 1),)
-            if f != r:
-                just[f].append({"experiment": None, "measured": None,
-                                "establishes": f"ports {_ports_text(rep_mask[r], ports)}, "
-                                               f"those of {r}"})
-
-        # 4. peak rate (6.2.3)
-        phase("peak", len(rep_list))
-        order = sorted(rep_list, key=lambda r: (-candidates[r], r))
-        peak_exp: dict[str, int] = {}
-        peak = None
-        for r in order:
-            trial = dict(peak_exp)
-            trial[r] = trial.get(r, 0) + candidates[r]
-            (cyc, _), = measure([canonical(trial)])
-            ipc = sum(trial.values()) / cyc
-            if peak is None or ipc > peak + tol:
-                peak, peak_exp = ipc, trial
-            phase_state["done"] += 1
-            report()
-        result.peak_ipc = round(peak, 6) if peak is not None else None
-        widest = max(candidates[r] for r in rep_list) if rep_list else 0
-        if peak is not None and peak <= widest + tol:
-            notes.append(f"the peak rate {peak:.3g} IPC is reached by one blocking instruction "
-                         f"alone ({widest} ports): uops evading blocked ports may go unseen (6.2.3)")
-
-        # 5. every other form against the blocking instructions
-        rest = [f for f in forms if f not in rep_of]
-        blockers = sorted(rep_list, key=lambda r: (candidates[r], r))
-        phase("decompose", len(rest))
-        for f in rest:
-            found: dict[int, int] = {}
-            for b in blockers:
-                if sum(found.values()) >= c[f]:
-                    just[f].append({"experiment": None, "measured": None,
-                                    "establishes": f"all {c[f]} counted uops found: the other "
-                                                   "blocking instructions are not needed"})
-                    break
-                q = rep_mask[b]
-                size = bin(q).count("1")
-                k = blocking_count(size, t[f], c[f])
-                (with_f, _), (alone, _) = measure([((b, k), (f, 1)) if b < f else ((f, 1), (b, k)),
-                                                   ((b, k),)])
-                raw = (with_f - alone) * size
-                n = int(round(raw))
-                if abs(raw - n) > max(0.1, eps * (k + 1) * size * 2):
-                    notes.append(f"{f}: beside {k}x {b} its uops on {_ports_text(q, ports)} come "
-                                 f"to {raw:.3f}, not a whole number (outside the model?)")
-                below = sum(v for m, v in found.items() if m != q and m & ~q == 0)
-                surplus = n - below
-                exp = dict(canonical({b: k, f: 1}))
-                measured = {"cycles": with_f, "without": {"experiment": {b: k}, "cycles": alone}}
-                qt = _ports_text(q, ports)
-                if surplus > 0:
-                    found[q] = surplus
-                    what = (f"({with_f} - {alone}) x {size} = {n} uop(s) cannot evade {qt}; "
-                            f"{below} of them run on its subsets: {surplus} uop(s) on {qt}")
-                else:
-                    what = (f"({with_f} - {alone}) x {size} = {n} uop(s) cannot evade {qt}, "
-                            f"{below} found on its subsets: none on exactly {qt}")
-                just[f].append({"experiment": exp, "measured": measured, "establishes": what})
-            total = sum(found.values())
-            if total != c[f]:
-                notes.append(f"{f}: the counter reads {c[f]} uops, the blocking instructions "
-                             f"account for {total}")
-            if found:
-                result.uops[f] = tuple(sorted(found.items()))
-            else:
-                result.left_out[f] = "no uop confined to any blocking instruction's ports"
-            phase_state["done"] += 1
-            report()
+        _peak_rate(run, rep_list, candidates)
+        _decompose_other_forms(run, forms, blocking, rep_list, rep_mask, candidates, t, c)
         result.finished = True
         return result
-    except Stopped:
+    except OnlineRunStopped:
         result.reason = "stopped"
         return result
     except KeyboardInterrupt as exc:
         result.reason = "interrupted"
         result.interrupted = exc
         return result
+
+
+def _measure_singletons(run: _Run, forms) -> tuple[dict, dict, dict]:
+    """1. Every form alone: its cycles t and uops c, and the blocking-instruction candidates
+    (form -> k, a single uop on k ports). Returns (t, c, candidates)."""
+    run.begin("singletons", len(forms))
+    t, c = {}, {}
+    for f in forms:
+        (cyc, n), = run.measure([((f, 1),)], with_uops=True)
+        t[f], c[f] = cyc, int(round(n))
+        if abs(n - round(n)) > 0.05:
+            run.notes.append(f"{f}: the counter reads {n} uops per instance, not a whole number")
+        run.step_done()
+    candidates = {}
+    for f in forms:
+        k = round(1 / t[f]) if t[f] > 0 else 0
+        entry = {"experiment": {f: 1}, "measured": {"cycles": t[f], "uops": c[f]}}
+        if c[f] == 1 and 1 <= k <= run.settings.n_ports and run.equal_cpi(t[f], 1 / k, 1):
+            candidates[f] = k
+            entry["establishes"] = (f"one uop, {k} instance(s) per cycle: a blocking "
+                                    f"instruction candidate for a set of {k} port(s)")
+        elif c[f] == 1:
+            entry["establishes"] = ("one uop, but not 1/k cycles for a k <= ports: not a "
+                                    "blocking instruction")
+        else:
+            entry["establishes"] = f"{c[f]} uops in total (the counter)"
+        run.just[f].append(entry)
+    return t, c, candidates
+
+
+def _unique_blocking_instructions(run: _Run, candidates: dict, t: dict) -> _Blocking:
+    """2. One representative per port set: candidates with the same k share their ports iff
+    their pair is additive (Theorem 6.3)."""
+    run.begin("equivalence", len(candidates))
+    just = run.just
+    reps: dict[str, list] = {}            # representative -> members
+    rep_of: dict[str, str] = {}
+    for f in sorted(candidates, key=lambda f: (candidates[f], f)):
+        same = None
+        for r in reps:
+            if candidates[r] != candidates[f]:
+                continue
+            (both, _), = run.measure([((f, 1), (r, 1))] if f < r else [((r, 1), (f, 1))])
+            additive = run.equal_cpi(both, t[f] + t[r], 2)
+            exp = dict(canonical({f: 1, r: 1}))
+            if additive:
+                just[f].append({"experiment": exp, "measured": {"cycles": both},
+                                "establishes": f"{both} = {t[f]} + {t[r]} (additive): the "
+                                               f"same ports as {r} (Theorem 6.3)"})
+                same = r
+                break
+            just[f].append({"experiment": exp, "measured": {"cycles": both},
+                            "establishes": f"{both} < {t[f]} + {t[r]}: other ports than {r}"})
+        if same is None:
+            reps[f] = [f]
+            rep_of[f] = f
+        else:
+            reps[same].append(f)
+            rep_of[f] = same
+        run.step_done()
+    if run.settings.r_max is not None:
+        wide = [r for r in reps if candidates[r] >= run.settings.r_max]
+        if len(wide) > 1:
+            run.notes.append(f"blocking instructions {', '.join(wide)} use at least R_max "
+                             "ports: the additivity test cannot tell their port sets apart "
+                             "(6.2.3)")
+    return _Blocking(reps, rep_of)
+
+
+def _blocking_port_sets(run: _Run, blocking: _Blocking, rep_list: list,
+                        candidates: dict) -> dict | None:
+    """3. The representatives' port sets by CEGIS: representative -> port mask, with the
+    justifications and the uops of every blocking instruction recorded; None when no
+    two-level mapping explains them."""
+    run.begin("cegis", None)
+    cg = _cegis_of_representatives(run, rep_list, candidates)
+    if cg.mapping is None:
+        return None
+    rep_mask = {r: cg.mapping[r][0] for r in rep_list}
+    _record_blocking(run, cg, blocking, rep_list, rep_mask, candidates)
+    return rep_mask
+
+
+def _cegis_of_representatives(run: _Run, rep_list: list, candidates: dict):
+    """CEGIS in the two-level model, each representative's port count fixed to its k; its
+    statistics go into the result. OnlineRunStopped or KeyboardInterrupt where CEGIS was
+    stopped."""
+    def cegis_progress(info):
+        if run.progress:
+            run.progress({**info, "phase": "cegis", "elapsed": time.monotonic() - run.started})
+
+    on_step = run.on_step
+    cg = run_cegis(run.oracle, rep_list, run.settings.cegis(), log=run.log,
+                   should_stop=run.should_stop, progress=cegis_progress,
+                   on_step=lambda _s: on_step and on_step(),
+                   fixed_uops={r: 1 for r in rep_list},
+                   port_counts={r: candidates[r] for r in rep_list}, phase="cegis")
+    run.result.cegis = {"experiments": len(cg.experiments), "iterations": cg.iterations,
+                        "solver_calls": cg.solver_calls,
+                        "solver_seconds": round(cg.solver_seconds, 3),
+                        "complete_up_to": cg.complete_up_to}
+    if cg.interrupted is not None:
+        raise cg.interrupted
+    if cg.reason == "stopped":
+        raise OnlineRunStopped()
+    return cg
+
+
+def _record_blocking(run: _Run, cg, blocking: _Blocking, rep_list: list, rep_mask: dict,
+                     candidates: dict) -> None:
+    """The blocking instructions' port sets into the result, each justified by the CEGIS
+    experiments it took part in."""
+    result, just, ports = run.result, run.just, run.ports
+    for r in rep_list:
+        result.blocking[r] = {"ports": rep_mask[r], "k": candidates[r],
+                              "members": sorted(blocking.reps[r])}
+        evidence = [e for e in cg.experiments if any(f == r for f, _ in e) and
+                    sum(n for _, n in e) > 1]
+        listed = [j["experiment"] for j in just[r]]
+        for e in evidence:
+            rec = run.log.get(e)
+            if dict(e) in listed:
+                continue
+            just[r].append({"experiment": dict(e), "measured": {"cycles": rec["cycles"]},
+                            "establishes": "evidence for the blocking port sets (CEGIS)"})
+        scope = ("any length" if cg.complete_up_to is None
+                 else f"up to {cg.complete_up_to} forms")
+        just[r].append({"experiment": None, "measured": None,
+                        "establishes": f"ports {_ports_text(rep_mask[r], ports)}: with these "
+                                       f"{len(evidence)} experiments and the singletons, no "
+                                       "other port sets of the blocking instructions (with "
+                                       "their port counts) are distinguishable by an "
+                                       f"experiment of {scope} (CEGIS)"})
+    for f, r in blocking.rep_of.items():
+        result.uops[f] = ((rep_mask[r], 1),)
+        if f != r:
+            just[f].append({"experiment": None, "measured": None,
+                            "establishes": f"ports {_ports_text(rep_mask[r], ports)}, "
+                                           f"those of {r}"})
+
+
+def _peak_rate(run: _Run, rep_list: list, candidates: dict) -> None:
+    """4. The peak IPC (6.2.3): blocking instructions, widest first, kept while they raise
+    it; a note where one blocking instruction alone reaches it."""
+    run.begin("peak", len(rep_list))
+    order = sorted(rep_list, key=lambda r: (-candidates[r], r))
+    peak_exp: dict[str, int] = {}
+    peak = None
+    for r in order:
+        trial = dict(peak_exp)
+        trial[r] = trial.get(r, 0) + candidates[r]
+        (cyc, _), = run.measure([canonical(trial)])
+        ipc = sum(trial.values()) / cyc
+        if peak is None or ipc > peak + _LOGGED_TOL:
+            peak, peak_exp = ipc, trial
+        run.step_done()
+    run.result.peak_ipc = round(peak, 6) if peak is not None else None
+    widest = max(candidates[r] for r in rep_list) if rep_list else 0
+    if peak is not None and peak <= widest + _LOGGED_TOL:
+        run.notes.append(f"the peak rate {peak:.3g} IPC is reached by one blocking instruction "
+                         f"alone ({widest} ports): uops evading blocked ports may go unseen "
+                         "(6.2.3)")
+
+
+def _decompose_other_forms(run: _Run, forms, blocking: _Blocking, rep_list: list,
+                           rep_mask: dict, candidates: dict, t: dict, c: dict) -> None:
+    """5. Every form that is not a blocking instruction, against the blocking instructions,
+    smallest port set first (Algorithm 6.1)."""
+    rest = [f for f in forms if f not in blocking.rep_of]
+    blockers = sorted(rep_list, key=lambda r: (candidates[r], r))
+    run.begin("decompose", len(rest))
+    for f in rest:
+        found = _uops_beside_blockers(run, f, blockers, rep_mask, t[f], c[f])
+        total = sum(found.values())
+        if total != c[f]:
+            run.notes.append(f"{f}: the counter reads {c[f]} uops, the blocking instructions "
+                             f"account for {total}")
+        if found:
+            run.result.uops[f] = tuple(sorted(found.items()))
+        else:
+            run.result.left_out[f] = "no uop confined to any blocking instruction's ports"
+        run.step_done()
+
+
+def _uops_beside_blockers(run: _Run, f: str, blockers: list, rep_mask: dict, t_f: float,
+                          c_f: int) -> dict[int, int]:
+    """Form f's uops (port mask -> count) found beside each blocking instruction in turn,
+    until they reach the counter's c_f; each step justified."""
+    eps, ports, just = run.settings.epsilon, run.ports, run.just
+    found: dict[int, int] = {}
+    for b in blockers:
+        if sum(found.values()) >= c_f:
+            just[f].append({"experiment": None, "measured": None,
+                            "establishes": f"all {c_f} counted uops found: the other "
+                                           "blocking instructions are not needed"})
+            break
+        q = rep_mask[b]
+        size = bin(q).count("1")
+        k = blocking_count(size, t_f, c_f)
+        (with_f, _), (alone, _) = run.measure([((b, k), (f, 1)) if b < f else ((f, 1), (b, k)),
+                                               ((b, k),)])
+        raw = (with_f - alone) * size
+        n = int(round(raw))
+        if abs(raw - n) > max(0.1, eps * (k + 1) * size * 2):
+            run.notes.append(f"{f}: beside {k}x {b} its uops on {_ports_text(q, ports)} come "
+                             f"to {raw:.3f}, not a whole number (outside the model?)")
+        below = sum(v for m, v in found.items() if m != q and m & ~q == 0)
+        surplus = n - below
+        exp = dict(canonical({b: k, f: 1}))
+        measured = {"cycles": with_f, "without": {"experiment": {b: k}, "cycles": alone}}
+        qt = _ports_text(q, ports)
+        if surplus > 0:
+            found[q] = surplus
+            what = (f"({with_f} - {alone}) x {size} = {n} uop(s) cannot evade {qt}; "
+                    f"{below} of them run on its subsets: {surplus} uop(s) on {qt}")
+        else:
+            what = (f"({with_f} - {alone}) x {size} = {n} uop(s) cannot evade {qt}, "
+                    f"{below} found on its subsets: none on exactly {qt}")
+        just[f].append({"experiment": exp, "measured": measured, "establishes": what})
+    return found

@@ -43,7 +43,7 @@ from pmpredict.isa import semantics
 from pmpredict.isa.forms import parse_form
 from pmpredict.model.experiments import Experiment
 
-from pmpredict.infer.experiments import pair_experiments, weighted_pair_experiments
+from pmpredict.infer.singletons_and_pairs import pair_experiments, weighted_pair_experiments
 
 DESIGNS = ("pairs", "blockers")
 PAIRS_UP_TO = 150            # forms: above, all pairs cost more than the blockers' minutes

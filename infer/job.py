@@ -23,7 +23,7 @@ from pmpredict import __version__
 from pmpredict.errors import InputError
 
 from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
-from pmpredict.infer.pipeline import Inference, InferConfig, config_dict
+from pmpredict.infer.pmevo import Inference, InferConfig, config_dict
 from pmpredict.infer.prepare import measured_forms, prepare
 from pmpredict.infer.result import mapping_to_model
 

@@ -23,7 +23,7 @@ from pmpredict.model.machine import MachineModel, abstract_port_names
 from pmpredict.infer.cegis import CegisSettings, mapping_uops, run_cegis
 from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
 from pmpredict.infer.counters import CountersSettings, run_counters
-from pmpredict.infer.oracles import MeasurementLog, OracleError, Stopped, canonical
+from pmpredict.infer.oracles import MeasurementLog, OnlineRunStopped, OracleError, canonical
 
 ONLINE_METHODS = ("cegis", "counters")
 # the CPI tolerance when the oracle is exact (a model without noise) and otherwise (4.5: 0.02
@@ -125,7 +125,7 @@ def run_online(method: str, oracle, forms, settings, *, checkpoint_path: str,
         singles = log.measure(oracle, [((f, 1),) for f in forms])
     except OracleError as exc:
         raise InputError("<oracle>", str(exc)) from None
-    except Stopped:
+    except OnlineRunStopped:
         checkpoint()
         return OnlineOutcome(method, None, False, "stopped", len(log), elapsed())
     except KeyboardInterrupt as exc:

@@ -26,8 +26,9 @@ class OracleError(Exception):
     """The oracle cannot answer (a form this host cannot run, the harness fails): one line."""
 
 
-class Stopped(Exception):
-    """should_stop() ended the run (its deadline) between or during measurements or solving."""
+class OnlineRunStopped(Exception):
+    """should_stop() ended an online inference run (cegis, counters; its deadline) between or
+    during measurements or solving."""
 
 
 def canonical(counts) -> tuple[tuple[str, int], ...]:
@@ -116,7 +117,7 @@ class HostOracle(Oracle):
         except HostError as exc:
             raise OracleError(f"cannot measure on this machine: {exc}") from None
         except MeasurementStopped:
-            raise Stopped() from None
+            raise OnlineRunStopped() from None
         out = []
         for e, m in zip(exps, done.experiments):
             if m.cycles is None:

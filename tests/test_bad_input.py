@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pmpredict.cli import main
-from pmpredict.formats.experiments import load_experiments
+from pmpredict.formats.experiment_files import load_experiments
 from pmpredict.formats.model_files import load_model
 from pmpredict.errors import InputError
 from pmpredict.infer.checkpoint import load_checkpoint

@@ -7,8 +7,8 @@ import pytest
 
 from pmpredict.model.experiments import ExperimentSet
 from pmpredict.infer import design as designs
-from pmpredict.infer.experiments import generate_experiments, singleton_throughputs
-from pmpredict.infer.pipeline import InferConfig
+from pmpredict.infer.singletons_and_pairs import generate_experiments, singleton_throughputs
+from pmpredict.infer.pmevo import InferConfig
 from pmpredict.predict.metrics import mape
 from pmpredict.predict.throughput import simulate
 

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from pmpredict.formats.experiments import load_experiments
+from pmpredict.formats.experiment_files import load_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.exporters.opcodes import resolve_opcodes
 from pmpredict.exporters.common import latency_of, singleton_cycles

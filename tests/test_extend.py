@@ -10,7 +10,7 @@ import random
 import pytest
 
 from pmpredict.model.experiments import Experiment, ExperimentSet
-from pmpredict.infer.experiments import singleton_experiments
+from pmpredict.infer.singletons_and_pairs import singleton_experiments
 from pmpredict.host.extend import (blockers_of, extension_experiments, fit_new_forms,
                                    model_throughput, overlap_experiments)
 from pmpredict.model.machine import MachineModel

@@ -163,7 +163,7 @@ def test_the_bootstrap_and_infer_measure_infer_alike(tmp_path):
     from pmpredict.host.training import TrainingSet
     from pmpredict.host.workflow import HOST_PORTS, Measured, infer_once
     from pmpredict.infer.job import InferSettings, run_job
-    from pmpredict.infer.pipeline import InferConfig
+    from pmpredict.infer.pmevo import InferConfig
     train = oracle_training(oracle_model(n_forms=6))
     training = TrainingSet({"singletons": train}, {}, _Applied("latencies"),
                            usable=list(train.forms))

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from pmpredict.cli import main
-from pmpredict.formats.experiments import load_experiments, save_experiments
+from pmpredict.formats.experiment_files import load_experiments, save_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.infer.checkpoint import load_checkpoint, save_checkpoint
 from pmpredict.infer.congruence import congruence_classes
-from pmpredict.infer.experiments import generate_experiments, singleton_throughputs
-from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.singletons_and_pairs import generate_experiments, singleton_throughputs
+from pmpredict.infer.pmevo import Inference, InferConfig
 from pmpredict.infer.distill import distillation_problem
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.problem import build_problem

@@ -14,7 +14,7 @@ import pytest
 
 from pmpredict.cli import main
 from pmpredict.formats.model_files import load_model
-from pmpredict.formats.experiments import save_experiments
+from pmpredict.formats.experiment_files import save_experiments
 
 from test_infer import oracle_model, oracle_training
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from pmpredict.formats.experiments import load_experiments
+from pmpredict.formats.experiment_files import load_experiments
 from pmpredict.formats.model_files import load_model
 
 pytestmark = pytest.mark.skipif(

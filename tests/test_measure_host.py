@@ -20,10 +20,10 @@ import sys
 
 import pytest
 
-from pmpredict.formats.experiments import load_experiments, save_experiments
+from pmpredict.formats.experiment_files import load_experiments, save_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.measure import default_forms, measure_block, measure_experiment_set
-from pmpredict.measure import experiments as measure_set
+from pmpredict.measure import experiment_runs as measure_set
 from pmpredict.measure.cpu import cpu_flags
 from pmpredict.measure.runner import RunOptions, check_assembles
 

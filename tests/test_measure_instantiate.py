@@ -239,7 +239,7 @@ def test_a_pop_before_its_push_never_reaches_the_functions_saved_registers():
 def test_an_experiment_whose_forms_cannot_share_a_window_fails_alone():
     """vzeroall pins every vector register: beside a form that needs one, the experiment is
     reported as failed (and the others measured), not the whole set."""
-    from pmpredict.measure.experiments import _window_error
+    from pmpredict.measure.experiment_runs import _window_error
     vzeroall, movmsk = "VZEROALL", "PMOVMSKB_((REG:W:G:32)),_((REG:R:V:128))"
     assert "no free V register" in _window_error(((vzeroall, 1), (movmsk, 1)), (50,))
     assert _window_error(((movmsk, 1),), (50,)) is None

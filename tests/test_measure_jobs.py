@@ -17,10 +17,10 @@ import time
 import pytest
 
 from pmpredict.commands.progress import ProgressDisplay, duration
-from pmpredict.formats.experiments import load_experiments, save_experiments
+from pmpredict.formats.experiment_files import load_experiments, save_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.measure.cache import ResultCache
-from pmpredict.measure.experiments import Progress
+from pmpredict.measure.experiment_runs import Progress
 
 needs_host = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
@@ -192,7 +192,7 @@ def test_sigterm_stops_cleanly(tmp_path):
 
 
 def test_failures_are_told_apart_by_kind_and_only_permanent_ones_are_kept():
-    from pmpredict.measure.experiments import combine
+    from pmpredict.measure.experiment_runs import combine
     from pmpredict.measure.runner import Failure, Timing
     sigill = "SIGILL: instruction not supported by this CPU (or illegal here)"
     assert Failure.of(sigill) is Failure.UNSUPPORTED and Failure.UNSUPPORTED.permanent

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pmpredict.predict import throughput
 from pmpredict.cli import main
-from pmpredict.formats.experiments import load_experiments, save_experiments
+from pmpredict.formats.experiment_files import load_experiments, save_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.errors import InputError
 from pmpredict.predict.metrics import evaluate_model, kendall_tau_b, mape

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pmpredict.cli import main
-from pmpredict.formats.experiments import load_experiments
+from pmpredict.formats.experiment_files import load_experiments
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.formats.osaca import load_osaca_model
 from pmpredict.errors import InputError

@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 
 from pmpredict.commands.progress import ProgressDisplay
-from pmpredict.measure.experiments import Progress
-from pmpredict.infer.pipeline import InferConfig
+from pmpredict.measure.experiment_runs import Progress
+from pmpredict.infer.pmevo import InferConfig
 
 
 class Terminal(io.StringIO):

@@ -1,9 +1,9 @@
 """`pmpredict anica`: where throughput predictors disagree, with each other and with this
 machine (AnICA, Ritter's dissertation ch. 8), generalised into classes of blocks.
 
-Flags become predictors (pmpredict.anica.predictors), an evaluator over the result cache and a
-runner (Dask or this process), and a campaign (pmpredict.anica.campaign); the progress line,
-the checkpoint file and the views are the only things done here.
+Flags become predictors (pmpredict.anica.predictors), a result cache and a runner (Dask or this
+process), and a campaign run to its budget with its checkpoints (pmpredict.anica.checkpointed);
+where the checkpoint goes, the progress line and the views are the only things done here.
 """
 
 from __future__ import annotations
@@ -112,9 +112,10 @@ def _settings_digest(args) -> str:
 
 def run(args):
     # deferred: the campaign (numpy), the predictors and the views, when a campaign runs
-    from pmpredict.anica.campaign import Campaign, CampaignConfig
-    from pmpredict.anica.executor import DaskRunner, Evaluator, FailureLog, InProcess
-    from pmpredict.anica.outcome import CampaignOutcome, load_checkpoint, save_checkpoint
+    from pmpredict.anica.campaign import CampaignConfig
+    from pmpredict.anica.checkpointed import run_checkpointed
+    from pmpredict.anica.executor import DaskRunner, InProcess
+    from pmpredict.anica.outcome import load_checkpoint
     from pmpredict.anica.predictors import parse_spec
     from pmpredict.anica.store import AnswerStore
     from pmpredict.commands.progress import duration
@@ -153,51 +154,12 @@ def run(args):
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
     runner = DaskRunner(cluster=open_cluster(args.scheduler, workers)) \
         if args.scheduler or workers > 0 else InProcess()
-    evaluator = None
-    try:
-        evaluator = Evaluator(predictors, store, runner)
-        if saved is not None:
-            evaluator.failures = FailureLog.from_json(saved.get("failures"))
-        campaign = Campaign(schemes, evaluator, config,
-                            state=saved["campaign"] if saved else None)
-        spent = saved.get("elapsed_s", 0.0) if saved else 0.0
-        start = time.monotonic()
-        progress = None if args.quiet else _Progress(budget_s, args.budget_calls, spent)
-
-        # the state between two units of work: what a stop in the middle of one goes back to
-        # (a unit interrupted inside its predictor call has drawn random numbers it never used)
-        boundary = {"state": campaign.state(), "saved": time.monotonic()}
-
-        def should_stop() -> bool:
-            calls = campaign.counters["calls"]
-            boundary["state"] = campaign.state()
-            if time.monotonic() - boundary["saved"] >= CHECKPOINT_EVERY_S:
-                save("running", campaign)
-                boundary["saved"] = time.monotonic()
-            return ((budget_s is not None and spent + time.monotonic() - start >= budget_s)
-                    or (args.budget_calls is not None and calls >= args.budget_calls))
-
-        def save(how: str, at) -> CampaignOutcome:
-            outcome = CampaignOutcome.of(at, evaluator, predictors, schemes,
-                                         spent + time.monotonic() - start, how, checkpoint)
-            save_checkpoint(checkpoint, outcome)
-            return outcome
-
-        how = "budget"
-        try:
-            campaign.run(should_stop, progress)
-            at = campaign
-        except KeyboardInterrupt:
-            how = "interrupted"
-            at = Campaign(schemes, evaluator, config, state=boundary["state"])
-        outcome = save(how, at)
-        if progress:
-            progress.close()
-    finally:
-        if evaluator is not None:
-            evaluator.close()
-        else:
-            runner.close()
+    outcome, how = run_checkpointed(
+        predictors, store, runner, schemes, config, saved=saved, checkpoint=checkpoint,
+        budget_s=budget_s, budget_calls=args.budget_calls,
+        checkpoint_every_s=CHECKPOINT_EVERY_S,
+        progress_for=None if args.quiet else
+        (lambda spent: _Progress(budget_s, args.budget_calls, spent)))
     if args.html:
         # deferred: the HTML page's writer
         from pmpredict.formats.files import write_atomic

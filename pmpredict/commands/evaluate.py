@@ -23,7 +23,7 @@ def register(sub):
 
 def run(args):
     # deferred: experiments load numpy, the metrics scipy and numba, the views lark (not --help)
-    from pmpredict.formats.experiments import load_experiments
+    from pmpredict.formats.experiment_files import load_experiments
     from pmpredict.predict.metrics import evaluate_model
     from pmpredict.views import evaluate as view
 

@@ -234,7 +234,7 @@ def run(args):
     """SIGTERM behaves like Ctrl-C throughout (cli.main): measuring stops cleanly (the cache
     keeps what is done), inference writes its checkpoint and best mapping; exit status 130."""
     # deferred: experiment files and checkpoints load numpy, the view lark
-    from pmpredict.formats.experiments import load_many
+    from pmpredict.formats.experiment_files import load_many
     from pmpredict.infer.checkpoint import load_checkpoint
     from pmpredict.views import infer as view
 

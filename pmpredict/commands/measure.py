@@ -112,10 +112,10 @@ def _stopped(exc, what: str) -> int:
 
 def _run_experiments(args):
     # deferred: experiment files load numpy, measuring the harness, the views lark
-    from pmpredict.formats.experiments import load_experiments, save_experiments
+    from pmpredict.formats.experiment_files import load_experiments, save_experiments
     from pmpredict.measure import MeasureOptions, measure_experiment_set
     from pmpredict.measure.instantiate import HARNESS_ISA
-    from pmpredict.measure.experiments import MeasurementStopped
+    from pmpredict.measure.experiment_runs import MeasurementStopped
     from pmpredict.views import measure as view
     exps = load_experiments(args.experiments)
     if exps.isa != HARNESS_ISA:
@@ -144,7 +144,7 @@ def _run_training_set(args):
     # deferred: measuring loads numpy and the harness, the training set lark, the views lark
     from pmpredict.host.training import measure_training_set
     from pmpredict.measure import MeasureOptions, default_forms, load_form_list
-    from pmpredict.measure.experiments import MeasurementStopped
+    from pmpredict.measure.experiment_runs import MeasurementStopped
     from pmpredict.views import measure as view
     forms = load_form_list(args.forms) if args.forms else default_forms()
     display = ProgressDisplay()

@@ -18,7 +18,7 @@ def register(sub):
 
 def run(args):
     # deferred: experiments load numpy, the simulation numba, the views lark; --help imports this
-    from pmpredict.formats.experiments import load_experiments
+    from pmpredict.formats.experiment_files import load_experiments
     from pmpredict.predict.experiment_cycles import simulate_set
     from pmpredict.views import simulate as view
 

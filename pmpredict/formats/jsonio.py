@@ -102,6 +102,11 @@ def finite_only(data):
     return data
 
 
+def rounded(x, digits: int):
+    """A number of a JSON report: `x` as a float rounded to `digits` decimals, None kept."""
+    return None if x is None else round(float(x), digits)
+
+
 def dumps(data) -> str:
     """JSON text of pmpredict's output: indented, and never NaN or Infinity (null instead)."""
     return json.dumps(finite_only(data), indent=1, allow_nan=False) + "\n"

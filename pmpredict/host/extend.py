@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pmpredict.infer.design import balanced_pair
-from pmpredict.infer.pipeline import InferConfig
+from pmpredict.infer.pmevo import InferConfig
 from pmpredict.infer.problem import build_problem
 from pmpredict.infer.refine import ExactRefiner, relative_errors
 from pmpredict.predict.port_bound import optimum
@@ -61,7 +61,9 @@ PAIRS_PER_CALL = 2000
 # kernel pairs of a form to fit again that earlier checks measured, taken into its fit at
 # most (measured again: from the measurement cache where the pair's balance is unchanged)
 EARLIER_PAIRS_PER_FORM = 30
-FINAL_VOLUME_WEIGHT = 0.005      # as the host model's own inference (docs/MEASUREMENT.md)
+# the final penalty per uop of the host model's inferences, a little toward fewer uops: every
+# extension's fit here and the bootstrap's inference (host/model.py; docs/MEASUREMENT.md)
+FINAL_VOLUME_WEIGHT = 0.005
 
 
 def model_throughput(uops: dict, r_max: float | None = None) -> dict[str, float]:
@@ -139,7 +141,7 @@ def overlap_experiments(new_uops: dict, throughput: dict, limit: int, beside: di
     pairs = list(itertools.combinations(new, 2))
     pairs += [(a, b) for a in new for b in sorted(beside or ()) if b not in new_uops]
     pairs = [p for p in pairs if ports[p[0]] & ports[p[1]]]
-    pairs.sort(key=lambda p: (_popcount(ports[p[0]] | ports[p[1]]), p))
+    pairs.sort(key=lambda p: ((ports[p[0]] | ports[p[1]]).bit_count(), p))
     return [balanced_pair(a, b, throughput) for a, b in pairs[:limit]]
 
 
@@ -148,10 +150,6 @@ def _union(uops) -> int:
     for mask, _ in uops:
         out |= int(mask)
     return out
-
-
-def _popcount(mask: int) -> int:
-    return bin(mask).count("1")
 
 
 @dataclass

@@ -38,14 +38,15 @@ from pmpredict.errors import InputError
 from pmpredict.isa import semantics
 from pmpredict.isa.forms import parse_form
 from pmpredict.isa.keys import render_key
+from pmpredict.formats.jsonio import rounded
 from pmpredict.formats.model_files import load_model, save_model
 from pmpredict.measure.cpu import HARNESS_ISA, cpu_identity, cpu_name
 from pmpredict.models import builtin_names
 from pmpredict.userdirs import cache_dir as user_cache_dir
 
-# the bootstrap's inference settings (its ports: the workflow's HOST_PORTS)
+# the bootstrap's inference settings (its ports: the workflow's HOST_PORTS; its final volume
+# weight: host/extend.py's FINAL_VOLUME_WEIGHT, the same as every extension's fit)
 SEED = 0
-VOLUME_WEIGHT = 0.005           # a little toward fewer uops, as extensions fit (host/extend.py)
 MODEL_NAME = "host"
 
 
@@ -75,14 +76,14 @@ class HostUpdate:
 
     def to_json(self) -> dict:
         return {"path": self.path, "cpu": self.cpu, "forms": self.forms,
-                "created": self.created, "bootstrap_seconds": _round(self.bootstrap_seconds),
+                "created": self.created, "bootstrap_seconds": rounded(self.bootstrap_seconds, 2),
                 "bootstrap_experiments": self.bootstrap_experiments,
                 "measured": list(self.measured), "experiments": self.experiments,
-                "seconds": _round(self.seconds), "failed": dict(self.failed),
+                "seconds": rounded(self.seconds, 2), "failed": dict(self.failed),
                 "left_out": [{"line": line, "text": text, "reason": why}
                              for line, text, why in self.left_out],
-                "waited_seconds": _round(self.waited), "refitted": list(self.refitted),
-                "latencies_measured_again_seconds": _round(self.latencies_again),
+                "waited_seconds": rounded(self.waited, 2), "refitted": list(self.refitted),
+                "latencies_measured_again_seconds": rounded(self.latencies_again, 2),
                 "budget_seconds": self.budget,
                 "unmeasured": {"forms": dict(self.unmeasured_forms),
                                "pairs": [list(p) for p in self.unmeasured_pairs]}}
@@ -121,10 +122,6 @@ class HostUpdate:
         if self.waited >= 1:
             parts.append(f"waited {self.waited:.0f} s for another pmpredict measuring it")
         return f"host model ({self.cpu}, {self.forms} forms): " + "; ".join(parts)
-
-
-def _round(x):
-    return None if x is None else round(x, 2)
 
 
 def _short(form: str) -> str:
@@ -417,13 +414,15 @@ def _train_core(core, cache_dir, progress):
     """(the core forms' model: their training set, the front end and the inference of the
     training workflow, with the host model's settings; experiments measured)."""
     # deferred: measuring loads numpy and the harness, inferring numba
+    from pmpredict.host.extend import FINAL_VOLUME_WEIGHT
     from pmpredict.host.workflow import NothingRunsHere, TrainingOptions, infer_once, train_here
     from pmpredict.measure import HostError
     from pmpredict.measure.host_forms import packaged_forms
 
     def infer(measured):
         training = measured.training
-        return infer_once(measured, seed=SEED, volume_weight=VOLUME_WEIGHT, name=MODEL_NAME,
+        return infer_once(measured, seed=SEED, volume_weight=FINAL_VOLUME_WEIGHT,
+                          name=MODEL_NAME,
                           provenance={"core_forms": len(training.singletons.forms),
                                       "left_out_of_core": training.left_out})
     try:
@@ -446,8 +445,8 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=(),
     from pmpredict.host.extend import (OVERLAP_PAIRS, blockers_of, budget_order,
                                        extension_experiments,
                                        fit_new_forms, model_throughput, overlap_experiments)
-    from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
-                                             singleton_throughputs)
+    from pmpredict.infer.singletons_and_pairs import (singleton_experiments,
+                                                      singleton_failures, singleton_throughputs)
     from pmpredict.measure.latency import measure_latencies
 
     started = time.monotonic()
@@ -531,7 +530,7 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
                                        extension_experiments, kernel_pairs, mispredicted,
                                        model_throughput, pair_digest, refit)
     from pmpredict.infer.design import balanced_pair
-    from pmpredict.infer.experiments import singleton_experiments
+    from pmpredict.infer.singletons_and_pairs import singleton_experiments
     from pmpredict.model.experiments import ExperimentSet
 
     facts = dict(_host_facts(model))

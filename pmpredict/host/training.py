@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from pmpredict.model.experiments import ExperimentSet
 
 from pmpredict.infer import design as designs
-from pmpredict.infer.experiments import (singleton_experiments, singleton_failures,
-                                         singleton_throughputs)
+from pmpredict.infer.singletons_and_pairs import (singleton_experiments, singleton_failures,
+                                                  singleton_throughputs)
 from pmpredict.measure import MeasureOptions, measure_experiment_set
 from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.latency import measure_latencies

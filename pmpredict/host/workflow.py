@@ -26,7 +26,7 @@ from pmpredict.model.experiments import ExperimentSet
 
 from pmpredict.host.training import TrainingSet, measure_training_set
 from pmpredict.infer.job import InferOutcome
-from pmpredict.infer.pipeline import Inference, InferConfig
+from pmpredict.infer.pmevo import Inference, InferConfig
 from pmpredict.infer.prepare import prepare
 from pmpredict.infer.result import mapping_to_model
 from pmpredict.measure.frontend import MeasuredFrontEnd, measure_frontend, width_floor

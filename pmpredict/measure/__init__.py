@@ -19,8 +19,8 @@ _EXPORTS = {
     "BlockMeasurement": "block_measurement", "BlockTiming": "block_measurement",
     "UnrollVariant": "block_measurement", "default_cache_dir": "cache",
     "default_forms": "host_forms", "load_form_list": "host_forms",
-    "MeasureOptions": "experiments", "MeasurementStopped": "experiments",
-    "Progress": "experiments", "measure_experiment_set": "experiments",
+    "MeasureOptions": "experiment_runs", "MeasurementStopped": "experiment_runs",
+    "Progress": "experiment_runs", "measure_experiment_set": "experiment_runs",
     "HostError": "runner",
 }
 __all__ = sorted(_EXPORTS) + ["measure_block"]

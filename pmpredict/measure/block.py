@@ -31,7 +31,7 @@ from pmpredict.measure.cpu import cpu_identity, cpu_name
 from pmpredict.measure.codegen import block_kernel
 from pmpredict.measure.instantiate import DIVIDEND, DIVISOR, HARNESS_ISA
 from pmpredict.measure.layout import DivisionStart, Layout, plan_layout
-from pmpredict.measure.experiments import kernel_cycles
+from pmpredict.measure.experiment_runs import kernel_cycles
 from pmpredict.measure.runner import RunOptions, Timing, check_host, passes_agree, run_kernels
 
 BLOCK_LENGTH = 50            # instructions in the shorter unroll variant; the other has twice

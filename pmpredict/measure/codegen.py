@@ -31,7 +31,7 @@ _GPR64 = semantics.get(HARNESS_ISA).register_pool("G", 64)
 
 
 @dataclass(frozen=True)
-class Kernel:
+class HarnessKernel:
     """One function of the harness."""
     name: str
     asm: str          # the complete top-level asm text (AT&T mode outside, as gcc expects)
@@ -68,7 +68,7 @@ def _function(name: str, prologue: list[str], body: list[str], loop_end: list[st
     return "\n".join(lines)
 
 
-def experiment_kernel(name: str, window: Window) -> Kernel:
+def experiment_kernel(name: str, window: Window) -> HarnessKernel:
     """The kernel of one unroll variant of an experiment."""
     values = dict(window.values)
     init = [f"mov {r}, {values[r]:#x}" if r in values else f"mov {r}, {GPR_INIT}"
@@ -86,9 +86,9 @@ def experiment_kernel(name: str, window: Window) -> Kernel:
     headroom = stack_headroom(window)
     enter = [f"sub rsp, {headroom}"] if headroom else []
     leave = [f"add rsp, {headroom}"] if headroom else []
-    return Kernel(name, _function(name, init + enter, window.body,
-                                  restore + [f"dec {COUNTER_REGISTER}"], leave,
-                                  window.vector_width))
+    return HarnessKernel(name, _function(name, init + enter, window.body,
+                                         restore + [f"dec {COUNTER_REGISTER}"], leave,
+                                         window.vector_width))
 
 
 def stack_headroom(window: Window) -> int:
@@ -101,7 +101,7 @@ def stack_headroom(window: Window) -> int:
 
 def block_kernel(name: str, body: list[str], syntax: str, counter: str | None, vector_width: int,
                  layout: Layout, symbols: dict[str, str] | None = None,
-                 copies: int = 1) -> Kernel:
+                 copies: int = 1) -> HarnessKernel:
     """A user's basic block in a loop, with the registers and memory of `layout`; `body` is
     `copies` copies of it.
 
@@ -149,7 +149,7 @@ def block_kernel(name: str, body: list[str], syntax: str, counter: str | None, v
             data += [".p2align 12", f".skip {offset}", f"{new}:", ".rept 512",
                      f".quad {fills.get(old, NORMAL_FILL):#x}", ".endr"]
         asm = "\n".join(data) + "\n" + asm
-    return Kernel(name, asm, layout)
+    return HarnessKernel(name, asm, layout)
 
 
 def _c_string(text: str) -> str:
@@ -193,7 +193,7 @@ def timing_source() -> str:
                                   "extern const int PM_NKERNELS;", ""]) + template()
 
 
-def kernels_source(kernels: list[Kernel]) -> str:
+def kernels_source(kernels: list[HarnessKernel]) -> str:
     """The kernels, their memory layouts and the kernel table (PM_KERNELS, PM_NKERNELS).
     Kernels with equal layouts (the unroll variants of one block) share one region table, so
     the harness keeps their memory mapped while it alternates between them."""
@@ -224,7 +224,7 @@ def kernels_source(kernels: list[Kernel]) -> str:
     return "\n".join(out) + "\n"
 
 
-def harness_source(kernels: list[Kernel]) -> str:
+def harness_source(kernels: list[HarnessKernel]) -> str:
     """The complete harness as one C file: the kernels, then the timing template."""
     timing = timing_source()
     return kernels_source(kernels) + timing[timing.index("extern const struct pm_kernel"):]

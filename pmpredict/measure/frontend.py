@@ -24,7 +24,7 @@ from pmpredict.measure.block import BLOCK_OPTIONS, cached_block, measure_blocks,
 from pmpredict.measure.cache import ResultCache, block_key
 from pmpredict.measure.cpu import cpu_identity, cpu_name
 from pmpredict.measure.codegen import block_kernel
-from pmpredict.measure.experiments import Progress
+from pmpredict.measure.experiment_runs import Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.probes import (SNAP, Probe, ProbeReading, doubts, probes, read_frontend,
                                       version)

@@ -28,7 +28,7 @@ from pmpredict.measure.cpu import cpu_identity, cpu_name
 from pmpredict.measure.chains import (BARRIER, DIVIDEND, FLAGS, PIPELINE_REFERENCES, REFERENCES,
                                       Chain, FormPlan, FormTiming, form_timing, plan_form,
                                       reference_values)
-from pmpredict.measure.experiments import MeasurementStopped, Progress
+from pmpredict.measure.experiment_runs import MeasurementStopped, Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.runner import RunOptions, check_host
 

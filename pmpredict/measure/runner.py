@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from pmpredict.measure.codegen import Kernel, harness_source, kernels_source, timing_source
+from pmpredict.measure.codegen import HarnessKernel, harness_source, kernels_source, timing_source
 from pmpredict.measure.cpu import core_types, measurement_cpus
 from pmpredict.userdirs import cache_dir
 
@@ -153,7 +153,7 @@ def compiler() -> str:
     raise HostError("no C compiler found (set CC or install gcc)")
 
 
-def compile_harness(kernels: list[Kernel], workdir: str) -> tuple[str | None, str]:
+def compile_harness(kernels: list[HarnessKernel], workdir: str) -> tuple[str | None, str]:
     """Build the harness binary; (path or None, compiler messages). The timing code is
     compiled once (timing_object) and linked to each batch's kernels."""
     src = os.path.join(workdir, "kernels.c")
@@ -309,7 +309,7 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
     return [i for i in indices if i not in results]
 
 
-def run_kernels(kernels: list[Kernel], opts: RunOptions = RunOptions(), on_result=None,
+def run_kernels(kernels: list[HarnessKernel], opts: RunOptions = RunOptions(), on_result=None,
                 passes: int = 1, max_passes: int | None = None) -> list[Timing]:
     """Time every kernel; the result list is parallel to `kernels`.
 

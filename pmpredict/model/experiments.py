@@ -2,7 +2,7 @@
 
 ``cycles`` is the measured reciprocal throughput of one instance of the whole multiset (None
 when not measured yet; a failed measurement says why in ``other["error"]``). Files are read
-and written by pmpredict.formats.experiments.
+and written by pmpredict.formats.experiment_files.
 """
 
 from __future__ import annotations

@@ -37,10 +37,13 @@ import numpy as np
 
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
+from pmpredict.formats.jsonio import rounded
 from pmpredict.isa.examples import example_instance
 from pmpredict.isa.forms import parse_form
 from pmpredict.isa.osaca_forms import FOREIGN_PREFIX
 from pmpredict.model.machine import MachineModel
+
+DIGITS = 6          # decimals of the shares, masses and affinities in an alignment's JSON
 
 
 @dataclass(frozen=True)
@@ -101,23 +104,23 @@ class Alignment:
                 "forms": self.forms, "mapping": dict(self.mapping),
                 "unmatched": list(self.unmatched),
                 "reference_unmatched": list(self.reference_unmatched),
-                "equal": _round(self.equal), "contained": _round(self.contained),
-                "overlap": _round(self.overlap)}
+                "equal": rounded(self.equal, DIGITS),
+                "contained": rounded(self.contained, DIGITS),
+                "overlap": rounded(self.overlap, DIGITS)}
 
     def to_json(self) -> dict:
         out = self.summary()
-        out.update({"model": self.model, "mass": _round(self.mass),
-                    "reference_mass": _round(self.reference_mass),
-                    "same_count": _round(self.same_count),
-                    "ports": [{"port": a.port, "mapped": a.mapped, "affinity": _round(a.affinity),
-                               "mass": _round(a.mass), "equal": _round(a.equal),
-                               "contained": _round(a.contained), "overlap": _round(a.overlap)}
+        out.update({"model": self.model, "mass": rounded(self.mass, DIGITS),
+                    "reference_mass": rounded(self.reference_mass, DIGITS),
+                    "same_count": rounded(self.same_count, DIGITS),
+                    "ports": [{"port": a.port, "mapped": a.mapped,
+                               "affinity": rounded(a.affinity, DIGITS),
+                               "mass": rounded(a.mass, DIGITS),
+                               "equal": rounded(a.equal, DIGITS),
+                               "contained": rounded(a.contained, DIGITS),
+                               "overlap": rounded(a.overlap, DIGITS)}
                               for a in self.per_port]})
         return out
-
-
-def _round(x):
-    return None if x is None else round(float(x), 6)
 
 
 # --- common forms ------------------------------------------------------------------------

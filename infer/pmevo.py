@@ -144,8 +144,9 @@ def asdict_shallow(obj) -> dict:
     return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
-class Stopped(Exception):
-    """Raised inside a step when the caller's should_stop() says so."""
+class InferenceStepStopped(Exception):
+    """Raised inside a step of Inference.run (an EA generation, a refinement sweep, waiting
+    for the restarts' tasks) when the caller's should_stop() says so."""
 
 
 class Inference:
@@ -217,7 +218,7 @@ class Inference:
                 self.snap.elapsed = time.monotonic() - t0
                 if on_snapshot:
                     on_snapshot(self.snap)
-        except Stopped:
+        except InferenceStepStopped:
             pass
         self.snap.elapsed = time.monotonic() - t0
         return self.best_mapping()
@@ -248,7 +249,7 @@ class Inference:
         s = self.snap
         state = _ea_from_snap(s.ea)
         if should_stop and should_stop():
-            raise Stopped
+            raise InferenceStepStopped
         if state.generation < self.cfg.generations:
             evolve.generation(self.p, state, self.cfg.ea_volume_weight, self.cfg.mutation_rate)
             s.ea = _ea_to_snap(state)
@@ -272,7 +273,8 @@ class Inference:
     def _sweep_step(self, refiner, order_seed, weights, phase, emit, should_stop, reset_dirty=False):
         """One refinement sweep on the snapshot's mapping; returns the number of moves made.
 
-        A sweep cut short by should_stop() is not a snapshot (Stopped): resume redoes it.
+        A sweep cut short by should_stop() is not a snapshot (InferenceStepStopped): resume
+        redoes it.
         """
         s = self.snap
         m, c, dirty = s.masks.copy(), s.counts.copy(), s.dirty.copy()
@@ -282,7 +284,7 @@ class Inference:
         order = np.random.default_rng(order_seed).permutation(self.p.n_forms)
         changed = refiner.sweep(m, c, order, *weights, dirty, should_stop=should_stop)
         if should_stop and should_stop():
-            raise Stopped
+            raise InferenceStepStopped
         s.masks, s.counts, s.dirty = m, c, dirty
         s.step += 1
         emit(phase=phase, step=s.step, error=self.error_on(self.p, m, c),
@@ -322,8 +324,8 @@ class Inference:
     def _restarts_on(self, workers, emit, on_snapshot, should_stop, t0):
         """Every restart not yet finished as a task of `workers`, each run whole there
         (run_restart); the results folded in restart order as they arrive (those that come
-        early wait in the snapshot's `ahead`), a snapshot after each. Stopped: the tasks
-        still running are dropped (a resumed run starts them again)."""
+        early wait in the snapshot's `ahead`), a snapshot after each. InferenceStepStopped: the
+        tasks still running are dropped (a resumed run starts them again)."""
         s = self.snap
         ahead = {d["restart"]: d for d in s.ahead or ()}
         todo = [r for r in range(s.restart, self.cfg.restarts) if r not in ahead]
@@ -342,7 +344,7 @@ class Inference:
             if s.restart >= self.cfg.restarts:
                 break
             if should_stop and should_stop():
-                raise Stopped
+                raise InferenceStepStopped
             done, pending = workers.wait_first(pending, timeout=1.0)
             for future in done:
                 result = future.result()
