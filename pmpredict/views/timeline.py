@@ -11,10 +11,9 @@ MAX_CYCLES = 100
 
 
 def _instances(report, iterations):
-    run = report.run
+    run = report.derived("full run")  # dispatch and issue times too (a lean run simulates again)
     if run is None:
         return []
-    run = run.full()                  # dispatch and issue times too (a lean run simulates again)
     n = run.n
     out, seen = [], set()
     for k in range(min(iterations, run.iterations)):
