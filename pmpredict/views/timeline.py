@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pmpredict.views.common import cut
 
+# the predictor's results this view reads (predictor.STAGES and DERIVED)
+READS = ("rows", "annotated", "full run")
+
 ITERATIONS = 3
 MAX_CYCLES = 100
 
