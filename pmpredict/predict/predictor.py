@@ -1,19 +1,29 @@
 """Kernel -> Report: the one report object every view (pmpredict/views/) renders.
 
-The stages, each a method returning a frozen result, each built on an engine of its own;
-the Report is made from them at the end:
-  1. match (Matched): every instruction's model form (asm.match) and what it reads and writes
-     (pmpredict.isa.semantics);
-  2. annotate (Annotation): uops as executed (idioms, eliminated moves, macro-fusion, paired
-     stores), latency per source, what is assumed (annotate.py);
-  3. bounds (BoundsFound): every kind of bottlenecks.BOUND_KINDS: throughput (the exact LP
-     optimum over the uops, port_bound.py), loop-carried (the maximum cycle ratio of the
-     dependence graph, deps.py), front end (dispatch slots per cycle); and the critical path
-     of one iteration;
-  4. simulate (Simulated): the out-of-order simulation (simulation.py), the predicted cycles
-     per iteration, never below the bounds, and each instruction's slack;
-  5. costs: criticality (criticality.py), what each bottleneck costs and how they interact,
-     computed when a view first asks (it takes a simulation per bottleneck and pair).
+Prediction is two tables, declared once at the end of this module, which Predictor.predict
+and the Report run by name; adding a stage, a derived result or a view touches neither:
+  STAGES, in order, each run by predict: a function of the predictor and the earlier results
+  it names (`needs`) returning a frozen result, kept in the Report under its name
+  (report.stage(name)). A stage runs when every result it needs is there and its `when`
+  holds: an empty kernel stops after "matched", one with nothing in the model after
+  "annotated".
+    matched    (Matched): every instruction's model form (asm.match) and what it reads and
+               writes (pmpredict.isa.semantics); it needs SOURCE, the kernel as given;
+    annotated  (Annotation): uops as executed (idioms, eliminated moves, macro-fusion, paired
+               stores), latency per source, what is assumed (annotate.py);
+    bounds     (BoundsFound): every kind of bottlenecks.BOUND_KINDS: throughput (the exact LP
+               optimum over the uops, port_bound.py), loop-carried (the maximum cycle ratio of
+               the dependence graph, deps.py), front end (dispatch slots per cycle); and the
+               critical path of one iteration;
+    simulated  (Simulated): the out-of-order simulation (simulation.py), the predicted cycles
+               per iteration, never below the bounds, and each instruction's slack.
+  DERIVED, made from the stages' results when a view first asks (report.derived(name)), then
+  kept; a stage that did not run is passed as None:
+    rows         each instruction's row: its match and what the stages found of it;
+    bottleneck   (NamedBottleneck) the bottleneck as the report names it: ports and kinds;
+    full run     the simulated run with every record (the timeline: a lean run simulates again);
+    criticality  (criticality.py) what each bottleneck costs and how they interact (a
+                 simulation per bottleneck and pair).
 Per-port pressure per instruction comes from one optimal LP schedule: every merged uop's
 port assignment is split back onto the instructions that contributed to it, in proportion
 to their share of its mass. Instructions the model has no form for are listed, never
@@ -26,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Callable
 
@@ -115,46 +126,235 @@ class Simulated:
     slack: tuple[float | None, ...]
 
 
-@dataclass
-class Report:
-    path: str
-    isa: str
-    syntax: str
-    model: str
-    ports: tuple[str, ...]
+@dataclass(frozen=True)
+class Source:
+    """What a prediction is given (the result named SOURCE): the kernel, the syntax it was
+    read in, and where it came from."""
     kernel: Kernel
-    rows: list[InstructionRow]
-    cycles: float | None                # the simulated prediction; None: nothing in the model
-    bottleneck: list[str]               # the port set of the throughput bound (or ["frontend"])
-    port_load: dict[str, float]
-    r_max: float | None = None
-    bounds: Bounds | None = None
-    critical_path: Path | None = None
-    chains: list[Cycle] = field(default_factory=list)
-    run: Run | None = None
-    machine: MachineFacts | None = None    # the machine facts the engines used
-    # the facts the model lacks, as the prediction took them: key -> value, in the order the
-    # stages met them (model/facts.py words each for the Assumed line)
-    assumed_facts: Mapping = field(default_factory=dict)
-    graph: Graph | None = None
-    node_rows: list[int] = field(default_factory=list)   # graph / run node -> its instruction
-    bottleneck_kinds: list[str] = field(default_factory=list)  # what the uops bound there do
-    fallback: object = None             # the fallback.Fallback forms came from, if any
-    # the costs take a simulation per bottleneck and pair: computed on first use
-    _analyse: Callable[[], Criticality] | None = field(default=None, repr=False)
-    _criticality: Criticality | None = field(default=None, repr=False)
+    syntax: str
+    path: str
+
+
+@dataclass(frozen=True)
+class NamedBottleneck:
+    """Derived "bottleneck": the bottleneck as the report names it: the port set of the
+    throughput bound (or ["frontend"] when the issue width allows fewer instructions than the
+    ports), and the kinds of the uops those ports bound."""
+    ports: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PortSchedule:
+    """The throughput bound over a kernel's uops and one optimal schedule of them
+    (port_bound.optimum), told per port and per instruction."""
+    cycles: float                       # the bound, cycles per iteration
+    neck: int                           # its bottleneck port mask
+    balance: tuple[float, ...]          # each port's share (the simulation's tie-breaker)
+    pressure: tuple[dict, ...]          # per instruction: port -> cycles per iteration
+    load: dict                          # per port: cycles per iteration
+
+
+# the name of the input among a prediction's results (Source): what the first stage needs
+SOURCE = "source"
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of prediction: make(predictor, *results) of the results named in `needs`
+    (SOURCE or earlier stages) returns a frozen result, kept in the Report under `name`. The
+    stage runs when every result it needs is there and `when(*results)` (if given) holds; else
+    it is skipped, and with it every stage that needs it."""
+    name: str
+    make: Callable
+    needs: tuple[str, ...]
+    when: Callable | None = None
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A result made from others when first asked for (Report.derived), then kept:
+    make(predictor, *results) of the results named in `needs` (SOURCE, stages, or derived
+    results declared before it); a stage that did not run is passed as None."""
+    name: str
+    make: Callable
+    needs: tuple[str, ...]
+
+
+class Report:
+    """One prediction: the results of the stages that ran, by name (stage(name), `stages`), the
+    results derived from them, made when first asked for (derived(name)), and the attributes
+    the views read, each reading those results (so new data is a stage or a derived result,
+    never a new attribute here)."""
+
+    def __init__(self, predictor: "Predictor", results: dict):
+        self._predictor = predictor
+        self._results = MappingProxyType(results)
+        self._made: dict = {}                   # derived results made so far, by name
+
+    def __repr__(self) -> str:
+        return (f"Report({self.path!r}, model={self.model!r}, stages={list(self._results)}, "
+                f"derived={list(self._made)})")
 
     @property
-    def computed_criticality(self) -> Criticality | None:
-        """The criticality if it has been computed already, else None (no simulations run)."""
-        return self._criticality
+    def stages(self) -> Mapping:
+        """The results of the stages that ran, by name, in order (SOURCE first); read-only."""
+        return self._results
+
+    def stage(self, name: str):
+        """The result of the stage `name` (or SOURCE); None when the stage did not run.
+        KeyError: the predictor has no stage of that name."""
+        result = self._results.get(name)
+        if result is None and name not in self._predictor.stage_names:
+            raise KeyError(f"no stage {name!r}: the stages are "
+                           f"{sorted(self._predictor.stage_names)}")
+        return result
+
+    def derived(self, name: str):
+        """The derived result `name`, made the first time it is asked for, then kept.
+        KeyError: the predictor declares no derived result of that name."""
+        return self._derived(name)
+
+    def _derived(self, name: str):
+        made = self._made
+        if name in made:
+            return made[name]
+        entry = self._predictor.derived_by_name.get(name)
+        if entry is None:
+            raise KeyError(f"no derived result {name!r}: they are "
+                           f"{sorted(self._predictor.derived_by_name)}")
+        result = made[name] = entry.make(self._predictor, *map(self._result, entry.needs))
+        return result
+
+    def computed(self, name: str):
+        """The derived result `name` if it has been made already, else None (nothing is run)."""
+        return self._made.get(name)
+
+    def _result(self, name: str):
+        if name in self._results:
+            return self._results[name]
+        if name in self._predictor.derived_by_name:
+            return self._derived(name)
+        return None                                       # a stage that did not run
+
+    # the model's
+    @property
+    def isa(self) -> str:
+        return self._predictor.model.isa
+
+    @property
+    def model(self) -> str:
+        return self._predictor.model.name
+
+    @property
+    def ports(self) -> tuple[str, ...]:
+        return self._predictor.ports
+
+    @property
+    def r_max(self) -> float | None:
+        return self._predictor.model.r_max
+
+    @property
+    def fallback(self):
+        """The fallback.Fallback forms came from, if any."""
+        return self._predictor.fallback
+
+    # the input's
+    @property
+    def path(self) -> str:
+        return self.stage(SOURCE).path
+
+    @property
+    def syntax(self) -> str:
+        return self.stage(SOURCE).syntax
+
+    @property
+    def kernel(self) -> Kernel:
+        return self.stage(SOURCE).kernel
+
+    # the stages' (each found once: the results are final)
+    @cached_property
+    def rows(self) -> list[InstructionRow]:
+        return self.derived("rows")
+
+    @cached_property
+    def cycles(self) -> float | None:
+        """The simulated prediction; 0 for an empty kernel; None: nothing in the model."""
+        simulated = self.stage("simulated")
+        if simulated is not None:
+            return simulated.cycles
+        return None if self.stage("matched").rows else 0.0
+
+    @cached_property
+    def bottleneck(self) -> list[str]:
+        """The port set of the throughput bound (or ["frontend"])."""
+        return list(self.derived("bottleneck").ports)
+
+    @cached_property
+    def bottleneck_kinds(self) -> list[str]:
+        """What the uops bound there do."""
+        return list(self.derived("bottleneck").kinds)
+
+    @cached_property
+    def port_load(self) -> dict[str, float]:
+        found = self.stage("bounds")
+        return found.port_load if found is not None else {p: 0.0 for p in self.ports}
+
+    @cached_property
+    def bounds(self) -> Bounds | None:
+        found = self.stage("bounds")
+        return found.bounds if found is not None else None
+
+    @cached_property
+    def critical_path(self) -> Path | None:
+        found = self.stage("bounds")
+        return found.critical_path if found is not None else None
+
+    @cached_property
+    def chains(self) -> list[Cycle]:
+        found = self.stage("bounds")
+        return list(found.chains) if found is not None else []
+
+    @cached_property
+    def graph(self) -> Graph | None:
+        found = self.stage("bounds")
+        return found.graph if found is not None else None
+
+    @cached_property
+    def run(self) -> Run | None:
+        """The simulated run as the prediction kept it (lean: derived("full run") has every
+        record)."""
+        simulated = self.stage("simulated")
+        return simulated.run if simulated is not None else None
+
+    @cached_property
+    def machine(self) -> MachineFacts | None:
+        """The machine facts the engines used."""
+        annotation = self.stage("annotated")
+        return annotation.facts if annotation is not None else None
+
+    @cached_property
+    def node_rows(self) -> list[int]:
+        """Graph / run node -> its instruction."""
+        annotation = self.stage("annotated")
+        return list(annotation.node_rows) if annotation is not None else []
+
+    @cached_property
+    def assumed_facts(self) -> Mapping:
+        """The facts the model lacks, as the prediction took them: key -> value, in the order
+        the stages met them (each stage result's `assumed`; model/facts.py words each for the
+        Assumed line); read-only."""
+        return _assumed(self._results.values())
 
     @property
     def criticality(self) -> Criticality | None:
         """What each bottleneck costs and how they interact (criticality.analyse)."""
-        if self._criticality is None and self._analyse is not None:
-            self._criticality, self._analyse = self._analyse(), None
-        return self._criticality
+        return self.derived("criticality")
+
+    @property
+    def computed_criticality(self) -> Criticality | None:
+        """The criticality if it has been computed already, else None (no simulations run)."""
+        return self.computed("criticality")
 
     @property
     def matched(self) -> int:
@@ -228,11 +428,16 @@ class Predictor:
     """A model prepared for many predictions (arrays, form index, matcher built once)."""
 
     def __init__(self, model, allow_approx: bool = True, criticality: bool = True,
-                 fallback=None, compiled: bool = False):
+                 fallback=None, compiled: bool = False, stages: tuple[Stage, ...] | None = None,
+                 derived: tuple[Derived, ...] | None = None):
         """fallback: a fallback.Fallback (its merged model replaces `model`): forms the model
         lacks are matched in the fallback's. compiled: where the C passes are not built, run
         the simulation compiled by numba (simulation_jit: ~0.6 s to load once, then many
-        times faster; for many kernels)."""
+        times faster; for many kernels). stages, derived: the tables predict and its Report
+        run (STAGES, DERIVED by default; e.g. STAGES + (Stage(...),) to add one)."""
+        self.stages = STAGES if stages is None else tuple(stages)
+        self.derived = DERIVED if derived is None else tuple(derived)
+        self.stage_names, self.derived_by_name = _check_tables(self.stages, self.derived)
         if fallback is not None:
             model = fallback.model
         self.model = model
@@ -295,24 +500,26 @@ class Predictor:
             yield self.predict(kernel, syntax, path)
 
     def predict(self, kernel: Kernel, syntax: str, path: str = "<input>") -> Report:
-        """The stages in order, each returning its result; the Report is made from them."""
-        matched = self._match(kernel, syntax)
-        if not matched.rows:
-            return self._report(path, syntax, kernel, matched, cycles=0.0)
-        annotation = self._annotate(matched)
-        if not any(r.form for r in matched.rows):
-            return self._report(path, syntax, kernel, matched, annotation)    # nothing known
-        found = self._bounds(matched, annotation)
-        simulated = self._simulate(annotation, found)
-        return self._report(path, syntax, kernel, matched, annotation, found, simulated)
+        """The stages of the table in order, each on the earlier results it needs; a stage
+        whose needs are missing or whose `when` fails is skipped (an empty kernel, nothing in
+        the model). The Report keeps the results by name."""
+        results = {SOURCE: Source(kernel, syntax, path)}
+        for stage in self.stages:
+            if not all(name in results for name in stage.needs):
+                continue
+            inputs = [results[name] for name in stage.needs]
+            if stage.when is None or stage.when(*inputs):
+                results[stage.name] = stage.make(self, *inputs)
+        return Report(self, results)
 
-    def _match(self, kernel: Kernel, syntax: str) -> Matched:
-        """Stage 1: each instruction's form (or why none) and semantics."""
+    def _match(self, source: Source) -> Matched:
+        """Stage 1, "matched": each instruction's form (or why none) and semantics."""
         rows, sems = [], []
-        for insn in kernel.instructions:
-            m, key, source, short, sem = self._instruction(insn, syntax)
+        syntax = source.syntax
+        for insn in source.kernel.instructions:
+            m, key, whose, short, sem = self._instruction(insn, syntax)
             rows.append(InstructionRow(insn.line, insn.text, key, m.form, short, m.approx,
-                                       m.reason, source))
+                                       m.reason, whose))
             sems.append(sem)
         return Matched(tuple(rows), tuple(sems))
 
@@ -343,10 +550,10 @@ class Predictor:
                           tuple(node_rows), tuple(mains))
 
     def _bounds(self, matched: Matched, annotation: Annotation) -> BoundsFound:
-        """Stage 3: the port schedule, the dependence graph's chains and critical path, and
-        every bound kind's value (bottlenecks.BOUND_KINDS)."""
+        """Stage 3, "bounds": the port schedule, the dependence graph's chains and critical
+        path, and every bound kind's value (bottlenecks.BOUND_KINDS)."""
         model, facts = self.model, annotation.facts
-        throughput, neck, balance, pressure, port_load = self._ports(annotation.annotated)
+        schedule = self._port_schedule(annotation.annotated)
         graph = build_graph(list(annotation.nodes), facts.load_latency, facts.forwarding())
         reader = FactReader(facts.pipeline)
         assume_forwarding(reader, graph.forwarded)
@@ -354,14 +561,15 @@ class Predictor:
         path_ = critical_path(graph, [node.latency for node in annotation.nodes])
         path_ = Path(path_.length, tuple(dict.fromkeys(annotation.node_rows[i]
                                                        for i in path_.nodes)))
-        evidence = Evidence(throughput, neck, tuple(self._names(neck)), chains,
-                            sum(a.slot for a in annotation.annotated), model.r_max,
+        evidence = Evidence(schedule.cycles, schedule.neck, tuple(self._names(schedule.neck)),
+                            chains, sum(a.slot for a in annotation.annotated), model.r_max,
                             facts.taken_branch, facts.window)
-        return BoundsFound(Bounds.of(evidence), evidence, balance, tuple(pressure), port_load,
-                           graph, chains, path_, reader.assumptions())
+        return BoundsFound(Bounds.of(evidence), evidence, schedule.balance, schedule.pressure,
+                           schedule.load, graph, chains, path_, reader.assumptions())
 
     def _simulate(self, annotation: Annotation, found: BoundsFound) -> Simulated:
-        """Stage 4: the out-of-order simulation of the loop, and each instruction's slack."""
+        """Stage 4, "simulated": the out-of-order simulation of the loop, and each
+        instruction's slack."""
         node_uops, node_slots = [], []
         for k, main in enumerate(annotation.mains):
             a = annotation.annotated[annotation.node_rows[k]]
@@ -374,7 +582,7 @@ class Predictor:
         facts = annotation.facts
         core = CoreLimits(self.model.r_max, facts.window, facts.taken_branch)
         # results and retirements are what the slack needs; the views that need more ask
-        # Run.full()
+        # for the derived "full run"
         run = simulate_schedule(body, core, keep=TIMES, engine=self.engine, slack=True)
         # the run is exact in the limit; a finite run can sit a hair under a bound
         cycles = max([run.cycles] + [v or 0.0 for v in found.bounds.values.values()])
@@ -384,44 +592,51 @@ class Predictor:
             slacks[i] = s if slacks[i] is None else min(slacks[i], s)
         return Simulated(body, core, run, cycles, tuple(slacks))
 
-    def _report(self, path: str, syntax: str, kernel: Kernel, matched: Matched,
-                annotation: Annotation | None = None, found: BoundsFound | None = None,
-                simulated: Simulated | None = None, cycles: float | None = None) -> Report:
-        """The Report of the stages that ran (fewer when the kernel is empty or unknown)."""
-        model = self.model
-        rows = list(matched.rows)
-        facts = annotation.facts if annotation else None
+    def _rows(self, matched: Matched, annotation: Annotation | None,
+              found: BoundsFound | None, simulated: Simulated | None) -> list[InstructionRow]:
+        """Derived "rows": each instruction's row with what the stages that ran found of it
+        (uops as executed and latency; port pressure, slack, critical path and chain marks)."""
+        if annotation is None:
+            return list(matched.rows)
         if found is None or simulated is None:
-            if annotation is not None:
-                rows = [_row(r, a, self._port_names(a)) for r, a in zip(rows, annotation.annotated)]
-            return Report(path, model.isa, syntax, model.name, self.ports, kernel, rows, cycles,
-                          [], {p: 0.0 for p in self.ports}, model.r_max, machine=facts,
-                          assumed_facts=_assumed(annotation), fallback=self.fallback)
-        evidence, chains = found.evidence, found.chains
+            return [_row_with_findings(r, a, self._port_names(a))
+                    for r, a in zip(matched.rows, annotation.annotated)]
+        chains = found.chains
         on_chain = set(chains[0].nodes) if chains else set()
         on_path = set(found.critical_path.nodes)
-        rows = [_row(r, a, self._port_names(a), p, s, i in on_path, i in on_chain)
-                for i, (r, a, p, s) in enumerate(zip(rows, annotation.annotated, found.pressure,
-                                                      simulated.slack))]
-        # the historical "bottleneck": the ports of the throughput bound, or the front end
-        # when the issue width (R_max) allows fewer instructions than the ports
-        front_limited = model.r_max and evidence.slots / model.r_max > \
-            evidence.throughput * (1 + 1e-9)
+        return [_row_with_findings(r, a, self._port_names(a), p, s, i in on_path, i in on_chain)
+                for i, (r, a, p, s) in enumerate(zip(matched.rows, annotation.annotated,
+                                                      found.pressure, simulated.slack))]
+
+    def _bottleneck(self, matched: Matched, annotation: Annotation | None,
+                    found: BoundsFound | None) -> NamedBottleneck:
+        """Derived "bottleneck": the historical "bottleneck", the ports of the throughput bound,
+        or the front end when the issue width (R_max) allows fewer instructions than the
+        ports; and the kinds of the uops those ports bound."""
+        if found is None:
+            return NamedBottleneck()
+        evidence, r_max = found.evidence, self.model.r_max
+        front_limited = r_max and evidence.slots / r_max > evidence.throughput * (1 + 1e-9)
+        if front_limited:
+            return NamedBottleneck((FRONTEND_BOTTLENECK,))
         kinds = self._kinds_within(matched.semantics, annotation.annotated, evidence.neck) \
-            if not front_limited and evidence.neck else []
-        analyse_later = None
-        if self.criticality:
-            classes = event_classes(evidence)
-            body, core, run, engine = simulated.body, simulated.core, simulated.run, self.engine
-            analyse_later = lambda: analyse(body, core, run, classes, engine=engine)  # noqa: E731
-        return Report(path, model.isa, syntax, model.name, self.ports, kernel, rows,
-                      simulated.cycles,
-                      [FRONTEND_BOTTLENECK] if front_limited else list(evidence.port_names),
-                      found.port_load, model.r_max, bounds=found.bounds,
-                      critical_path=found.critical_path, chains=list(chains), run=simulated.run,
-                      machine=facts, assumed_facts=_assumed(annotation, found),
-                      graph=found.graph, node_rows=list(annotation.node_rows),
-                      bottleneck_kinds=kinds, fallback=self.fallback, _analyse=analyse_later)
+            if evidence.neck else []
+        return NamedBottleneck(tuple(evidence.port_names), tuple(kinds))
+
+    def _full_run(self, simulated: Simulated | None) -> Run | None:
+        """Derived "full run": the simulated run with every record (dispatch and issue times
+        too: a run kept lean simulates again, once)."""
+        return None if simulated is None else simulated.run.full()
+
+    def _analyse(self, found: BoundsFound | None,
+                 simulated: Simulated | None) -> Criticality | None:
+        """Derived "criticality": what each bottleneck costs and how they interact
+        (criticality.analyse: a simulation per bottleneck and pair); None when the Predictor
+        was made without it."""
+        if not self.criticality or simulated is None:
+            return None
+        return analyse(simulated.body, simulated.core, simulated.run,
+                       event_classes(found.evidence), engine=self.engine)
 
     def _port_names(self, a: Annotated) -> list:
         """An instruction's uops as executed, told in port names: [(ports, count)]."""
@@ -458,7 +673,7 @@ class Predictor:
             entry = self._kinds[id(sem)] = (sem, instruction_kinds(self.model.isa, sem))
         return entry[1]
 
-    def _ports(self, annotated) -> tuple:
+    def _port_schedule(self, annotated) -> PortSchedule:
         """The throughput bound, its bottleneck port mask, each port's share of one optimal
         schedule (the simulation's tie-breaker), each instruction's port pressure in that
         schedule, and each port's load."""
@@ -469,8 +684,8 @@ class Predictor:
             for mask, count in _uop_mass(a):
                 mass[mask] = mass.get(mask, 0) + count
         if not mass:
-            return (0.0, 0, tuple([1.0] * n_ports), [{} for _ in annotated],
-                    {p: 0.0 for p in ports})
+            return PortSchedule(0.0, 0, tuple([1.0] * n_ports), tuple({} for _ in annotated),
+                                {p: 0.0 for p in ports})
         masses = tuple(mass.items())         # in order: the order picks among optimal schedules
         found = self._optimum.get(masses)
         if found is None:
@@ -489,12 +704,13 @@ class Predictor:
             for p, x in row.items():
                 load[p] += x
         total = sum(load)
-        return (cycles, neck, tuple(x / total for x in load), pressures,
-                {ports[p]: load[p] for p in range(n_ports)})
+        return PortSchedule(cycles, neck, tuple(x / total for x in load), tuple(pressures),
+                            {ports[p]: load[p] for p in range(n_ports)})
 
 
-def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None,
-         on_path: bool = False, on_chain: bool = False) -> InstructionRow:
+def _row_with_findings(r: InstructionRow, a: Annotated, uops: list, pressure=None,
+                       slack_=None, on_path: bool = False,
+                       on_chain: bool = False) -> InstructionRow:
     """A matched row with what the later stages found (one constructor call: a kernel has
     many rows and dataclasses.replace is slow)."""
     return InstructionRow(r.line, r.text, r.key, r.form, r.form_short, r.approx, r.reason,
@@ -502,9 +718,9 @@ def _row(r: InstructionRow, a: Annotated, uops: list, pressure=None, slack_=None
                           a, slack_, on_path, on_chain)
 
 
-def _assumed(annotation: Annotation | None, found: BoundsFound | None = None) -> Mapping:
-    """What the stages assumed of the machine, in order, read-only."""
-    stages = [x.assumed for x in (annotation, found) if x is not None]
+def _assumed(results) -> Mapping:
+    """What the stages assumed of the machine (each result's `assumed`), in order, read-only."""
+    stages = [x.assumed for x in results if hasattr(x, "assumed")]
     return MappingProxyType(dict(pair for assumed in stages for pair in assumed))
 
 
@@ -513,3 +729,56 @@ def _on_rows(cycle: Cycle, node_rows: list[int]) -> Cycle:
     address update are one instruction)."""
     rows = tuple(dict.fromkeys(node_rows[i] for i in cycle.nodes))
     return Cycle(cycle.ratio, cycle.latency, cycle.iterations, rows, cycle.edges, cycle.resources)
+
+
+def _has_instructions(matched: Matched) -> bool:
+    """An empty kernel is matched, and no more (0 cycles)."""
+    return bool(matched.rows)
+
+
+def _knows_any(matched: Matched, annotation: Annotation) -> bool:
+    """With no instruction in the model, nothing is bounded or simulated (no prediction)."""
+    return any(r.form for r in matched.rows)
+
+
+def _check_tables(stages: tuple[Stage, ...], derived: tuple[Derived, ...]) -> tuple:
+    """(the names of SOURCE and the stages, the derived results by name): each name once, each
+    stage needing SOURCE or earlier stages, each derived result the stages or derived results
+    before it."""
+    names: set[str] = {SOURCE}
+    for stage in stages:
+        _check_entry(stage, names, "stage")
+        names.add(stage.name)
+    stage_names = frozenset(names)
+    by_name: dict[str, Derived] = {}
+    for entry in derived:
+        _check_entry(entry, names, "derived result")
+        names.add(entry.name)
+        by_name[entry.name] = entry
+    return stage_names, MappingProxyType(by_name)
+
+
+def _check_entry(entry, known: set[str], what: str) -> None:
+    if entry.name in known:
+        raise ValueError(f"the {what} {entry.name!r} is named twice")
+    missing = [n for n in entry.needs if n not in known]
+    if missing:
+        raise ValueError(f"the {what} {entry.name!r} needs {', '.join(map(repr, missing))}, "
+                         "which no earlier entry makes")
+
+
+# The stages predict runs, in order (module docstring): name, what makes it, what it needs.
+STAGES: tuple[Stage, ...] = (
+    Stage("matched", Predictor._match, (SOURCE,)),
+    Stage("annotated", Predictor._annotate, ("matched",), when=_has_instructions),
+    Stage("bounds", Predictor._bounds, ("matched", "annotated"), when=_knows_any),
+    Stage("simulated", Predictor._simulate, ("annotated", "bounds")),
+)
+
+# The results made when first asked for (Report.derived), from the stages' and each other's.
+DERIVED: tuple[Derived, ...] = (
+    Derived("rows", Predictor._rows, ("matched", "annotated", "bounds", "simulated")),
+    Derived("bottleneck", Predictor._bottleneck, ("matched", "annotated", "bounds")),
+    Derived("full run", Predictor._full_run, ("simulated",)),
+    Derived("criticality", Predictor._analyse, ("bounds", "simulated")),
+)

@@ -5,6 +5,10 @@
                   path (CP) and loop-carried chain (LCD) marks, slack   (OSACA-style table)
     timeline      dispatch / execute / retire of the first iterations   (llvm-mca -timeline)
     bottlenecks   what each bottleneck costs and how they interact      (Fields' criticality)
+
+Each view of a Report names the predictor's results it reads in READS (stages and derived
+results: predict/predictor.py's STAGES and DERIVED); one asks for a result by name,
+report.stage(name) or report.derived(name), or reads the Report's attributes, which read them.
 """
 
 from __future__ import annotations

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from pmpredict.views.common import number
 
+# the predictor's results this view reads (predictor.STAGES and DERIVED)
+READS = ("simulated", "criticality")
+
 
 def text(report) -> str:
     crit = report.criticality

@@ -6,6 +6,9 @@ from __future__ import annotations
 from pmpredict.predict.annotate import LATENCY, LOAD_LATENCY
 from pmpredict.views.common import BEYOND_MODEL_NAMES, cut, number
 
+# the predictor's results this view reads (predictor.STAGES and DERIVED; "source": the input)
+READS = ("source", "bounds", "rows")
+
 
 def _flags(row) -> str:
     """What the table says of an instruction beyond its form (an atomic or a barrier is

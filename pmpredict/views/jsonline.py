@@ -15,6 +15,9 @@ import json
 from pmpredict.views import instructions, summary
 from pmpredict.views.common import number
 
+# the predictor's results this view reads: the summary's and the instruction table's
+READS = tuple(dict.fromkeys(summary.READS + instructions.READS))
+
 # the encoder of every JSON line: a report's JSON is a tree (no cycle to check for)
 ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 _encode = ENCODER.encode

@@ -8,6 +8,10 @@ from pmpredict.predict.annotate import LATENCY, Note
 from pmpredict.predict.bottlenecks import BOUND_KINDS, FRONTEND_BOTTLENECK, Bounds
 from pmpredict.views.common import BEYOND_MODEL_NAMES, chain_text, number, resource_names
 
+# the predictor's results this view reads (predictor.STAGES and DERIVED; "source": the input)
+READS = ("source", "matched", "annotated", "bounds", "simulated", "rows", "bottleneck",
+         "criticality")
+
 TOLERANCE = 0.02          # a bound within 2% of the prediction is what limits it
 
 

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from pmpredict.views.common import cut
 
+# the predictor's results this view reads (predictor.STAGES and DERIVED)
+READS = ("rows", "annotated", "full run")
+
 ITERATIONS = 3
 MAX_CYCLES = 100
 
 
 def _instances(report, iterations):
-    run = report.run
+    run = report.derived("full run")  # dispatch and issue times too (a lean run simulates again)
     if run is None:
         return []
-    run = run.full()                  # dispatch and issue times too (a lean run simulates again)
     n = run.n
     out, seen = [], set()
     for k in range(min(iterations, run.iterations)):
