@@ -6,9 +6,10 @@
     python3 benchmarks/bench_harness_commits.py --old-tree /tmp/old [--n 40] [--rounds 2]
 
 Each round draws `--n` random pairs of the packaged host forms (seeded by the round) and
-measures them, with no cache, first by the old tree's pmpredict, then by this one's (each in a
-process of its own, the tree on PYTHONPATH): seconds per experiment, harness compile included,
-and how far apart the two trees' cycles are.
+measures them, with no cache, first by the old tree's pmpredict, then by this one's, then by
+this one's again (each in a process of its own, the tree on PYTHONPATH): seconds per
+experiment, harness compile included, how far apart the two trees' cycles are, and how far
+apart this tree's two runs are (the noise floor any agreement between trees is read against).
 """
 
 from __future__ import annotations
@@ -64,18 +65,24 @@ def main(argv=None) -> int:
         ap.error("--old-tree is required")
     print(f"harness of {args.old_tree} against {TREE}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"load average {os.getloadavg()[0]:.2f}")
-    diffs = []
+    diffs, floor, seconds = [], [], {"old": 0.0, "new": 0.0}
     for rnd in range(1, args.rounds + 1):
         old, new = run(args.old_tree, rnd, args.n), run(TREE, rnd, args.n)
+        again = run(TREE, rnd, args.n)          # the same experiments: how far runs part anyway
         for name, r in (("old", old), ("new", new)):
+            seconds[name] += r["seconds"]
             print(f"round {rnd} {name}: {r['seconds']:.2f} s, {r['seconds'] / args.n * 1000:.1f} ms "
                   f"an experiment")
         print(f"round {rnd}: {old['seconds'] / new['seconds']:.1f}x")
         diffs += [(b - a) / a for a, b in zip(old["cycles"], new["cycles"]) if a and b]
-    if diffs:
-        within = lambda tol: sum(abs(d) <= tol for d in diffs)
-        print(f"new against old: {within(0.02)} of {len(diffs)} within 2%, {within(0.05)} within 5%; "
-              f"median (new - old) / old {statistics.median(diffs) * 100:+.1f}%")
+        floor += [(b - a) / a for a, b in zip(new["cycles"], again["cycles"]) if a and b]
+    print(f"all rounds: old {seconds['old']:.2f} s, new {seconds['new']:.2f} s: "
+          f"{seconds['old'] / seconds['new']:.1f}x")
+    for name, d in (("new against old", diffs), ("new against new (the noise floor)", floor)):
+        if d:
+            within = lambda tol: sum(abs(x) <= tol for x in d)     # noqa: E731
+            print(f"{name}: {within(0.02)} of {len(d)} within 2%, {within(0.05)} within 5%; "
+                  f"median {statistics.median(d) * 100:+.1f}%")
     return 0
 
 
