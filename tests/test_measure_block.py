@@ -84,6 +84,30 @@ def test_a_load_partly_over_a_store_waits_longer_than_one_inside_it():
     assert partial.cycles > 1.5 * inside.cycles and partial.cycles > inside.cycles + 4
 
 
+@pytest.mark.skipif("bmi2" not in cpu_flags(), reason="the CPU has no BMI2")
+def test_an_experiment_and_a_block_of_one_instruction_agree():
+    """Two paths to one number: an experiment's window starts its registers at values like the
+    data a block holds (an Intel Xeon with AVX-512 FP16 ran rorx and shlx from a register
+    holding 37 at half the rate it runs them in blocks)."""
+    from pmpredict.measure import measure_experiment_set
+    from pmpredict.model.experiments import Experiment, ExperimentSet
+    cases = {"RORX_((REG:W:G:64)),_((REG:R:G:64)),_((IMM:8))": "rorxq $43, %rax, %rbx",
+             "SHLX_((REG:W:G:64)),_((REG:R:G:64)),_((REG:R:G:64))": "shlxq %rax, %rbx, %rcx"}
+    measured = measure_experiment_set(ExperimentSet(tuple(cases), tuple(
+        Experiment.of({form: 1}) for form in cases), "x86", "test"), cache_dir=None)
+    blocks = measure_blocks([prepare_block(text + "\n", "att") for text in cases.values()])
+    for experiment, block in zip(measured.experiments, blocks):
+        assert experiment.cycles == pytest.approx(block.cycles, rel=0.10), experiment.forms()
+
+
+def test_a_bit_offset_into_memory_starts_small_and_every_other_register_large():
+    from pmpredict.measure.codegen import BIT_OFFSET_INIT, GPR_INIT, _bit_offsets
+    assert _bit_offsets(["BTS qword ptr [rdi + 8], ebx", "bt qword ptr [rdi], r9",
+                         "BT rax, rcx", "RORX rbx, rax, 43"]) == {"rbx": BIT_OFFSET_INIT,
+                                                                 "r9": BIT_OFFSET_INIT}
+    assert GPR_INIT > 65535 and GPR_INIT % 64 == 37 and BIT_OFFSET_INIT < 64
+
+
 def test_triad_takes_no_assists():
     """The issue's example: 186.7 cycles per iteration with subnormal data; a microcode
     assist costs about 100 cycles per floating-point operation, a healthy triad a few."""

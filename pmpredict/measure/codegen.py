@@ -8,6 +8,7 @@ file is ours (callee-saved registers are pushed and popped by the kernel itself)
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -17,15 +18,21 @@ from pmpredict.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, HARN
 from pmpredict.measure.layout import NORMAL_FILL, Layout
 
 # Bump when the generated code or the timing method changes: it is part of the cache key.
-HARNESS_VERSION = 7
+HARNESS_VERSION = 8
 # Bump when only the block loop changes (block_kernel): part of the blocks' cache key, so the
 # experiments a model was inferred from stay cached. 2: drifting registers moved back.
 BLOCK_LOOP_VERSION = 2
 
-# Value of every allocatable general-purpose register at kernel entry: small (a bit offset
-# of `bt mem, reg` stays inside the operand's cache line), odd and non-zero (bsf/bsr/tzcnt of
-# zero behave differently).
-GPR_INIT = 37
+# Value of every allocatable general-purpose register at kernel entry: as large as data and
+# addresses are (on an Intel Xeon with AVX-512 FP16, rorx and shlx from a register holding 37
+# or 255 ran one a cycle, two from 65,535 up, as they do in blocks); odd and non-zero
+# (bsf/bsr/tzcnt of zero behave differently); its low six bits 37, so a shift or rotate count
+# in cl stays 37 (64-bit) or 5 (narrower).
+GPR_INIT = 0x40000025
+# ... but the bit offset of `bt mem, reg` (bts, btr, btc) addresses memory: small, so it stays
+# inside the operand's cache line
+BIT_OFFSET_INIT = 37
+_BIT_TEST_MEMORY = re.compile(r"^\s*bt[src]?\s+[^,]*\[[^,]*\]\s*,\s*(\w+)\s*$", re.IGNORECASE)
 _CALLEE_SAVED = ["rbx", "rbp", "r12", "r13", "r14", "r15"]
 _GPR64 = semantics.get(HARNESS_ISA).register_pool("G", 64)
 
@@ -68,10 +75,22 @@ def _function(name: str, prologue: list[str], body: list[str], loop_end: list[st
     return "\n".join(lines)
 
 
+def _bit_offsets(lines) -> dict[str, int]:
+    """{64-bit register: BIT_OFFSET_INIT} for each register a `bt* mem, reg` of the window
+    takes its bit offset from."""
+    isa = semantics.get(HARNESS_ISA)
+    out = {}
+    for line in lines:
+        m = _BIT_TEST_MEMORY.match(line)
+        if m and isa.register_family(m.group(1)):
+            out[isa.register_family(m.group(1))] = BIT_OFFSET_INIT
+    return out
+
+
 def experiment_kernel(name: str, window: Window) -> HarnessKernel:
     """The kernel of one unroll variant of an experiment."""
-    values = dict(window.values)
-    init = [f"mov {r}, {values[r]:#x}" if r in values else f"mov {r}, {GPR_INIT}"
+    values = {**_bit_offsets(window.body), **dict(window.values)}
+    init = [f"mov {r}, {values[r]:#x}" if r in values else f"mov {r}, {GPR_INIT:#x}"
             for r in _GPR64 + ["rbp"] if r not in (BASE_REGISTER, COUNTER_REGISTER)]
     # words in memory (divisors) before the registers: rax carries them
     words = [line for disp, word in window.words
