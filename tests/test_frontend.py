@@ -307,8 +307,6 @@ def test_a_busy_sibling_thread_is_caught_by_the_floor():
         "a loop iteration takes 2.0 cycles",
         "four stores of different forms, lines apart: 0.50 stores a cycle, fewer than one",
         "sub rsp, 8; add rsp, 8 runs at 2.00 cycles an operation"]
-    # (the load-ops' doubled extra slot reads as a third: the fillers below the width say so)
-    assert front.premise and front.pipeline["indexed_load_op_slots"] == 3
     clean = read_frontend(skylake_like_timings(), floor=3.98)
     assert clean.r_max == 4.0 and "width_from" not in clean.details
     assert doubts(clean, 3.98) == [] and doubts(clean) == []
@@ -503,12 +501,11 @@ def test_facts_of_every_recent_x86_core(measured):
     # add r64, [base + disp] and vpaddd x, x, [base + disp]: micro-fused on every core whose
     # fillers run at the width (Intel, Zen 2-4); where they do not (Zen 5), said in doubt
     assert front.pipeline["load_op_slots"] in (1, 2)
+    # an indexed vector load-op: 1 (Zen 4), 2 (unlaminated), 3 (the Intel Xeon with AVX-512
+    # FP16, 2026-12-02, quiet and with its fillers at the width)
     assert front.pipeline["indexed_vector_load_op_slots"] in (1, 2, 3)
     if not front.premise:
         assert front.pipeline["load_op_slots"] == 1 and front.pipeline["vector_load_op_slots"] == 1
-        # more slots than unlaminated (a busy sibling slowed its probe) is said in doubt
-        assert front.pipeline["indexed_vector_load_op_slots"] in (1, 2) or any(
-            "more than a core splits a load-op into" in d for d in front.details.get("doubts", []))
     else:
         assert front.premise == measured.facts.details["doubts"][-len(front.premise):]
     # two stores a copy: one a cycle, or two where they pair; pairing nests
@@ -616,15 +613,3 @@ def test_the_measured_nop_facts_predict_a_block_of_nops_timed_by_itself(measured
         assert "nops" in front.details["doubts"][-1]
         return
     assert timed == pytest.approx(model_cycles, rel=0.08)
-
-
-def test_a_load_op_read_above_unlaminated_is_in_doubt():
-    """A load-op takes one slot (micro-fused) or two (its load and its operation); a probe
-    reading three was slowed alone (a busy sibling), and the reading says so, unless the
-    fillers' premise fails already (then every slot reading is in doubt)."""
-    cycles = skylake_like_timings()
-    assert not [d for d in doubts(read_frontend(cycles)) if "load-op" in d]
-    cycles["slots: vector indexed load-op"] = 4.5          # two slots more than its register form
-    front = read_frontend(cycles)
-    assert front.pipeline["indexed_vector_load_op_slots"] == 3
-    assert any("vector indexed load-op read 3 slots" in d for d in doubts(front))

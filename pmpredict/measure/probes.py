@@ -90,9 +90,6 @@ PAIRED_BELOW = 0.75             # cycles per store below which two stores commit
 # a store pair's cycles per store between these reads neither as paired (0.5) nor as one a
 # cycle (1): noise slows a probe by a tenth at most on a quiet core
 UNCLEAR_STORES = (PAIRED_BELOW - 0.1, 0.9)
-# the front-end slots of a load-op that is not micro-fused (its load and its operation): a
-# reading above is a disturbance (a busy sibling slowed the load-op's probe alone)
-UNLAMINATED = 2
 # first instructions that fuse alike on every core (Intel since Sandy Bridge, AMD since Zen):
 # one fact read twice; a disagreement is noise on one probe
 FUSION_ALIKE = (("cmp", "test"), ("add", "sub"), ("inc", "dec"))
@@ -468,9 +465,6 @@ def _read_load_ops(cycles, out: ProbeReading, slot: float) -> None:
         if reg is not None and c is not None:
             extra = (c - reg) / len(SUBJECT_REGISTERS) / slot
             out.pipeline[key] = slots[name] = int(min(3, max(1, 1 + round(extra))))
-            if slots[name] > UNLAMINATED and not out.premise:   # (a broken premise says it)
-                out.suspect.append(f"{name} read {slots[name]} slots: more than a core splits "
-                                   "a load-op into")
             subject = dict(LOAD_OP_SUBJECTS)[name].format(r="r64", v="xmm", d="disp") \
                 .replace("rsi", "base").replace("rdi", "index")
             out.how[key] = f"{subject} against its register form: {slots[name]} slot(s)"
