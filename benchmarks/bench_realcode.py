@@ -38,7 +38,8 @@
    OSACA's LCD > 0), chain-bound (that chain >= the throughput bound), with loads / with
    stores (an access read / written: the destination operand of a store form, a push, a
    read-modify-write counts as both), and with a division (div, idiv, and the FP divisions
-   and square roots).
+   and square roots); then scalar / SIMD crossed with no memory, loads (and no store) and
+   stores (whatever they load).
 """
 
 from __future__ import annotations
@@ -415,6 +416,14 @@ def report(rows, models_names, n_sample, failures, exported=None):
          lambda r: (r["chain"] or 0) > 0 and r["chain"] >= (r["tp_bound"] or 0)),
         ("with loads", lambda r: r["loads"]), ("with stores", lambda r: r["stores"]),
         ("with a division", lambda r: r["division"]),
+        # the classes of the issue tracker's memory table (a block with a store is a "stores"
+        # block whatever it loads; "loads": loads and no store)
+        *((f"{'SIMD' if vector else 'scalar'} {name}",
+           lambda r, vector=vector, test=test: bool(r["vector"]) == vector and test(r))
+          for vector in (False, True)
+          for name, test in (("no memory", lambda r: not r["memory"]),
+                             ("loads", lambda r: r["loads"] and not r["stores"]),
+                             ("stores", lambda r: r["stores"]))),
     ]
     split = {}
     shown = [(n, g) for n, g in tools if "fully" not in n]
