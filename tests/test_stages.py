@@ -23,15 +23,10 @@ from pmpredict.predict.predictor import (DERIVED, SOURCE, STAGES, Derived, PortS
                                          Predictor, Stage)
 from pmpredict.views import jsonline, summary
 
+from test_bottlenecks import LOOP          # the kernel the bottleneck tests use
+
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
 
-LOOP = """.L2:
-    vmulps (%rdi,%rax), %ymm1, %ymm2
-    vaddps %ymm2, %ymm0, %ymm0
-    addq $32, %rax
-    cmpq %rax, %rsi
-    jne .L2
-"""
 UNKNOWN = "vaddsd %xmm1, %xmm0, %xmm0\n"          # skl has no vaddsd form: nothing known
 
 

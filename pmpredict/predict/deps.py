@@ -13,7 +13,7 @@ keeps latencies per source operand): the result of c is ready at
 so the latencies along a path add up to the time the path takes.
 
 Memory: a load depends on the latest earlier store (this iteration or the previous one) that
-wrote every byte it reads. Addresses are compared symbolically (_Addresses): registers are
+wrote every byte it reads. Addresses are compared symbolically (SymbolicAddresses): registers are
 numbered by value, pointer bumps (add/sub of a constant, push/pop) move an offset, so
 `mov [rdi], rax; add rdi, 8; mov rbx, [rdi - 8]` forwards, and a store an iteration ago
 forwards to a load whose pointer has moved by the loop's step since. The edge weight is the
@@ -153,7 +153,7 @@ class Graph:
 
 # --- building ------------------------------------------------------------------------------
 
-class _Addresses:
+class SymbolicAddresses:
     """Where each memory access of one iteration points, symbolically (value numbering).
 
     Every register holds (version, offset): its value at the start of the iteration is the
@@ -281,7 +281,7 @@ def build_graph(nodes: list[Node], load_latency: float,
             if not ref.load:
                 continue
             if addresses is None:
-                addresses = _Addresses(nodes)
+                addresses = SymbolicAddresses(nodes)
                 stores = _stores_by_address(nodes, addresses)
             edge = _forwarding_store(nodes, addresses, stores, i, k)
             if edge is not None and not edge[3]:                  # the store covers part of it
@@ -304,7 +304,7 @@ def build_graph(nodes: list[Node], load_latency: float,
     return graph
 
 
-def _stores_by_address(nodes, addresses: _Addresses) -> dict[tuple, list[tuple[int, int]]]:
+def _stores_by_address(nodes, addresses: SymbolicAddresses) -> dict[tuple, list[tuple[int, int]]]:
     """The stores (node, access) of each symbolic address key, in program order: a load can
     only read from a store of its own key (an address an iteration ago keeps its key), so
     it looks at those alone instead of at every node (quadratic in the body's length)."""
@@ -316,7 +316,7 @@ def _stores_by_address(nodes, addresses: _Addresses) -> dict[tuple, list[tuple[i
     return out
 
 
-def _forwarding_store(nodes, addresses: _Addresses, stores: dict, i: int, k: int
+def _forwarding_store(nodes, addresses: SymbolicAddresses, stores: dict, i: int, k: int
                       ) -> tuple[int, int, MemRef, bool] | None:
     """(store node, distance, its store access, whether it covers every byte) of the store
     the k-th access (a load) of node i waits for: the latest earlier store, this iteration or

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pmpredict.predict.annotate import Annotated, MachineFacts
-from pmpredict.predict.deps import Node, _Addresses
+from pmpredict.predict.deps import Node, SymbolicAddresses
 from pmpredict.predict.simulation_arrays import SKIP_EVEN, SKIP_ODD
 
 EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of a pair (bits)
@@ -210,7 +210,7 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
     port of its own (the pipeline's store_commits), pushes pair as other stores do. A store of
     a vector register's data pairs only where `vector` (the pipeline's paired_store_vector;
     measured on Zen 4: they do not pair, whatever their width)."""
-    addresses = _Addresses(nodes)
+    addresses = SymbolicAddresses(nodes)
     stores = [(i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
               if ref.store]
     m = len(stores)
