@@ -612,4 +612,19 @@ def test_the_measured_nop_facts_predict_a_block_of_nops_timed_by_itself(measured
     if front.premise:       # the nop facts were read in doubt (Zen 5): said, not asserted
         assert "nops" in front.details["doubts"][-1]
         return
+    if front.r_max != int(front.r_max):
+        # the width itself in doubt (the Intel Xeon beside a busy vCPU read 6.28): said
+        assert any("not a whole number" in d for d in front.details["doubts"])
+        return
     assert timed == pytest.approx(model_cycles, rel=0.08)
+
+
+def test_a_width_that_is_not_whole_is_in_doubt():
+    """A core issues a whole number of instructions a cycle: width probes reading 4.4 ran fast
+    or slow for a while, and the reading says so (the Intel Xeon beside a busy vCPU: 6.28)."""
+    cycles = skylake_like_timings()
+    assert not [d for d in doubts(read_frontend(cycles)) if "whole number" in d]
+    fast = {n: c / 1.1 if n.startswith("width:") else c for n, c in cycles.items()}
+    front = read_frontend(fast)
+    assert front.r_max == 4.4
+    assert "the width probes read 4.4 instructions a cycle, not a whole number" in doubts(front)

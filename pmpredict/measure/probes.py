@@ -391,6 +391,9 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
             out.details["width_from"] = "floor"
             best = floor
     out.r_max = snap_width(best)
+    if out.r_max != int(out.r_max):       # a width is whole: a probe ran fast or slow for a while
+        out.suspect.append(f"the width probes read {out.r_max:g} instructions a cycle, not a "
+                           "whole number")
     fillers_rate = widths.get("width: zero idioms (vector)")
     if fillers_rate and fillers_rate < out.r_max * (1 - SNAP):
         out.premise.append(f"the fillers (vector zero idioms) run {fillers_rate:.2f} a cycle, "
