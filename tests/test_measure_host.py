@@ -244,12 +244,13 @@ def test_cli_measure_experiments_round_trip(tmp_path, imul_cycles):
     assert proc.returncode == 0, proc.stderr
     measured = load_experiments(str(out))
     assert measured.experiments[0].cycles == pytest.approx(imul_cycles, rel=INCIDENTAL)
-    # imul and two adds: as fast as the imul alone where the multiplier is the bottleneck
-    # (one a cycle), and never faster than either alone
-    imul_add_add = measured.experiments[1].cycles
-    assert imul_add_add >= max(imul_cycles, 0.5) * (1 - INCIDENTAL)
-    if imul_cycles > 0.9:
-        assert imul_add_add == pytest.approx(imul_cycles, rel=0.1)
+    # imul and two adds, timed in the same run as the imul alone: never faster than it, and
+    # each add costs at most a cycle more (an independent add issues at least once a cycle on
+    # every x86 core). Not "as fast as the imul alone": another guest busy on the physical
+    # core shares the ALUs the adds and the imul compete for (a Zen 3 cloud guest: 1.32
+    # cycles against 0.99).
+    alone, together = measured.experiments[0].cycles, measured.experiments[1].cycles
+    assert alone * (1 - INCIDENTAL) <= together <= (alone + 2.0) * (1 + INCIDENTAL)
 
 
 def test_cli_measure_with_a_cache_that_cannot_be_opened_is_a_located_error(tmp_path):

@@ -53,7 +53,9 @@ PASSES = 2
 MAX_PASSES = 6
 # Runs of 0.1 ms: a block streaming through memory (`add $32, %rax`) maps a page per 4 KiB it
 # walks, and the harness can map at most 60,000; t(2n) - t(n) still cancels the call.
-BLOCK_OPTIONS = RunOptions(target_ns=1e5)
+# A block's processes wait up to a second each for a busy phase of another guest on the
+# physical core to end (runner.RunOptions.quiet_phase_ns).
+BLOCK_OPTIONS = RunOptions(target_ns=1e5, quiet_phase_ns=1e9)
 
 # the loop counter is taken from the end of this list (registers compilers use least)
 _COUNTER_CHOICES = ["rsi", "rdi", "rcx", "rdx", "r8", "r9", "r10", "r11", "rbx", "r12", "r13",

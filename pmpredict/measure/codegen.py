@@ -18,7 +18,7 @@ from pmpredict.measure.instantiate import (BASE_REGISTER, COUNTER_REGISTER, HARN
 from pmpredict.measure.layout import NORMAL_FILL, Layout
 
 # Bump when the generated code or the timing method changes: it is part of the cache key.
-HARNESS_VERSION = 8
+HARNESS_VERSION = 9
 # Bump when only the block loop changes (block_kernel): part of the blocks' cache key, so the
 # experiments a model was inferred from stay cached. 2: drifting registers moved back.
 BLOCK_LOOP_VERSION = 2

@@ -24,7 +24,8 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from pmpredict.measure.codegen import HarnessKernel, harness_source, kernels_source, timing_source
-from pmpredict.measure.cpu import core_types, measurement_cpus
+from pmpredict.measure.canary_history import remembered_reference
+from pmpredict.measure.cpu import core_types, cpu_identity, measurement_cpus
 from pmpredict.userdirs import cache_dir
 
 CC_FLAGS = ["-O1", "-w"]
@@ -110,13 +111,18 @@ class RunOptions:
     # the canary's quiet time per add over the calibration's, as another process measured it
     # (0: none; run_kernels probes every CPU for it): not a parameter of the value
     canary_reference: float = 0.0
+    # when the gate finds no quiet moment, wait on for a busy phase of the sibling to end,
+    # this long at most in all, per process (canary_history.py; 0: never)
+    quiet_phase_ns: float = 0.0
 
     def cache_params(self) -> dict:
         """What changes a measurement's value (part of every cache key)."""
         return {"target_ns": self.target_ns, "samples": self.samples,
                 "max_samples": self.max_samples, "cal_ns": self.cal_ns,
                 "canary_ns": self.canary_ns, "canary_slower": self.canary_slower,
-                "quiet_wait_ns": self.quiet_wait_ns}
+                "quiet_wait_ns": self.quiet_wait_ns,
+                # only where set: the keys of measurements made without it stay as they were
+                **({"quiet_phase_ns": self.quiet_phase_ns} if self.quiet_phase_ns else {})}
 
     def harness_args(self, exe: str, indices=()) -> list[str]:
         """The command line of a harness binary (see harness.c) for these options. On a hybrid
@@ -126,7 +132,7 @@ class RunOptions:
         return [exe, repr(self.target_ns), str(self.samples), str(max(self.samples,
                 self.max_samples)), str(cpu), str(self.alarm_s), repr(self.cal_ns),
                 repr(self.canary_ns), repr(self.canary_slower), repr(self.quiet_wait_ns),
-                repr(self.canary_reference), *map(str, indices)]
+                repr(self.canary_reference), repr(self.quiet_phase_ns), *map(str, indices)]
 
 
 # the harness as it was sized until 2026-12-02 (0.36-0.43 s an experiment): for side-by-side
@@ -374,7 +380,9 @@ def canary_reference(exe: str, opts: RunOptions) -> float:
     """The quietest canary (time per add over the calibration's) of a calibration-only run of
     the harness on each CPU measurements may use (0.0: not found). A busy process pinned to
     one vCPU leaves the other's canary slow from its first run on; the vCPU it runs on is
-    quiet in the slices it gives the harness: the probe there gives the quiet rate."""
+    quiet in the slices it gives the harness: the probe there gives the quiet rate. Another
+    guest busy on the physical core for seconds fools every probe of the moment, so the
+    reference is never slower than the quiet rate remembered for this CPU (canary_history)."""
     if opts.canary_reference > 0 or opts.cpu >= 0 or opts.quiet_wait_ns <= 0:
         return opts.canary_reference            # given, pinned by the caller, or no gate
     best = 0.0
@@ -393,7 +401,7 @@ def canary_reference(exe: str, opts: RunOptions) -> float:
                     continue
                 if rate > 0 and (best == 0.0 or 1.0 / rate < best):
                     best = 1.0 / rate
-    return best
+    return remembered_reference(best, cache_dir(), cpu_identity())
 
 
 def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1)) -> None:

@@ -1,0 +1,60 @@
+"""The quietest the canary has run on this host, remembered across runs.
+
+A harness process takes as quiet the fastest canary it sees, and `runner.canary_reference`
+probes every CPU before a run. Both only know the present: on a cloud guest whose physical
+core's other hardware thread belongs to a tenant busy for seconds at a time (a Zen 3 guest:
+the canary ran 2.1-3.5 adds a cycle there, 3.9 in its quiet phases), a run started inside a
+busy phase takes the busy rate for the quiet one, flags nothing, and reports a store at 0.77
+cycles as reproduced where the core alone runs it at 0.50. The quiet rate is a property of
+the core (its integer ALUs), so the fastest readings are kept per CPU identity and the third
+fastest of them is a floor for the reference: one glitch (a calibration slowed more than its
+canary) cannot set it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+
+KEPT = 8          # readings remembered (the fastest)
+TRUSTED = 3       # the reference is the TRUSTED-th fastest: two glitches cannot set it
+
+
+def _path(directory: str, identity: str) -> str:
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return os.path.join(directory, f"canary-{digest}.json")
+
+
+def _readings(path: str) -> list[float]:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+        return sorted(float(x) for x in data["readings"] if float(x) > 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def remembered_reference(reading: float, directory: str, identity: str) -> float:
+    """Record `reading` (the canary's time per add over the calibration's, lower is quieter;
+    0: none) and return the reference to use now: the faster of the reading and the
+    TRUSTED-th fastest remembered. A directory that cannot be written changes nothing."""
+    path = _path(directory, identity)
+    readings = _readings(path)
+    if reading > 0:
+        kept = sorted(readings + [reading])[:KEPT]
+        if kept != readings:
+            try:
+                os.makedirs(directory, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=directory, prefix=".canary-")
+                with os.fdopen(fd, "w") as fh:
+                    json.dump({"identity": identity, "readings": kept}, fh)
+                os.replace(tmp, path)
+            except OSError:
+                pass
+        readings = kept
+    if len(readings) < TRUSTED:
+        return reading
+    floor = readings[TRUSTED - 1]
+    return floor if reading <= 0 else min(reading, floor)
