@@ -105,6 +105,21 @@ def test_a_four_wide_core_read_from_its_timings():
     assert front.missing == []
 
 
+def test_one_loop_read_below_the_others_does_not_set_the_taken_branch():
+    """A Zen 3 cloud guest read one of the eight loops at 0.8 cycles an iteration once, the
+    others at 1.0: the taken branch stays 1.0, and the reading is suspect (measured again)."""
+    timings = skylake_like_timings()
+    timings["loop: 2 idioms"] = 0.8
+    front = read_frontend(timings)
+    assert front.pipeline["taken_branch"] == 1.0
+    assert any("one loop read 0.80" in s for s in front.suspect)
+    # two loops that agree on a faster branch (a core taking two a cycle) are believed
+    timings["loop: 0 idioms"] = timings["loop: 1 idioms"] = 0.5
+    front = read_frontend(timings)
+    assert front.pipeline["taken_branch"] == 0.5
+    assert not any("one loop read" in s for s in front.suspect)
+
+
 def test_a_nop_shares_the_slot_of_the_instruction_before_it_where_the_timings_say():
     """Zen 4's readings: a nop after lea adds nothing, after vpaddd a slot; a core whose nops
     take slots of their own (Skylake) adds a slot after either."""

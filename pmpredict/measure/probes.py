@@ -407,13 +407,21 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
 
 @produces("loops", "taken_branch")
 def _read_loops(cycles, out: ProbeReading) -> None:
-    """The fewest cycles any loop of 0..MAX_LOOP_BODY zero idioms takes an iteration."""
+    """The fewest cycles a loop of 0..MAX_LOOP_BODY zero idioms takes an iteration, as two of
+    the loops read it: the small bodies all run at the taken branch's rate, so one loop alone
+    below the others misread the clock (a Zen 3 cloud guest read 0.8 once, the other loops
+    1.0 as every time before and after; suspect, so the probes are measured again)."""
     loops = {int(p.name.split()[1]): cycles.get(p.name) for p in _loop_probes()}
-    measured = [c for c in loops.values() if c is not None]
+    measured = sorted(c for c in loops.values() if c is not None)
     out.details["loop_cycles_per_iteration"] = {str(k): _round(v) for k, v in sorted(loops.items())}
     if measured:
-        out.pipeline["taken_branch"] = _snap_cycles(min(measured))
-        out.how["taken_branch"] = f"loops of 0..{MAX_LOOP_BODY} zero idioms: the fewest cycles"
+        fewest = measured[1] if len(measured) > 1 else measured[0]
+        if measured[0] < fewest * (1 - SNAP):
+            out.suspect.append(f"one loop read {measured[0]:.2f} cycles an iteration, the "
+                               f"others {fewest:.2f} or more")
+        out.pipeline["taken_branch"] = _snap_cycles(fewest)
+        out.how["taken_branch"] = (f"loops of 0..{MAX_LOOP_BODY} zero idioms: the fewest cycles "
+                                   "two of them read")
 
 
 @produces("nops", "nop_fusion", "nop_fusion_vector")
