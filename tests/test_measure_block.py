@@ -33,11 +33,16 @@ pytestmark = pytest.mark.skipif(
 
 
 def fastest(text: str, syntax: str = "att", tries: int = 3, expected: float | None = None) -> float:
-    best = float("inf")
+    """The fastest of up to `tries` measurements the harness reported reproduced (stable), or of
+    all where none was: a difference of two unroll variants misreads both ways when one
+    variant's runs were disturbed (four independent adds read 0.925 cycles once on a Zen 3
+    cloud guest, 1.00 in 20 measurements after), and the minimum keeps such a misreading."""
+    stable, unstable = [], []
     for _ in range(tries):
         result = measure_block(text, syntax)
         assert result.cycles is not None, result
-        best = min(best, result.cycles)
+        (stable if result.stable else unstable).append(result.cycles)
+        best = min(stable or unstable)
         if expected is not None and best == pytest.approx(expected, rel=0.03):
             break
     return best
