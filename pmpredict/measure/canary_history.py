@@ -7,8 +7,9 @@ the canary ran 2.1-3.5 adds a cycle there, 3.9 in its quiet phases), a run start
 busy phase takes the busy rate for the quiet one, flags nothing, and reports a store at 0.77
 cycles as reproduced where the core alone runs it at 0.50. The quiet rate is a property of
 the core (its integer ALUs), so the fastest readings are kept per CPU identity and the third
-fastest of them is a floor for the reference: one glitch (a calibration slowed more than its
-canary) cannot set it.
+fastest of them is a floor for the reference: two glitches (a calibration slowed more than its
+canary; this guest's history began with 4.38 adds a cycle on a core with four ALUs) cannot set
+it.
 """
 
 from __future__ import annotations

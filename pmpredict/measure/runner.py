@@ -112,7 +112,7 @@ class RunOptions:
     # (0: none; run_kernels probes every CPU for it): not a parameter of the value
     canary_reference: float = 0.0
     # when the gate finds no quiet moment, wait on for a busy phase of the sibling to end,
-    # this long at most in all, per process (canary_history.py; 0: never)
+    # this long at most in all, per process (harness.c, wait_for_quiet; 0: never)
     quiet_phase_ns: float = 0.0
 
     def cache_params(self) -> dict:
@@ -121,7 +121,7 @@ class RunOptions:
                 "max_samples": self.max_samples, "cal_ns": self.cal_ns,
                 "canary_ns": self.canary_ns, "canary_slower": self.canary_slower,
                 "quiet_wait_ns": self.quiet_wait_ns,
-                # only where set: the keys of measurements made without it stay as they were
+                # only where set: an experiment's key does not name a wait it never makes
                 **({"quiet_phase_ns": self.quiet_phase_ns} if self.quiet_phase_ns else {})}
 
     def harness_args(self, exe: str, indices=()) -> list[str]:
