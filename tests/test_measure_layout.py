@@ -210,6 +210,31 @@ def test_per_copy_cycles_cancel_the_loop_overhead():
     assert failed["cycles"] == 1.0 and failed["method"] == "per-copy"
 
 
+def test_a_block_figure_is_settled_only_when_a_second_pass_would_not_move_it():
+    """(T(2u) - T(u)) / u doubles a variant's disagreement: a short variant whose second
+    process read it 3% slow moves the figure 3% (a Zen 3 beside a busy guest read two loads
+    and a store 0.967, then 0.998), though each variant agrees with itself within 2%. Such a
+    block gets more passes, and is not called stable until its figure is settled."""
+    from pmpredict.measure.block import _unsettled_blocks, figure_band, settled_figure
+    from pmpredict.measure.runner import PASS_AGREEMENT, Timing
+
+    def passes(*loop_cycles):
+        return Timing(loop_cycles[0], loop_cycles[0], loop_cycles[0], 0.0,
+                      passes=loop_cycles, counted=loop_cycles)
+    low, high = figure_band(17, [17.0, 17.5], 34, [34.0, 34.05])
+    # T(2u)'s second pass with T(u)'s first: an overhead just below zero, fit through the origin
+    assert high == pytest.approx((17 * 17.0 + 34 * 34.05) / (17 ** 2 + 34 ** 2))
+    assert low == pytest.approx((34.0 - 17.5) / 17)     # T(u)'s second pass: 3% lower
+    assert 17.5 / 17 - 1 < PASS_AGREEMENT * 2           # each variant agrees with itself
+    assert not settled_figure(17, passes(17.0, 17.5), 34, passes(34.0, 34.05))
+    assert settled_figure(17, passes(17.0, 17.05), 34, passes(34.0, 34.05))
+    assert settled_figure(17, passes(17.0), 34, passes(34.0, 34.05))   # one pass: nothing to say
+    unsettled = _unsettled_blocks([(0, 17, 1, 34)])     # kernels 2 and 3 time no block
+    assert unsettled({0: passes(17.0, 17.5), 1: passes(34.0, 34.05),
+                      2: passes(8.0, 8.01), 3: passes(16.0, 17.0)}) == {0, 1, 3}
+    assert unsettled({0: passes(17.0, 17.05), 1: passes(34.0, 34.05)}) == set()
+
+
 def test_a_block_measurement_keeps_the_json_of_the_dict_it_replaced():
     """BlockTiming is what the cache keeps (and reads back unchanged); BlockMeasurement's
     JSON is `pmpredict measure --json`, keys in their documented order, the optional ones

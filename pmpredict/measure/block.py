@@ -32,16 +32,22 @@ from pmpredict.measure.codegen import block_kernel
 from pmpredict.measure.instantiate import DIVIDEND, DIVISOR, HARNESS_ISA
 from pmpredict.measure.layout import DivisionStart, Layout, plan_layout
 from pmpredict.measure.experiment_runs import kernel_cycles
-from pmpredict.measure.runner import RunOptions, Timing, check_host, passes_agree, run_kernels
+from pmpredict.measure.runner import RunOptions, Timing, check_host, reproduced, run_kernels
 
 BLOCK_LENGTH = 50            # instructions in the shorter unroll variant; the other has twice
 # the loop overhead that (T(2u) - T(u)) / u leaves out, as a check on the two variants: more
 # than this (in cycles, or as a share of T(u)) means they do not differ by u copies alone
-OVERHEAD_CYCLES = 4.0
-OVERHEAD_SHARE = 0.10
+# (on a Zen 3, 280 BHive blocks implied 0.07 cycles at the median and 1.0 at the 90th
+# percentile, up to 1.5 where the taken branch ends an issue group; the few above 2 read a
+# 3-instruction block below the issue width's bound: a disturbed short variant)
+OVERHEAD_CYCLES = 2.0
+OVERHEAD_SHARE = 0.03
 # ... and an overhead this far below zero is timing noise (about 1% on each variant)
 NOISE_CYCLES = 1.0
 NOISE_SHARE = 0.03
+# a block's figure is settled when either variant's second-fastest pass would move it at most
+# this much (figure_band): two settled figures then agree within the 3% promised
+FIGURE_AGREEMENT = 0.015
 LARGE_SPREAD = 0.05          # the text view shows a spread above this
 # Harness processes per block, on alternating CPUs where there are two: a tiny block measured
 # 0.50 or 0.64 cycles per store, 0.70 or 1.10 with push/pop, depending on the process (a busy
@@ -174,7 +180,16 @@ def unroll_factors(n_instructions: int) -> tuple[int, int]:
 
 
 def per_copy(short: tuple[int, Timing], long: tuple[int, Timing]) -> dict:
-    """Cycles per copy of the block from the two unroll variants (u, T(u)) and (2u, T(2u)).
+    """Cycles per copy of the block from the two unroll variants (u, T(u)) and (2u, T(2u));
+    see per_copy_cycles. "spread" is the larger of the variants' spreads."""
+    (u1, t1), (u2, t2) = short, long
+    spread = max(t.spread or 0.0 for t in (t1, t2) if t.error is None) \
+        if t1.error is None or t2.error is None else None
+    return {**per_copy_cycles(u1, kernel_cycles(t1), u2, kernel_cycles(t2)), "spread": spread}
+
+
+def per_copy_cycles(u1: int, c1: float | None, u2: int, c2: float | None) -> dict:
+    """Cycles per copy of the block from the loop cycles of u copies (c1) and 2u (c2).
 
     T(copies) = c * copies + overhead: (T(2u) - T(u)) / u cancels the loop overhead. The
     overhead cannot be negative; a slightly negative one is noise, and then the line
@@ -182,11 +197,7 @@ def per_copy(short: tuple[int, Timing], long: tuple[int, Timing]) -> dict:
     differ by u copies alone (the overhead is far below zero or large: a variant was
     disturbed, or the longer loop runs differently), the smaller T / copies is reported
     and the method says "per-copy"."""
-    (u1, t1), (u2, t2) = short, long
-    c1, c2 = kernel_cycles(t1), kernel_cycles(t2)
-    spread = max(t.spread or 0.0 for t in (t1, t2) if t.error is None) \
-        if t1.error is None or t2.error is None else None
-    out = {"spread": spread, "method": "per-copy"}
+    out = {"method": "per-copy"}
     if c1 is None and c2 is None:
         return {**out, "cycles": None}
     if c1 is None or c2 is None:
@@ -200,6 +211,41 @@ def per_copy(short: tuple[int, Timing], long: tuple[int, Timing]) -> dict:
         through_origin = (u1 * c1 + u2 * c2) / (u1 * u1 + u2 * u2)
         return {**out, "cycles": through_origin, "method": "difference", "overhead": 0.0}
     return {**out, "cycles": min(c1 / u1, c2 / u2), "overhead": overhead}
+
+
+def figure_band(u1: int, passes1, u2: int, passes2) -> tuple[float, float] | None:
+    """(lowest, highest) cycles per copy that per_copy_cycles gives when either variant's
+    fastest pass (loop cycles of one harness process) is replaced by its second fastest:
+    how far the reported figure could move were one process's reading taken for another's.
+    The difference method multiplies a variant's disagreement (a short variant read 2% slow
+    moves (T(2u) - T(u)) / u 2% low), so each variant agreeing with itself is not enough.
+    None where a variant has no pass."""
+    fastest1, fastest2 = sorted(passes1)[:2], sorted(passes2)[:2]
+    if not fastest1 or not fastest2:
+        return None
+    figures = [per_copy_cycles(u1, a, u2, b)["cycles"] for a in fastest1 for b in fastest2]
+    return min(figures), max(figures)
+
+
+def settled_figure(u1: int, t1: Timing, u2: int, t2: Timing) -> bool:
+    """The block's figure would move by at most FIGURE_AGREEMENT were a variant's second
+    fastest pass its fastest (trivially so where a variant has only one pass)."""
+    band = figure_band(u1, t1.counted or t1.passes, u2, t2.counted or t2.passes)
+    return band is None or band[1] - band[0] <= FIGURE_AGREEMENT * band[0]
+
+
+def _unsettled_blocks(pairs: list[tuple[int, int, int, int]]):
+    """run_kernels' `unsettled` for blocks timed as pairs (kernel of u copies, u, kernel of 2u
+    copies, 2u): both kernels of a block whose figure is not settled, and any other kernel
+    whose figure its passes do not reproduce."""
+    def unsettled(timings: dict[int, Timing]) -> set[int]:
+        out = {i for i, t in timings.items() if t.cycles is not None and not reproduced(t)}
+        for k1, u1, k2, u2 in pairs:
+            if k1 in timings and k2 in timings and \
+                    not settled_figure(u1, timings[k1], u2, timings[k2]):
+                out |= {k1, k2}
+        return out
+    return unsettled
 
 
 def measure_block(text: str, syntax: str | None = None, path: str = "<input>",
@@ -239,11 +285,12 @@ def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTI
                    cache: ResultCache | None = None) -> list[BlockTiming]:
     """Time several prepared blocks in one harness build: their timings, in order; those with
     cycles are put in `cache`."""
-    kernels, spans = [], []
+    kernels, spans, pairs = [], [], []
     for j, block in enumerate(blocks):
         body, symbols = rename_symbols(list(block.lines))
         factors = unroll_factors(len(body))
         spans.append((len(kernels), factors, sorted(symbols)))
+        pairs.append((len(kernels), factors[0], len(kernels) + 1, factors[1]))
         for copies in factors:
             name = f"pm_b{j}_{copies}"
             names = {"@@" + new: f"{name}_{new}" for new in symbols.values()}
@@ -252,7 +299,8 @@ def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTI
                                         block.vector_width, block.layout,
                                         {old: names["@@" + new] for old, new in symbols.items()},
                                         copies))
-    timings = run_kernels(kernels, options, passes=PASSES, max_passes=MAX_PASSES)
+    timings = run_kernels(kernels, options, passes=PASSES, max_passes=MAX_PASSES,
+                          unsettled=_unsettled_blocks(pairs))
     results = []
     for block, (first, factors, symbols) in zip(blocks, spans):
         timing = _timing(factors, timings[first:first + len(factors)], symbols)
@@ -270,7 +318,7 @@ def _variant(copies: int, t: Timing) -> UnrollVariant:
                          loop_cycles=None if c is None else round(c, 4),
                          spread=None if t.error else round(t.spread, 4), samples=t.samples,
                          confirmed=t.confirmed,
-                         pass_cycles=tuple(round(p / copies, 5) for p in (t.counted or t.passes)),
+                         pass_cycles=tuple(round(p / copies, 5) for p in t.passes),
                          error=t.error or None, contended=t.contended, busy=t.busy)
 
 
@@ -279,12 +327,13 @@ def _timing(factors: tuple[int, int], timings: list[Timing], symbols: list[str])
     measured = per_copy(*zip(factors, timings))
     cycles = measured["cycles"]
     # stable: both variants reproduced their fastest runs within a process and across two
-    # processes, no sample was kept while the canary said the core was shared, and they differ
-    # by the copies alone (a large spread with a confirmed minimum is a
-    # busy machine, shown but not held against it)
+    # processes, closely enough that the figure they give together is settled, no sample was
+    # kept while the canary said the core was shared, and they differ by the copies alone (a
+    # large spread with a confirmed minimum is a busy machine, shown but not held against it)
     stable = bool(cycles is not None and measured["method"] == "difference"
-                  and all(t.confirmed and not t.dirty and not t.busy and passes_agree(t)
-                          for t in timings))
+                  and all(t.confirmed and not t.dirty and not t.busy and reproduced(t)
+                          for t in timings)
+                  and settled_figure(factors[0], timings[0], factors[1], timings[1]))
     return BlockTiming(
         cycles=None if cycles is None else round(cycles, 5),
         spread=None if measured["spread"] is None else round(measured["spread"], 4),

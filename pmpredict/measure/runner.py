@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -316,7 +317,8 @@ def _run_binary(exe: str, indices: list[int], opts: RunOptions, results: dict, o
 
 
 def run_kernels(kernels: list[HarnessKernel], opts: RunOptions = RunOptions(), on_result=None,
-                passes: int = 1, max_passes: int | None = None) -> list[Timing]:
+                passes: int = 1, max_passes: int | None = None,
+                unsettled: Callable[[dict[int, Timing]], set[int]] | None = None) -> list[Timing]:
     """Time every kernel; the result list is parallel to `kernels`.
 
     `on_result(i, timing)` is called as soon as kernel i is done (to save progress).
@@ -325,13 +327,16 @@ def run_kernels(kernels: list[HarnessKernel], opts: RunOptions = RunOptions(), o
     keeps its fastest pass (`Timing.passes` lists them all): a state that one process
     or one CPU got stuck in (a busy sibling thread on the host, say) shows as a
     disagreement instead of as the result. Kernels whose two fastest passes differ by
-    more than PASS_AGREEMENT get more passes, up to `max_passes`.
+    more than PASS_AGREEMENT get more passes, up to `max_passes`; or, with `unsettled`, the
+    kernels it names when given each kernel's timing so far (kernel index -> Timing): a
+    figure computed from several kernels (a block's two unroll variants) can need their
+    passes to agree more closely than each alone.
     """
     results: dict[int, Timing] = {}
     workdir = tempfile.mkdtemp(prefix="pmpredict-measure-")
     try:
         _run_group(list(range(len(kernels))), kernels, opts, results, on_result, workdir,
-                   (passes, max(passes, max_passes or passes)))
+                   (passes, max(passes, max_passes or passes)), unsettled or _disagreeing)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return [results[i] for i in range(len(kernels))]
@@ -359,6 +364,17 @@ def passes_agree(t: Timing) -> bool:
     single pass)."""
     best = sorted(t.counted or t.passes)[:2]
     return len(best) < 2 or best[1] <= (1 + PASS_AGREEMENT) * best[0]
+
+
+def reproduced(t: Timing) -> bool:
+    """Two passes the figure was chosen from agree: one quiet pass beside busy ones is not
+    reproduced (a Zen 3 beside a busy guest read four adds 2% below their bound so)."""
+    return len(t.counted or t.passes) >= 2 and passes_agree(t)
+
+
+def _disagreeing(timings: dict[int, Timing]) -> set[int]:
+    """The kernels with a figure whose passes do not reproduce it."""
+    return {i for i, t in timings.items() if t.cycles is not None and not reproduced(t)}
 
 
 def _run_pass(exe, kernels: list[int], opts: RunOptions, done) -> None:
@@ -404,7 +420,8 @@ def canary_reference(exe: str, opts: RunOptions) -> float:
     return remembered_reference(best, cache_dir(), cpu_identity())
 
 
-def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1)) -> None:
+def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1),
+               unsettled=_disagreeing) -> None:
     sub = [kernels[i] for i in indices]
     exe, messages = compile_harness(sub, workdir)
     if exe is not None and len(measurement_cpus()) > 1:
@@ -416,8 +433,8 @@ def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1
                 on_result(indices[0], results[indices[0]])
             return
         half = len(indices) // 2
-        _run_group(indices[:half], kernels, opts, results, on_result, workdir, passes)
-        _run_group(indices[half:], kernels, opts, results, on_result, workdir, passes)
+        _run_group(indices[:half], kernels, opts, results, on_result, workdir, passes, unsettled)
+        _run_group(indices[half:], kernels, opts, results, on_result, workdir, passes, unsettled)
         return
 
     def done(j, timing):
@@ -436,7 +453,8 @@ def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1
         _run_pass(exe, todo, replace(opts, cpu=cpus[p % len(cpus)]),
                   lambda j, t: per_kernel[j].append(t))
         if p + 1 >= least:
-            todo = [j for j in todo if not passes_agree(_fastest(per_kernel[j]))]
+            open_ = unsettled({indices[j]: _fastest(per_kernel[j]) for j in per_kernel})
+            todo = [j for j in per_kernel if indices[j] in open_]
             if not todo:
                 break
     for j in range(len(sub)):
