@@ -366,3 +366,50 @@ def test_a_model_without_the_partial_latency_says_it_did_not_count_the_stall():
     assert "store_forward_latency_partial" in r.assumed_facts
     assert "a load partly over an earlier store: its forwarding stall not counted" in \
         " ".join(summary.assumptions(r))
+
+
+ADD_MI = "ADD_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((IMM:8))"
+# Zen 3 (EPYC family 25 model 1, 2026-12-03): `add [rbx + 64], 1` back to back 7.5 cycles a
+# link, one independent add between links 3.0, two 1.0; through rsp 1.0 back to back (the core
+# renames the memory word only from a store far enough back, except through the stack pointer)
+RMW_RENAMING = replace(RENAMING, **{
+    "uops": {**RENAMING.uops, ADD_MI: ((ALU, 1), (LD, 1), (ST, 1))},
+    "latency": {**RENAMING.latency, ADD_MI: 12.5},
+    "operand_latency": {**RENAMING.operand_latency, ADD_MI: {0: 12.5}},
+    "pipeline": {**RENAMING.pipeline, "rmw_chain_1": 7.5, "rmw_chain_2": 3.0, "rmw_chain_3": 1.0,
+                 "rmw_chain_stack": 1.0}})
+
+
+def test_read_modify_writes_of_one_place_take_the_share_their_distance_measured():
+    """A read-modify-write chain through one place costs the form's link (forwarding + its
+    operand latency - the load latency: 7.5) scaled by what the probe measured at the links'
+    program-order distance: back to back 7.5, one instruction apart 3.0, two or more 1.0, and
+    through rsp 1.0 at any distance."""
+    assert predict(["addq $1, 64(%rbx)"], RMW_RENAMING).bounds.loop_carried == 7.5
+    two = predict(["addq $1, 64(%rbx)", "addq $1, %rcx"], RMW_RENAMING)
+    assert two.bounds.loop_carried == pytest.approx(3.0)
+    three = predict(["addq $1, 64(%rbx)", "addq $1, %rcx", "addq $1, %rdx"], RMW_RENAMING)
+    assert three.bounds.loop_carried == pytest.approx(1.0)
+    five = predict(["addq $1, 64(%rbx)"] + [f"addq $1, %r{k}" for k in (8, 9, 10, 11)],
+                   RMW_RENAMING)
+    assert five.bounds.loop_carried == pytest.approx(1.0)
+    assert predict(["addq $1, 64(%rsp)"], RMW_RENAMING).bounds.loop_carried == \
+        pytest.approx(1.0)
+    # two read-modify-writes of one place in a body: each edge spans the instructions between
+    # them (1 one way, 3 the other way round the loop): 7.5 + 1.0
+    pair = predict(["addq $1, 64(%rbx)", "addq $1, 64(%rbx)", "addq $1, %rcx", "addq $1, %rdx"],
+                   RMW_RENAMING)
+    assert pair.bounds.loop_carried == pytest.approx(7.5 + 1.0)
+    for r in (two, three, five, pair):
+        assert not any(k.startswith("rmw_chain") for k in r.assumed_facts)
+
+
+def test_a_model_without_the_rmw_chains_says_read_modify_writes_are_never_renamed():
+    model = replace(RMW_RENAMING, pipeline=RENAMING.pipeline)
+    r = predict(["addq $1, 64(%rbx)", "addq $1, %rcx", "addq $1, %rdx"], model)
+    assert r.bounds.loop_carried == 7.5
+    said = " ".join(summary.assumptions(r))
+    assert "rmw_chain_1" in r.assumed_facts and "renaming not measured" in said
+    # a body without a read-modify-write chain says nothing of them
+    plain = predict(["movq 904(%rbx), %r8", "addq %r8, %rdi", "movq %rdi, 904(%rbx)"], model)
+    assert not any(k.startswith("rmw_chain") for k in plain.assumed_facts)

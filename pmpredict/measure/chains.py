@@ -162,6 +162,18 @@ def _reference_list() -> tuple[Reference, ...]:
                          "imul rax, rbx"), companions=("imul",)),
                   "a load wider than the store under it: mov [m], r32; mov r64, [m]; "
                   "imul r64, r64, minus imul"),
+        # a link of the form chain a read-modify-write's own latency is read from (the form
+        # alone), then spaced by independent adds: where a core renames the memory word only
+        # from a store some instructions back, the spaced links run at the add's latency
+        Reference("rmw_chain_1", Chain(("add qword ptr [rbx + 64], 1",)),
+                  "read-modify-writes of one place back to back: add [m], 1 repeated"),
+        Reference("rmw_chain_2", Chain(("add qword ptr [rbx + 64], 1", "add rcx, 1")),
+                  "the same, one independent add between links"),
+        Reference("rmw_chain_3", Chain(("add qword ptr [rbx + 64], 1", "add rcx, 1",
+                                        "add rdx, 1")),
+                  "the same, two independent adds between links"),
+        Reference("rmw_chain_stack", Chain(("add qword ptr [rsp + 64], 1",)),
+                  "read-modify-writes through rsp back to back: add [rsp + 64], 1 repeated"),
         Reference("atomic_cycles", Chain(("lock add qword ptr [rbx + 64], 1",)),
                   "atomic read-modify-write: lock add [m], imm back to back"),
     ]

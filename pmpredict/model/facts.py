@@ -65,6 +65,28 @@ FACTS: tuple[Fact, ...] = (
          "for the store, cycles (data ready -> value ready)",
          wording="a load partly over an earlier store: its forwarding stall not counted",
          probe="chains:store_forward_latency_partial"),
+    # a core that renames a memory word from its last store (Zen 2-4) may do so only when the
+    # store is far enough back in program order (measured on Zen 3: 7.5, 3.1 and 1.06 cycles a
+    # link; through rsp 1.0 back to back): what the engine reads, not a constant of one core
+    Fact("rmw_chain_1", CYCLES,
+         "cycles a link of read-modify-writes of one place takes back to back (add [rbx + 64], "
+         "1 repeated): the load of each reads the store of the one before",
+         wording="read-modify-writes of one place: each link as back to back (renaming not "
+         "measured)",
+         probe="chains:rmw_chain_1"),
+    Fact("rmw_chain_2", CYCLES,
+         "the same with one independent one-cycle instruction between links (rmw_chain_1 where "
+         "absent, assumed)", wording="read-modify-writes of one place two instructions apart: "
+         "as back to back", falls_back_to="rmw_chain_1", probe="chains:rmw_chain_2"),
+    Fact("rmw_chain_3", CYCLES,
+         "the same with two independent one-cycle instructions between links; the engine takes "
+         "it for any longer distance (rmw_chain_2 where absent, assumed)",
+         wording="read-modify-writes of one place three or more instructions apart: as closer "
+         "ones", falls_back_to="rmw_chain_2", probe="chains:rmw_chain_3"),
+    Fact("rmw_chain_stack", CYCLES,
+         "rmw_chain_1 through the stack pointer (add [rsp + 64], 1 repeated; rmw_chain_1 where "
+         "absent, assumed)", wording="read-modify-writes through rsp: as through other registers",
+         falls_back_to="rmw_chain_1", probe="chains:rmw_chain_stack"),
     # one taken branch a cycle: a loop iteration takes at least a cycle
     Fact("taken_branch", CYCLES, "front-end cycles a taken loop branch costs at least per "
          "iteration", 1.0, "a taken loop branch {:g} cycle", probe="loops"),
@@ -138,6 +160,9 @@ FUSION_KEYS = {"cmp": "macro_fusion", "test": "macro_fusion",
 # predict.deps.Forwarding that carries it
 FORWARDING_KEYS = {f.key[len("store_forward_latency_"):]: f.key for f in FACTS
                    if f.key.startswith("store_forward_latency_")}
+# the facts of a read-modify-write chain through one place, by program-order distance between
+# its links (1, 2, 3 or more instructions) and through rsp: predict.deps.Forwarding.rmw
+RMW_CHAIN_KEYS = ("rmw_chain_1", "rmw_chain_2", "rmw_chain_3", "rmw_chain_stack")
 # the facts measured by a latency chain (measure/chains.py: the reference of the same name)
 CHAIN_FACTS = tuple(f.key for f in FACTS if (f.probe or "").startswith("chains:"))
 

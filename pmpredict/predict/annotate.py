@@ -26,7 +26,8 @@ from pmpredict.predict.deps import Forwarding, MemRef, Node, Source
 from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, MERGE, InstructionSemantics
 from pmpredict.isa.base import ATOMIC, BARRIER, VECTOR
 from pmpredict.model.defaults import ASSUMED
-from pmpredict.model.facts import BY_KEY, FORWARDING_KEYS, FactReader, fact_value, fusion_key
+from pmpredict.model.facts import (BY_KEY, FORWARDING_KEYS, RMW_CHAIN_KEYS, FactReader, fact_value,
+                                   fusion_key)
 
 # what atomics read and write besides their operands, in the dependency graph: the core runs
 # them one after another (each waits for the one before, in this iteration or the last), so
@@ -153,9 +154,11 @@ class MachineFacts:
 
     def forwarding(self) -> Forwarding:
         """The forwarding latency of each kind the model gives (None: it does not)."""
+        rmw = [self.value(key) for key in RMW_CHAIN_KEYS]
         return Forwarding(float(self.value("store_forward_latency")),
                           **{kind: float(self.pipeline[key]) if self.given(key) else None
-                             for kind, key in FORWARDING_KEYS.items()})
+                             for kind, key in FORWARDING_KEYS.items()},
+                          rmw=None if None in rmw else tuple(map(float, rmw)))
 
     def fuses(self, mnemonic: str) -> tuple[bool, bool]:
         """(whether `mnemonic` + jcc fuse, whether the model says so): a first instruction
@@ -176,6 +179,10 @@ def assume_forwarding(reader: FactReader, kinds) -> None:
     for kind in sorted(kinds):
         if kind in FORWARDING_KEYS:
             reader.value(FORWARDING_KEYS[kind])
+        elif kind == "rmw":
+            # without the back-to-back link the others stand for nothing: that one is said
+            for key in RMW_CHAIN_KEYS if reader.given(RMW_CHAIN_KEYS[0]) else RMW_CHAIN_KEYS[:1]:
+                reader.value(key)
 
 
 def machine_facts(model, loop: bool) -> MachineFacts:
