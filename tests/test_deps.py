@@ -130,12 +130,12 @@ def test_store_forwarding_through_the_same_address():
 def test_forwarding_latency_by_what_is_forwarded():
     # Zen 4 forwards general-purpose data in 1 cycle (memory renaming), vector data in 9:
     # one model latency for both made vector spills 9x too fast or scalar ones 9x too slow
-    forwarding = Forwarding(1.0, indexed=2.0, vector=9.0)
+    forwarding = Forwarding(1.0, indexed=2.0, vector=9.0, narrow=6.0)
 
-    def link(width, index=None):
+    def link(width, index=None, loaded=None):
         ref = MemRef(("rbx", index, 8, 64, ()), ("rbx",) + ((index,) if index else ()), width,
                      False, True)
-        load = MemRef(ref.address, ref.registers, width, True, False, 5.0)
+        load = MemRef(ref.address, ref.registers, loaded or width, True, False, 5.0)
         nodes = [Node((Source("x", 0), Source("rbx", 0)), (), (ref,), 0),
                  Node((Source("rbx", 5),), ("x",), (load,), 5)]
         g = build_graph(nodes, 5, forwarding)
@@ -144,6 +144,10 @@ def test_forwarding_latency_by_what_is_forwarded():
     assert link(64, "rcx") == (2.0, {"indexed"})
     assert link(128) == (9.0, {"vector"})
     assert link(256, "rcx") == (9.0, {"vector"})
+    # a byte of a stored word (Zen 3: movzbl of what movl stored 6.4 cycles a loop where the
+    # whole word is renamed, 0)
+    assert link(64, loaded=8) == (6.0, {"narrow"})
+    assert link(32, loaded=16) == (6.0, {"narrow"})
     # a number is the one latency of every kind (what older callers pass)
     assert build_graph([], 5, 4.0).forwarded == set()
 

@@ -156,6 +156,12 @@ def _reference_list() -> tuple[Reference, ...]:
                   Chain(("mov qword ptr [rbx + 64], rax", "add rax, qword ptr [rbx + 64]"),
                         companions=("add",)),
                   "store -> the load of a load-op: mov [m], r64; add r64, [m], minus add"),
+        # a byte of a stored word: a core that renames a stored word may not rename a part
+        Reference("store_forward_latency_narrow",
+                  Chain(("mov qword ptr [rbx + 64], rax", "movzx eax, byte ptr [rbx + 64]",
+                         "imul rax, rbx"), companions=("imul",)),
+                  "store -> a narrower load inside it: mov [m], r64; movzx r32, byte [m]; "
+                  "imul r64, r64, minus imul"),
         # a 4-byte store under an 8-byte load: no core forwards it; the load waits
         Reference("store_forward_latency_partial",
                   Chain(("mov dword ptr [rbx + 64], eax", "mov rax, qword ptr [rbx + 64]",

@@ -283,9 +283,18 @@ def _settle(texts: list[str], blocks: dict, timings: dict, cache: ResultCache,
                 cache.put(_key(blocks[text], options), best.cycles, None,
                           result=best.to_json(), rounds=rounds[text])
     return {t: f"its chain did not reproduce in {rounds[t]} round{'s' if rounds[t] > 1 else ''}"
-               f" (spread {timings[t].spread:.0%})"
+               f" ({_seen(timings[t])})"
             for t in texts if not timings[t].stable and timings[t].cycles is not None
             and timings[t].spread is not None}
+
+
+def _seen(timing: BlockTiming) -> str:
+    """How far apart a chain's readings lie: the cycles a link its processes and unroll
+    variants read (a core with two steady states reads both), else its spread."""
+    low, high = timing.range or (None, None)
+    if low is not None and high > low * 1.005:
+        return f"{low:.2f}-{high:.2f} cycles a link"
+    return f"spread {timing.spread:.0%}"
 
 
 def _key(block: PreparedBlock, options: RunOptions) -> str:

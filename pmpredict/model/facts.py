@@ -59,6 +59,11 @@ FACTS: tuple[Fact, ...] = (
          "the same into the load of a load-op (add r, [base + disp]; store_forward_latency "
          "where absent, assumed)", wording="store forwarding into a load-op {:g}",
          falls_back_to="store_forward_latency", probe="chains:store_forward_latency_load_op"),
+    Fact("store_forward_latency_narrow", CYCLES,
+         "the same into a load narrower than the store, inside it (a byte of a stored word; "
+         "store_forward_latency where absent, assumed)",
+         wording="store forwarding into a narrower load {:g}",
+         falls_back_to="store_forward_latency", probe="chains:store_forward_latency_narrow"),
     Fact("store_forward_latency_partial", CYCLES,
          "a store -> a load that reads some of its bytes and others beside them (a wider load "
          "over a narrower store, a load across its end): forwarding fails and the load waits "
