@@ -123,7 +123,7 @@ class Forwarding:
         read-modify-write `apart` instructions back stored takes (1: not renamed). A share,
         not a difference: the chains of one core read 6.0 or 7.5 back to back from one process
         to the next (Zen 3), and a form's own link is whichever its chain met."""
-        if self.rmw is None or not (store.load and store.store and load.load and load.store):
+        if self.rmw is None or not (_read_modify_write(store) and _read_modify_write(load)):
             return 1.0
         adjacent, two, three, stack = self.rmw
         if adjacent <= 0:
@@ -149,6 +149,10 @@ class Forwarding:
         if load.address[1] is not None:
             return "indexed"
         return "load_op" if load.load_op else "plain"
+
+
+def _read_modify_write(ref: MemRef) -> bool:
+    return ref.load and ref.store
 
 
 def _vector(store: MemRef) -> bool:
@@ -323,7 +327,7 @@ def build_graph(nodes: list[Node], load_latency: float,
                     forwarding.vector is not None and ref.vector else \
                     max(0.0, ref.latency - load_latency)
                 weight = forwarding.latency(store, ref) + after
-                if store.load and store.store and ref.load and ref.store:
+                if _read_modify_write(store) and _read_modify_write(ref):
                     # read-modify-writes of one place: renamed where the store is far enough
                     # back (the loop wraps: a carried edge spans the rest of the body)
                     apart = i - j if distance == 0 else n - j + i
