@@ -120,6 +120,11 @@ class InstructionSemantics:
     # add/sub of an immediate, inc/dec, lea r, [r + d], push/pop on rsp, AArch64 write-back):
     # with them the dependency engine follows addresses from one iteration to the next
     offsets: tuple[tuple[str, int], ...] = ()
+    # registers the instruction sets to another register's value plus a constant (mov r64,
+    # r64; lea r64, [r + d]; AArch64 mov / add of an immediate): (written, source, constant).
+    # With them the dependency engine sees `lea rdi, [r15 + 464]; mov [rdi - 8], r13` store
+    # beside `mov [r15 + 448], r13`
+    copies: tuple[tuple[str, str, int], ...] = ()
 
     # asked for again and again per kernel (annotation, pairing, kinds): found once
     @cached_property

@@ -341,8 +341,9 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,
         sources.append(Source(order, ordered))
         writes += (order,)
     bumps = tuple((r, d) for r, d in sem.offsets if r not in updated)
+    copies = tuple(c for c in sem.copies if c[0] not in updated)
     node = Node(tuple(sources), writes, _memory_refs(sem, mem_latency, base, pure_load), latency,
-                bumps)
+                bumps, copies)
     update = _update_node(sem, updated, stack_engine, machine) if updated else None
     if not sem.known:
         notes.append(Note(SEMANTICS, "reads/writes guessed (instruction not in the semantics "

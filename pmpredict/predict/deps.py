@@ -89,6 +89,8 @@ class Node:
     memory: tuple[MemRef, ...] = ()
     latency: float = 1.0          # issue -> result (the largest source latency, or the form's)
     offsets: tuple[tuple[str, int], ...] = ()   # written registers that become themselves + c
+    # written registers that become another register + c: (written, source, c)
+    copies: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -188,8 +190,9 @@ class SymbolicAddresses:
 
     Every register holds (version, offset): its value at the start of the iteration is the
     version ("start", r) with offset 0; a write that adds a constant to the register itself (a
-    pointer bump, Node.offsets) keeps the version and moves the offset; any other write makes a
-    new version. An access then points at  version(base) + scale * version(index) + offset.
+    pointer bump, Node.offsets) keeps the version and moves the offset; a write that sets it to
+    another register plus a constant (mov, lea: Node.copies) takes that register's version and
+    offset plus the constant; any other write makes a new version. An access then points at  version(base) + scale * version(index) + offset.
     Two accesses of the same iteration name the same bytes when their versions agree; an access
     of the next iteration sees every register that only moved by constants moved by its
     per-iteration step (its offset at the end of the body), so the previous iteration's store
@@ -213,12 +216,14 @@ class SymbolicAddresses:
                 version[0] == "start" and version[1] not in written)
 
         # a register the body sets to such a value holds it at the start of every iteration
-        # but the first (`mov rax, rbx` at the end: rax is rbx's value): walked again from
-        # those, until nothing more is found (twice or three times for real bodies)
+        # but the first (`mov rax, rbx` at the end: rax is rbx's value; `lea rax, [rbx + 8]`
+        # rbx's plus 8): walked again from those, until nothing more is found (twice or three
+        # times for real bodies)
         carried: dict[str, tuple] = {}
         for _ in range(4):
             state = self._walk(nodes, carried, invariant, stored)
-            more = {r: (v, 0) for r, (v, o) in state.items() if v[0] == "same" and o == 0}
+            more = {r: (v, o) for r, (v, o) in state.items()
+                    if v != ("start", r) and invariant(v)}
             if more == carried:
                 break
             carried = more
@@ -250,10 +255,17 @@ class SymbolicAddresses:
                 and (ref.address[0], ref.address[1], ref.address[2], ref.address[4]) not in stored
                 for ref, (key, _) in zip(node.memory, here) if ref.load)
             bumps = dict(node.offsets)
+            # a copy takes its source's value before this instruction's writes
+            copied = {}
+            for r, source, c in node.copies:
+                v, o = state.get(source, (("start", source), 0))
+                copied[r] = (v, o + c)
             for r in node.writes:
                 if r in bumps:
                     v, o = state.get(r, (("start", r), 0))
                     state[r] = (v, o + bumps[r])
+                elif r in copied:
+                    state[r] = copied[r]
                 else:
                     state[r] = (("same" if same else "def", i, r), 0)
         return state

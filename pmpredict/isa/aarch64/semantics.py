@@ -629,7 +629,7 @@ class _Builder:
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             move=self._move(), branch=_branch(res), trap=_trap(res, ops), known=res.known,
-            notes=tuple(dict.fromkeys(self.notes)), offsets=tuple(self.offsets) + self._bump(),
+            notes=tuple(dict.fromkeys(self.notes)), offsets=tuple(self.offsets) + self._bump(), copies=self._copies(),
             beyond_model=spec.beyond_model if spec is not None else "")
 
     def _bump(self) -> tuple[tuple[str, int], ...]:
@@ -642,6 +642,25 @@ class _Builder:
                 or family(a.name or "") != family(b.name or "") or not isinstance(c.value, int):
             return ()
         return ((family(a.name), c.value if res.mnemonic == "add" else -c.value),)
+
+    def _copies(self) -> tuple[tuple[str, str, int], ...]:
+        """A 64-bit register set to another one plus a constant: mov x, y and add / sub x,
+        y, #imm (the same register: _bump)."""
+        res, ops = self.res, self.ops
+        if not ops or ops[0].kind != "reg" or ops[0].cls != "G" or ops[0].width != 64:
+            return ()
+        a, b = ops[0], ops[1] if len(ops) > 1 else None
+        if b is None or b.kind != "reg" or b.cls != "G" or b.width != 64:
+            return ()
+        dest, source = family(a.name or ""), family(b.name or "")
+        if not dest or not source or dest == source:
+            return ()
+        if res.mnemonic == "mov" and len(ops) == 2:
+            return ((dest, source, 0),)
+        if res.mnemonic in ("add", "sub") and len(ops) == 3 and ops[2].kind == "imm" \
+                and isinstance(ops[2].value, int):
+            return ((dest, source, ops[2].value if res.mnemonic == "add" else -ops[2].value),)
+        return ()
 
     def _move(self) -> bool:
         res, ops = self.res, self.ops

@@ -1149,7 +1149,7 @@ class _Builder:
             idiom=idiom, move=self._move(), select=spec is not None and spec.select,
             branch=_branch(spec, ops),
             fusion=self._fusion(), trap=self._trap(), known=res.known,
-            notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(),
+            notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(), copies=self._copies(),
             beyond_model=beyond)
 
     def _offsets(self) -> tuple[tuple[str, int], ...]:
@@ -1168,6 +1168,23 @@ class _Builder:
             mem = ops[1].memory
             if mem.base and family(mem.base) == dest and mem.index is None and not mem.symbols:
                 return ((dest, mem.disp),)
+        return ()
+
+    def _copies(self) -> tuple[tuple[str, str, int], ...]:
+        """A 64-bit register set to another one plus a constant: mov r64, r64 and lea r64,
+        [r + d] (no index, no symbol; the same register: _offsets)."""
+        m, ops = self.res.mnemonic, self.ops
+        if len(ops) != 2 or ops[0].kind != "reg" or ops[0].cls != "G" or ops[0].width != 64:
+            return ()
+        dest, src = family(ops[0].name), ops[1]
+        if m == "mov" and src.kind == "reg" and src.cls == "G" and src.width == 64:
+            source = family(src.name)
+            return ((dest, source, 0),) if source and source != dest else ()
+        if m == "lea" and src.kind == "mem":
+            mem = src.memory
+            base = family(mem.base) if mem.base else None
+            if base and base != dest and mem.index is None and not mem.symbols:
+                return ((dest, base, mem.disp),)
         return ()
 
     def _trap(self) -> str | None:
