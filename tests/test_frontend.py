@@ -365,6 +365,30 @@ def test_a_doubtful_reading_is_measured_again_keeping_each_probes_fastest(monkey
     assert front.missing == []
 
 
+def test_a_doubt_that_reads_the_same_twice_is_the_cores_and_is_not_measured_a_third_time(
+        monkeypatch, tmp_path):
+    """Zen 3 reads four stores of different forms at 0.57 a cycle in every round (1.74 cycles
+    each, where the probe's premise is one a cycle): a second round that reads the same facts
+    with the same doubts ends the measuring, a third would cost its time for nothing. The
+    doubt is still said."""
+    from pmpredict.measure import frontend
+    slow_stores = {**skylake_like_timings(), "stores: four stores of different forms, lines apart":
+                   4 * 1.744}
+    calls = []
+
+    def timed(cache, options, use_cache, report=None):
+        calls.append(use_cache)
+        return dict(slow_stores, **{"stores: four stores of different forms, lines apart":
+                                    4 * (1.744 + 0.01 * len(calls))})
+    monkeypatch.setattr(frontend, "_measure_probes", timed)
+    monkeypatch.setattr(frontend, "check_host", lambda: None)
+    front = frontend.measure_frontend(cache_dir=str(tmp_path), floor=3.98, rounds=3).facts
+    assert calls == [True, False]
+    assert front.details["rounds"] == 2
+    assert front.details["doubts"] == [
+        "four stores of different forms, lines apart: 0.57 stores a cycle, fewer than one"]
+
+
 # --- the engine uses them ----------------------------------------------------------------------
 
 LOAD_OP = "ADD_((REG:RW:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
