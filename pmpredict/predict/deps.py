@@ -192,7 +192,8 @@ class SymbolicAddresses:
     version ("start", r) with offset 0; a write that adds a constant to the register itself (a
     pointer bump, Node.offsets) keeps the version and moves the offset; a write that sets it to
     another register plus a constant (mov, lea: Node.copies) takes that register's version and
-    offset plus the constant; any other write makes a new version. An access then points at  version(base) + scale * version(index) + offset.
+    offset plus the constant; any other write makes a new version. An access then points at
+    version(base) + scale * version(index) + offset.
     Two accesses of the same iteration name the same bytes when their versions agree; an access
     of the next iteration sees every register that only moved by constants moved by its
     per-iteration step (its offset at the end of the body), so the previous iteration's store

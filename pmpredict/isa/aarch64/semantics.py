@@ -629,7 +629,8 @@ class _Builder:
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             move=self._move(), branch=_branch(res), trap=_trap(res, ops), known=res.known,
-            notes=tuple(dict.fromkeys(self.notes)), offsets=tuple(self.offsets) + self._bump(), copies=self._copies(),
+            notes=tuple(dict.fromkeys(self.notes)), offsets=tuple(self.offsets) + self._bump(),
+            copies=self._copies(),
             beyond_model=spec.beyond_model if spec is not None else "")
 
     def _bump(self) -> tuple[tuple[str, int], ...]:

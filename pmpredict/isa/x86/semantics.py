@@ -1149,7 +1149,8 @@ class _Builder:
             idiom=idiom, move=self._move(), select=spec is not None and spec.select,
             branch=_branch(spec, ops),
             fusion=self._fusion(), trap=self._trap(), known=res.known,
-            notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(), copies=self._copies(),
+            notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(),
+            copies=self._copies(),
             beyond_model=beyond)
 
     def _offsets(self) -> tuple[tuple[str, int], ...]:
