@@ -25,6 +25,7 @@ from pmpredict.measure.instantiate import instantiate
 from pmpredict.measure.runner import check_assembles, run_kernels
 
 from hostcores import known_core
+from settling import settled
 
 pytestmark = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
@@ -101,8 +102,19 @@ def test_an_experiment_and_a_block_of_one_instruction_agree():
     measured = measure_experiment_set(ExperimentSet(tuple(cases), tuple(
         Experiment.of({form: 1}) for form in cases), "x86", "test"), cache_dir=None)
     blocks = measure_blocks([prepare_block(text + "\n", "att") for text in cases.values()])
-    for experiment, block in zip(measured.experiments, blocks):
-        assert experiment.cycles == pytest.approx(block.cycles, rel=0.10), experiment.forms()
+    for (form, text), experiment, block in zip(cases.items(), measured.experiments, blocks):
+        # each path's fastest reading, measured again while a busy host parts the two
+        fast = {"experiment": experiment.cycles, "block": block.cycles}
+        again = {"experiment": lambda: measure_experiment_set(ExperimentSet(
+                     (form,), (Experiment.of({form: 1}),), "x86", "test"),
+                     cache_dir=None).experiments[0].cycles,
+                 "block": lambda: fastest(text + "\n", tries=1)}
+        for _ in range(4):
+            if fast["experiment"] == pytest.approx(fast["block"], rel=0.10):
+                break
+            slower = max(fast, key=fast.get)
+            fast[slower] = min(fast[slower], again[slower]())
+        assert fast["experiment"] == pytest.approx(fast["block"], rel=0.10), (form, fast)
 
 
 def test_a_bit_offset_into_memory_starts_small_and_every_other_register_large():
@@ -273,7 +285,8 @@ def test_json_reports_spread_and_stability(tmp_path):
     assert isinstance(data["stable"], bool)
     assert data["method"] in ("difference", "per-copy")
     assert [v["unroll"] for v in data["variants"]] == [50, 100]
-    assert data["cycles"] == pytest.approx(3.0, rel=0.15)
+    assert settled(lambda: json.loads(cli(path, "--json", "--no-cache").stdout)["cycles"], 3.0,
+                   0.15, first=data["cycles"]) == pytest.approx(3.0, rel=0.15)
 
 
 def test_text_output_flags_unstable_results(tmp_path, monkeypatch, capsys):

@@ -27,6 +27,8 @@ from pmpredict.measure import experiment_runs as measure_set
 from pmpredict.measure.cpu import cpu_flags
 from pmpredict.measure.runner import RunOptions, check_assembles
 
+from settling import settled
+
 pytestmark = pytest.mark.skipif(
     platform.machine() not in ("x86_64", "AMD64") or not sys.platform.startswith("linux")
     or not (shutil.which("cc") or shutil.which("gcc")),
@@ -64,6 +66,11 @@ def one_set(*experiments) -> ExperimentSet:
 INCIDENTAL = 0.15
 
 
+def imul_alone() -> float:
+    """One imul experiment measured again, without a cache (a second reading for `settled`)."""
+    return measure_experiment_set(one_set([IMUL]), cache_dir=None).experiments[0].cycles
+
+
 def fastest(measure, expected=None, tries=5):
     """The minimum of up to `tries` measurements (3 without an expected value), stopping
     as soon as one is within 5% of `expected`."""
@@ -97,7 +104,8 @@ def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path, imul_cycl
     out = measure_experiment_set(exps, cache_dir=str(tmp_path))
     cycles = [e.cycles for e in out.experiments]
     errors = [e.other.get("error") for e in out.experiments]
-    assert cycles[0] == pytest.approx(imul_cycles, rel=INCIDENTAL)
+    assert settled(imul_alone, imul_cycles, INCIDENTAL, first=cycles[0]) == \
+        pytest.approx(imul_cycles, rel=INCIDENTAL)
     assert cycles[3] == pytest.approx(0.25, rel=0.3) or cycles[3] < 1.0   # any healthy ALU
     assert cycles[1] is None and errors[1].startswith("SIGILL")
     assert cycles[2] is None and errors[2].startswith("SIGILL")
@@ -183,7 +191,9 @@ def test_disagreeing_variants_are_measured_again(monkeypatch, imul_cycles):
     monkeypatch.setattr(measure_set, "suspicious", lambda variants: True)
     out = measure_experiment_set(one_set([IMUL], [ADD]), cache_dir=None)
     assert seen == [6, 6]                   # every experiment once more, then kept
-    assert out.experiments[0].cycles == pytest.approx(imul_cycles, rel=INCIDENTAL)
+    monkeypatch.undo()
+    assert settled(imul_alone, imul_cycles, INCIDENTAL, first=out.experiments[0].cycles) == \
+        pytest.approx(imul_cycles, rel=INCIDENTAL)
 
 
 def test_suspicious_variants():
@@ -204,7 +214,8 @@ def test_canary_is_throughput_bound_and_every_timing_says_how_often_it_ran_slow(
     # more integer ALUs, so even sharing the core with a busy sibling it runs above 1.5
     assert ghz > 0.5 and 1.5 < canary <= 8.0
     block = measure_block("add %rbx, %rax\n", "att")
-    assert block.cycles == pytest.approx(1.0, rel=INCIDENTAL)
+    assert settled(lambda: measure_block("add %rbx, %rax\n", "att").cycles, 1.0, INCIDENTAL,
+                   first=block.cycles) == pytest.approx(1.0, rel=INCIDENTAL)
     for v in block.timing.variants:           # retaken samples are not among those kept
         assert v.contended >= 0 and 0 <= v.busy <= v.samples
 
@@ -226,12 +237,16 @@ def test_host_forms_assemble_and_span_the_categories():
 def test_cli_measure_block_json(tmp_path):
     src = tmp_path / "chain.s"
     src.write_text("# a dependent chain\n.L1:\n  imul %rbx, %rax\n  jne .L1\n")
-    proc = subprocess.run([sys.executable, "-m", "pmpredict", "measure", str(src), "--json"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert data["cycles"] == pytest.approx(3.0, rel=INCIDENTAL)
+
+    def run() -> dict:
+        proc = subprocess.run([sys.executable, "-m", "pmpredict", "measure", str(src), "--json",
+                               "--no-cache"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+    data = run()
     assert data["dropped"][0]["text"].startswith("jne")
+    assert settled(lambda: run()["cycles"], 3.0, INCIDENTAL, first=data["cycles"]) == \
+        pytest.approx(3.0, rel=INCIDENTAL)
 
 
 def test_cli_measure_experiments_round_trip(tmp_path, imul_cycles):
@@ -243,7 +258,18 @@ def test_cli_measure_experiments_round_trip(tmp_path, imul_cycles):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     measured = load_experiments(str(out))
-    assert measured.experiments[0].cycles == pytest.approx(imul_cycles, rel=INCIDENTAL)
+    # the file holds what the cache holds: a second run reads it back without measuring
+    again = subprocess.run([sys.executable, "-m", "pmpredict", "measure", "--experiments", str(e),
+                            "-o", str(tmp_path / "again.json"), "--cache", str(tmp_path / "cache")],
+                           capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert [x.cycles for x in load_experiments(str(tmp_path / "again.json")).experiments] == \
+        [x.cycles for x in measured.experiments]
+    # imul alone at the core's rate: never faster; slower only while the machine is busy
+    # (a busy host read 1.13 against 0.98 once), so a slow reading is measured again
+    assert measured.experiments[0].cycles >= imul_cycles * (1 - INCIDENTAL)
+    assert settled(imul_alone, imul_cycles, INCIDENTAL, first=measured.experiments[0].cycles) \
+        == pytest.approx(imul_cycles, rel=INCIDENTAL)
     # imul and two adds, timed in the same run as the imul alone: never faster than it, and
     # each add costs at most a cycle more (an independent add issues at least once a cycle on
     # every x86 core). Not "as fast as the imul alone": another guest busy on the physical
@@ -346,7 +372,8 @@ def test_block_kernel_is_chosen_as_predict_does():
     result = measure_block(text, "att")
     assert result.kernel["how"] == "llvm-mca-region"
     assert result.instruction_count == 1
-    assert result.cycles == pytest.approx(3.0, rel=INCIDENTAL)
+    assert settled(lambda: measure_block(text, "att").cycles, 3.0, INCIDENTAL,
+                   first=result.cycles) == pytest.approx(3.0, rel=INCIDENTAL)
 
 
 def test_several_passes_keep_the_fastest(imul_cycles):
@@ -383,8 +410,16 @@ def test_division_forms_have_a_reciprocal_throughput():
     assert all(c is not None and c > 1.5 for c in t.values()), t
     for m in ("DIV", "IDIV"):
         assert t[f"{m}_((REG:R:G:64))"] >= 0.95 * t[f"{m}_((REG:R:G:8))"]
-        assert t[f"{m}_qword_ptr_[((MEM:64))_+_((MIMM:16))]"] == \
-            pytest.approx(t[f"{m}_((REG:R:G:64))"], rel=INCIDENTAL)
+        register, memory = f"{m}_((REG:R:G:64))", f"{m}_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+        alone = lambda form: measure_experiment_set(one_set([form]), cache_dir=None) \
+            .experiments[0].cycles
+        fast = {register: t[register], memory: t[memory]}
+        for _ in range(4):                 # the fastest of each, while a busy host parts them
+            if fast[memory] == pytest.approx(fast[register], rel=INCIDENTAL):
+                break
+            slower = max(fast, key=fast.get)
+            fast[slower] = min(fast[slower], alone(slower))
+        assert fast[memory] == pytest.approx(fast[register], rel=INCIDENTAL)
     assert t["pair"] >= 0.95 * max(t["DIV_((REG:R:G:64))"], t["IDIV_((REG:R:G:32))"])
 
 
