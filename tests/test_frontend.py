@@ -352,15 +352,22 @@ def test_a_doubtful_reading_is_measured_again_keeping_each_probes_fastest(monkey
     clean = skylake_like_timings()
     rounds = [{**{n: 2 * c for n, c in clean.items()}, "nops": None},
               {**clean, "width: mix": 4.0}]
-    calls = []
+    calls, timed_again = [], []
 
-    def timed(cache, options, use_cache, report=None):
+    def timed(cache, options, use_cache, only=None, report=None):
         calls.append(use_cache)
-        return dict(rounds[len(calls) - 1])
+        timed_again.append(only)
+        return {n: c for n, c in rounds[len(calls) - 1].items() if only is None or n in only}
     monkeypatch.setattr(frontend, "_measure_probes", timed)
     monkeypatch.setattr(frontend, "check_host", lambda: None)
     front = frontend.measure_frontend(cache_dir=str(tmp_path), floor=3.98).facts
     assert calls == [True, False]                   # the cache first, then timed afresh
+    # again: the probes in doubt (the one without a number, the width probes below the
+    # floor, the loop probes above a cycle), not those whose reading has no doubt
+    assert timed_again[0] is None and "nops" in timed_again[1]
+    assert {n for n in timed_again[1] if n.startswith(("width", "loop"))} == \
+        {n for n in clean if n.startswith(("width", "loop"))}
+    assert not any(n.startswith("window") for n in timed_again[1])
     assert front.r_max == 4.0 and front.pipeline["taken_branch"] == 1.0
     assert front.details["rounds"] == 2 and "doubts" not in front.details
     assert front.details["instructions_per_cycle"]["width: mix"] == 2.0     # 8 in 4 cycles
@@ -376,16 +383,19 @@ def test_a_doubt_that_reads_the_same_twice_is_the_cores_and_is_not_measured_a_th
     from pmpredict.measure import frontend
     slow_stores = {**skylake_like_timings(), "stores: four stores of different forms, lines apart":
                    4 * 1.744}
-    calls = []
+    calls, timed_again = [], []
 
-    def timed(cache, options, use_cache, report=None):
+    def timed(cache, options, use_cache, only=None, report=None):
         calls.append(use_cache)
-        return dict(slow_stores, **{"stores: four stores of different forms, lines apart":
-                                    4 * (1.744 + 0.01 * len(calls))})
+        timed_again.append(only)
+        return {n: c for n, c in dict(slow_stores, **{
+            "stores: four stores of different forms, lines apart":
+            4 * (1.744 + 0.01 * len(calls))}).items() if only is None or n in only}
     monkeypatch.setattr(frontend, "_measure_probes", timed)
     monkeypatch.setattr(frontend, "check_host", lambda: None)
     front = frontend.measure_frontend(cache_dir=str(tmp_path), floor=3.98, rounds=3).facts
     assert calls == [True, False]
+    assert timed_again[1] == {n for n in slow_stores if n.startswith("stores")}   # only those
     assert front.details["rounds"] == 2
     assert front.details["doubts"] == [
         "four stores of different forms, lines apart: 0.57 stores a cycle, fewer than one"]

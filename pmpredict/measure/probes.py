@@ -353,6 +353,13 @@ class ProbeReading:
     how: dict = field(default_factory=dict)             # pipeline key -> what it rests on, short
     suspect: list = field(default_factory=list)         # readings a disturbance may explain
     premise: list = field(default_factory=list)         # probes whose premise this core breaks
+    # the probe families (name prefixes) whose readings `suspect` doubts
+    suspect_families: set = field(default_factory=set)
+
+
+def _suspect(out: ProbeReading, family: str, why: str) -> None:
+    out.suspect.append(why)
+    out.suspect_families.add(family)
 
 
 def snap_width(ipc: float) -> float:
@@ -392,7 +399,7 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
             best = floor
     out.r_max = snap_width(best)
     if out.r_max != int(out.r_max):       # a width is whole: a probe ran fast or slow for a while
-        out.suspect.append(f"the width probes read {out.r_max:g} instructions a cycle, not a "
+        _suspect(out, "width", f"the width probes read {out.r_max:g} instructions a cycle, not a "
                            "whole number")
     fillers_rate = widths.get("width: zero idioms (vector)")
     if fillers_rate and fillers_rate < out.r_max * (1 - SNAP):
@@ -417,7 +424,7 @@ def _read_loops(cycles, out: ProbeReading) -> None:
     if measured:
         fewest = measured[1] if len(measured) > 1 else measured[0]
         if measured[0] < fewest * (1 - SNAP):
-            out.suspect.append(f"one loop read {measured[0]:.2f} cycles an iteration, the "
+            _suspect(out, "loop", f"one loop read {measured[0]:.2f} cycles an iteration, the "
                                f"others {fewest:.2f} or more")
         out.pipeline["taken_branch"] = _snap_cycles(fewest)
         out.how["taken_branch"] = (f"loops of 0..{MAX_LOOP_BODY} zero idioms: the fewest cycles "
@@ -457,7 +464,7 @@ def _read_fusion(cycles, out: ProbeReading, slot: float) -> None:
         if one in saved and other in saved and fused[one] != fused[other]:
             # noise on one probe decided one of them: both from their mean
             fused[one] = fused[other] = (saved[one] + saved[other]) / 2 > FUSED_BELOW
-            out.suspect.append(f"{one} and {other} read differently for macro-fusion")
+            _suspect(out, "fusion", f"{one} and {other} read differently for macro-fusion")
     out.details["macro_fusion"] = fused
     out.details["macro_fusion_slots_saved"] = {n: _round(v) for n, v in saved.items()}
     for name, is_fused in fused.items():
@@ -501,7 +508,7 @@ def _read_stores(cycles, out: ProbeReading) -> None:
               if name in per_store and per_store[name] < PAIRED_BELOW]
     unclear = [n for n, v in per_store.items() if _unclear(v)]
     if unclear:
-        out.suspect.append("stores read between one and two a cycle: " + ", ".join(unclear))
+        _suspect(out, "stores", "stores read between one and two a cycle: " + ", ".join(unclear))
     if len(per_store) < len(STORE_PAIRS) and not paired:
         return                              # a store probe without a number: not "none"
     if not paired:
@@ -512,7 +519,7 @@ def _read_stores(cycles, out: ProbeReading) -> None:
     name, offsets, size = paired[-1]
     nearer = [n for n, _, s in STORE_PAIRS if s < size]
     if any(n in per_store and per_store[n] >= PAIRED_BELOW for n in nearer):
-        out.suspect.append(f"stores pair {name} but not nearer")
+        _suspect(out, "stores", f"stores pair {name} but not nearer")
     out.details["store_pairing"] = name
     out.pipeline["paired_stores"], out.pipeline["paired_store_bytes"] = 1, size
     out.how["paired_stores"] = out.how["paired_store_bytes"] = (
@@ -536,7 +543,7 @@ def _read_leftover_stores(cycles, block: int, out: ProbeReading) -> None:
         return
     out.details.setdefault("cycles_per_store", {})[name] = _round(c / 4)
     if abs(c - LEFTOVER_SHARED_BELOW) < LEFTOVER_UNCLEAR:
-        out.suspect.append(f"{name}: {c:.2f} cycles a copy, between 2 and 3")
+        _suspect(out, "stores", f"{name}: {c:.2f} cycles a copy, between 2 and 3")
     offsets = ", ".join(f"[base + {d}]" for d in LEFTOVER_STORES[block])
     out.pipeline["paired_store_leftover"] = int(c < LEFTOVER_SHARED_BELOW)
     out.how["paired_store_leftover"] = (f"stores at {offsets} ({name}) {c:.2f} cycles a copy "
@@ -556,9 +563,9 @@ def _read_store_commits(cycles, out: ProbeReading) -> None:
     rate = 1.0 / each
     commits = max(1, math.floor(rate + COMMITS_SNAP))
     if rate < 1 - COMMITS_SNAP:                   # every core in scope commits one a cycle
-        out.suspect.append(f"{STORE_COMMITS}: {rate:.2f} stores a cycle, fewer than one")
+        _suspect(out, "stores", f"{STORE_COMMITS}: {rate:.2f} stores a cycle, fewer than one")
     elif abs(rate - round(rate)) > COMMITS_SNAP:
-        out.suspect.append(f"{STORE_COMMITS}: {rate:.2f} stores a cycle, not a whole number")
+        _suspect(out, "stores", f"{STORE_COMMITS}: {rate:.2f} stores a cycle, not a whole number")
     out.pipeline["store_commits"] = commits
     out.how["store_commits"] = (f"{STORE_COMMITS} ({'; '.join(STORE_COMMIT_LINES)}): "
                                 f"{each:.2f} cycles each")
@@ -577,7 +584,7 @@ def _read_wide_stores(cycles, block: int, out: ProbeReading) -> None:
         each = c / 2
         out.details.setdefault("cycles_per_store", {})[name] = _round(each)
         if _unclear(each):
-            out.suspect.append(f"{name}: between one and two a cycle")
+            _suspect(out, "stores", f"{name}: between one and two a cycle")
         if each < PAIRED_BELOW and width == size // 2:
             width = size
         said.append(f"{name} {each:.2f} cycles each")
@@ -588,7 +595,7 @@ def _read_wide_stores(cycles, block: int, out: ProbeReading) -> None:
         each = c / 2
         out.details["cycles_per_store"][VECTOR_STORE_PAIR] = _round(each)
         if _unclear(each):
-            out.suspect.append(f"{VECTOR_STORE_PAIR}: between one and two a cycle")
+            _suspect(out, "stores", f"{VECTOR_STORE_PAIR}: between one and two a cycle")
         out.pipeline["paired_store_vector"] = int(each < PAIRED_BELOW)
         out.how["paired_store_vector"] = (f"{VECTOR_STORE_PAIR} (vmovq [m], xmm) "
                                           f"{each:.2f} cycles each")
@@ -604,10 +611,10 @@ def _read_stack(cycles, out: ProbeReading) -> None:
                                    "sub rsp, 8; add rsp, 8": _round(alu)}
     one = alu / 2
     if one > 1 + STACK_SNAP:      # one cycle on every core: the reference was slowed
-        out.suspect.append(f"sub rsp, 8; add rsp, 8 runs at {one:.2f} cycles an operation")
+        _suspect(out, "stack", f"sub rsp, 8; add rsp, 8 runs at {one:.2f} cycles an operation")
     sync = push - one
     if sync < -STACK_SNAP:
-        out.suspect.append(f"push; add rsp runs faster ({push:.2f}) than an ALU operation")
+        _suspect(out, "stack", f"push; add rsp runs faster ({push:.2f}) than an ALU operation")
     nearest = round(sync)
     sync = float(max(0, nearest)) if abs(sync - nearest) <= STACK_SNAP else \
         round(max(0.0, sync), 2)
@@ -643,11 +650,11 @@ def _read_window(cycles, out: ProbeReading) -> None:
     while tail > 0 and ratio[sizes[tail - 1][0]] >= NO_OVERLAP:
         tail -= 1
     if tail == 0:
-        out.suspect.append(f"no copy of {sizes[0][0]} or more instructions overlaps the next")
+        _suspect(out, "window", f"no copy of {sizes[0][0]} or more instructions overlaps the next")
         return
     early = [s for s, _ in sizes[:tail] if ratio[s] >= NO_OVERLAP]
     if early:
-        out.suspect.append(f"copies of {', '.join(map(str, early))} instructions take the "
+        _suspect(out, "window", f"copies of {', '.join(map(str, early))} instructions take the "
                            "chain's time, larger ones less")
     window = sizes[tail - 1][0]
     if tail == len(sizes):
@@ -675,6 +682,22 @@ def doubts(front: ProbeReading, floor: float | None = None) -> list[str]:
     if front.pipeline.get("taken_branch", 1.0) > 1.0:
         out.append(f"a loop iteration takes {front.pipeline['taken_branch']} cycles")
     return out + list(front.suspect)
+
+
+def doubted_probes(front: ProbeReading, floor: float | None = None) -> set[str]:
+    """The names of the probes whose readings the doubts are about: those without a number,
+    the width probes below the floor, the loop probes slower than a cycle, and the families
+    a suspect reading came from. Timing these again settles the doubts; the others' readings
+    have no doubt of their own."""
+    families = set(front.suspect_families)
+    best = max((v for v in front.details.get("instructions_per_cycle", {}).values() if v),
+               default=None)
+    if floor and best is not None and best < floor * (1 - SNAP):
+        families.add("width")
+    if front.pipeline.get("taken_branch", 1.0) > 1.0:
+        families.add("loop")
+    return {p.name for p in probes()
+            if p.name in front.missing or any(p.name.startswith(f) for f in families)}
 
 
 def _unclear(cycles_per_store: float) -> bool:
