@@ -22,7 +22,9 @@ from pmpredict.measure.instantiate import DEFAULT_LENGTHS, HARNESS_ISA, instanti
 from pmpredict.measure.runner import (Failure, RunOptions, Timing, check_assembles, check_host,
                                       run_kernels)
 
-BATCH = 40            # experiments per harness binary (amortises the compiler)
+# experiments per harness binary: each binary costs a compile, a canary reference and its
+# process starts (the 325 core pairs on a Zen 3 guest: 12-16 s in batches of 40, 10 s in 160)
+BATCH = 160
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,10 @@ from pmpredict.measure.experiment_runs import MeasurementStopped, Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.runner import RunOptions, check_host
 
-BATCH = 12          # chains per harness build (each is two kernels, two processes)
+# chains per harness build (two kernels each): a build costs its compile, canary reference
+# and at least two processes, each waiting up to BLOCK_OPTIONS.quiet_phase_ns for a quiet
+# phase (the core's 52 chains on a Zen 3 guest: 40-46 s in builds of 12, 22-24 s in one)
+BATCH = 64
 # timings of a pipeline fact's chain at most, while it does not reproduce (a locked
 # read-modify-write on a shared machine): each round keeps the fastest, a stable round wins
 FACT_ROUNDS = 3
