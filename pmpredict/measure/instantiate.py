@@ -344,6 +344,13 @@ def _split_pools(templates: list[FormTemplate], fixed: set) -> dict[str, tuple[l
 
 def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
     """Build the window of an experiment given as (form, n) pairs, about `length` instructions."""
+    return _instantiate(counts, (length,))[0]
+
+
+def _instantiate(counts, lengths) -> list[Window]:
+    """The windows of about each of `lengths` instructions, in order. Registers and lines are
+    handed out copy after copy, so a window of k copies is the first k copies of a longer one:
+    the longest is built once and each shorter one is where it stood after its copies."""
     seq = sequence_of(counts)
     if not seq:
         raise ValueError("empty experiment")
@@ -357,7 +364,7 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
         fixed |= c[3]
     divisions = {f: _ISA.division(t) for f, t in templates.items()}
     dividing = _division_registers(fixed) if any(divisions.values()) else None
-    copies = max(1, round(length / len(seq)))
+    wanted = [max(1, round(length / len(seq))) for length in lengths]
     pools = _split_pools([templates[f] for f in seq],
                          fixed | {("G", i) for i in dividing or ()})
     read_pools = {c: _Pool(p[0]) for c, p in pools.items()}
@@ -365,7 +372,11 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
     lines = {"R": _Lines("R"), "W": _Lines("W"), "D": _Lines("D")}
     vector_width = 0
     out, words = [], {}
-    for _ in range(copies):
+    built: dict[int, Window] = {}
+    values = () if dividing is None else (
+        (_names("G", 64)[dividing[0]], DIVIDEND), (_names("G", 64)[dividing[1]], DIVISOR))
+    stack = 0
+    for copy in range(1, max(wanted) + 1):
         for f in seq:
             t, parts, access, _ = compiled[f]
             division = divisions[f]
@@ -415,11 +426,11 @@ def instantiate(counts, length: int = DEFAULT_LENGTHS[0]) -> Window:
             prefix = _dividend_lines(division, dividing[0]) if division else ()
             out.append(Instance(f, " ".join(text.split()), frozenset(reads), frozenset(writes),
                                 frozenset(rws), tuple(mreads), tuple(mwrites), prefix))
-    stack = sum(stack_delta(i.form) or 0 for i in out)
-    values = () if dividing is None else (
-        (_names("G", 64)[dividing[0]], DIVIDEND), (_names("G", 64)[dividing[1]], DIVISOR))
-    return Window(tuple(out), copies, vector_width, frozenset(fixed), stack, values,
-                  tuple(sorted(words.items())))
+            stack += stack_delta(f) or 0
+        if copy in wanted:
+            built[copy] = Window(tuple(out), copy, vector_width, frozenset(fixed), stack, values,
+                                 tuple(sorted(words.items())))
+    return [built[c] for c in wanted]
 
 
 def _division_registers(fixed: set) -> tuple[int, int]:
@@ -454,8 +465,7 @@ def _windows(counts: tuple, lengths: tuple) -> tuple[Window, ...]:
     # an experiment is instantiated to check it can be, then to measure it (and again when
     # measured a second time): some 2 ms of Python a window, as much as its timing
     seen, out = set(), []
-    for n in lengths:
-        w = instantiate(counts, n)
+    for w in _instantiate(counts, lengths):
         if w.copies not in seen:
             seen.add(w.copies)
             out.append(w)
