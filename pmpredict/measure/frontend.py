@@ -27,8 +27,7 @@ from pmpredict.measure.codegen import block_kernel
 from pmpredict.measure.experiment_runs import Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.probes import (SNAP, Probe, ProbeReading, doubted_probes, doubts, probes,
-                                      read_frontend,
-                                      version)
+                                      read_frontend, version)
 from pmpredict.measure.runner import RunOptions, check_host, run_kernels
 
 SYNTAX = "intel"

@@ -400,7 +400,7 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     out.r_max = snap_width(best)
     if out.r_max != int(out.r_max):       # a width is whole: a probe ran fast or slow for a while
         _suspect(out, "width", f"the width probes read {out.r_max:g} instructions a cycle, not a "
-                           "whole number")
+                               "whole number")
     fillers_rate = widths.get("width: zero idioms (vector)")
     if fillers_rate and fillers_rate < out.r_max * (1 - SNAP):
         out.premise.append(f"the fillers (vector zero idioms) run {fillers_rate:.2f} a cycle, "
@@ -425,7 +425,7 @@ def _read_loops(cycles, out: ProbeReading) -> None:
         fewest = measured[1] if len(measured) > 1 else measured[0]
         if measured[0] < fewest * (1 - SNAP):
             _suspect(out, "loop", f"one loop read {measured[0]:.2f} cycles an iteration, the "
-                               f"others {fewest:.2f} or more")
+                                  f"others {fewest:.2f} or more")
         out.pipeline["taken_branch"] = _snap_cycles(fewest)
         out.how["taken_branch"] = (f"loops of 0..{MAX_LOOP_BODY} zero idioms: the fewest cycles "
                                    "two of them read")
@@ -655,7 +655,7 @@ def _read_window(cycles, out: ProbeReading) -> None:
     early = [s for s, _ in sizes[:tail] if ratio[s] >= NO_OVERLAP]
     if early:
         _suspect(out, "window", f"copies of {', '.join(map(str, early))} instructions take the "
-                           "chain's time, larger ones less")
+                                "chain's time, larger ones less")
     window = sizes[tail - 1][0]
     if tail == len(sizes):
         out.details["window_at_least"] = window
