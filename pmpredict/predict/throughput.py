@@ -533,7 +533,10 @@ def solve_uops(umask, umass, d, ws, method=METHOD_AUTO):
         # solve the whole set at once: splitting it into connected components first costs
         # more than it saves
         idx = ws.idx
-        union = 0
+        # counters start as np.int64(0), not 0: a literal 0 reaching a kernel through a loop's
+        # phi makes numba compile the kernel a second time, for Literal[int](0) (cold compile
+        # of the simulator: _solve_flow three times, 2.8-3.7 s each, on a Zen 3 guest)
+        union = np.int64(0)
         for j in range(d):
             idx[j] = j
             union |= umask[j]
@@ -575,7 +578,7 @@ def _solve_components(umask, umass, d, ws, method):
                 if m & cmask and m & ~cmask and umass[j] > 0.0:
                     cmask |= m
                     grown = True
-        n = 0
+        n = np.int64(0)
         for j in range(start, d):
             if comp[j] < 0 and umass[j] > 0.0 and umask[j] & cmask:
                 comp[j] = n_comp
@@ -628,7 +631,7 @@ def experiment_cycles(masks, counts, ptr, forms, mults, e, r_max, ws, method=MET
     # slot[h] = stamp * _MAX_DISTINCT + uop, live when its stamp is this call's, so nothing needs
     # clearing (the extra last entry counts the calls). Masks of ports 0..11 are their own
     # hash: no collisions on any real machine's ports.
-    d = 0
+    d = np.int64(0)
     n_insn = 0.0
     stamp = slot[_HASH_SLOTS] + 1
     slot[_HASH_SLOTS] = stamp
