@@ -492,6 +492,47 @@ def test_a_fact_whose_chain_does_not_reproduce_is_timed_again_and_then_in_doubt(
     assert calls == [] and again.references == table.references and again.doubts == table.doubts
 
 
+def test_a_chain_read_just_above_a_whole_number_is_timed_again_and_the_fastest_kept(
+        monkeypatch, tmp_path):
+    """A link's cycles are a sum of whole latencies and noise only adds: an imul chain read 3.1
+    (reproduced, beside a busy tenant: the project's CI on an Intel guest) is timed again and
+    its 3.0 taken; a chain read on a whole number (the references here) is not timed again,
+    and one that stays above its whole number (1.2) is timed FACT_ROUNDS times in all, the
+    fastest kept."""
+    from pmpredict.measure import latency
+    imul = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"
+    add = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
+    plans, _ = latency.plan_forms([imul, add])
+    imul_chains = [c.text for c in plans[imul].chains()]
+    add_chains = [c.text for c in plans[add].chains()]
+    script = {t: [_timing(3.1, True), _timing(3.3, True), _timing(3.0, True)] for t in imul_chains}
+    script.update({t: [_timing(1.2, True), _timing(1.25, True), _timing(1.2, True)]
+                   for t in add_chains})
+    calls = []
+
+    def fake_measure(blocks, options, cache=None):
+        out = []
+        for b in blocks:
+            text = next((t for t in script if prepare_block(t, "intel", "x").lines == b.lines),
+                        None)
+            calls.append(text)
+            out.append(script[text].pop(0) if text in script else _timing(3.0, True))
+            if cache is not None:
+                cache.put(latency._key(b, options), out[-1].cycles, None,
+                          result=out[-1].to_json())
+        return out
+    monkeypatch.setattr(latency, "measure_blocks", fake_measure)
+    monkeypatch.setattr(latency, "check_host", lambda: None)
+    table = latency.measure_latencies([imul, add], cache_dir=str(tmp_path))
+    assert all(calls.count(t) == latency.FACT_ROUNDS for t in imul_chains + add_chains), calls
+    references = {REFERENCES[n].chain.text for n in latency._references_needed(
+        list(plans.values()))} - set(imul_chains + add_chains)
+    assert calls.count(None) == len(references)
+    assert max(table.forms[imul].sources.values()) == 3.0
+    assert max(table.forms[add].sources.values()) == 1.2
+    assert not table.doubts
+
+
 def test_a_fact_in_doubt_is_said_where_a_kernel_uses_it():
     """The doubt of a measured fact travels in the model's provenance and is said with a
     prediction that uses the fact (an atomic), not with one that does not."""
@@ -534,13 +575,22 @@ def test_read_modify_write_chains_spaced_apart_are_read_as_a_block_times_them():
     a link), and the spaced reference (Intel syntax) agrees with the same loop timed as a
     block in AT&T syntax (another cache key and parse), within half a cycle, or within the
     range the harness reports where the core has two steady states (Zen 3 renames at 51
-    instructions a loop, not at 102)."""
+    instructions a loop, not at 102). Where the core renames the word (the spaced chain runs
+    faster than back to back by more than a cycle), which state a loop of another length
+    settles in is the core's choice (the project's CI on a Zen 3 read 1.0 for the reference and
+    6.2, reproduced, for the block): there the block lies between the two states."""
     from pmpredict.measure.block import measure_block
     from pmpredict.measure.latency import measure_latencies
     refs = measure_latencies([], cache_dir=None).references
     assert refs["rmw_chain_3"] <= refs["rmw_chain_2"] + 0.5 <= refs["rmw_chain_1"] + 1.0, refs
     block = measure_block("addq $1, 64(%rbx)\naddq $1, %rcx\naddq $1, %rdx\n", "att")
-    assert measured_close(block, refs["rmw_chain_3"], 0.5), (block.to_json(), refs)
+    if refs["rmw_chain_3"] < refs["rmw_chain_1"] - 1.0:             # two steady states
+        assert block.cycles is not None, block.to_json()
+        low, high = block.timing.range if not block.stable else (block.cycles, block.cycles)
+        assert (refs["rmw_chain_3"] - 0.5 <= high and low <= refs["rmw_chain_1"] + 0.5), \
+            (block.to_json(), refs)
+    else:
+        assert measured_close(block, refs["rmw_chain_3"], 0.5), (block.to_json(), refs)
 
 
 @needs_host

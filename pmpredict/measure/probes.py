@@ -114,6 +114,9 @@ class Probe:
     name: str
     # Intel syntax; `2:` is a jump's target (`1:` is the harness's own loop label)
     lines: tuple[str, ...]
+    # what the probe reads (width, fusion, slots, stores, nops, stack, window, loop): a doubt
+    # about one reading of a family is settled by timing the family again (doubted_probes)
+    family: str
     loop: bool = False              # the loop body itself (cycles per iteration), not a block
 
     @property
@@ -127,13 +130,15 @@ def fillers(n: int = FILLERS) -> list[str]:
 
 def _width_probes() -> list[Probe]:
     return [
-        Probe("width: zero idioms (general-purpose)", tuple(f"xor {r}, {r}" for r in _GPR32)),
-        Probe("width: zero idioms (vector)", tuple(fillers(8))),
-        Probe("width: eliminated moves", tuple(f"mov {r}, rax" for r in _GPR)),
+        Probe("width: zero idioms (general-purpose)", tuple(f"xor {r}, {r}" for r in _GPR32),
+              family="width"),
+        Probe("width: zero idioms (vector)", tuple(fillers(8)), family="width"),
+        Probe("width: eliminated moves", tuple(f"mov {r}, rax" for r in _GPR), family="width"),
         Probe("width: mix", ("add r8, rax", "add r9, rax", "vpaddd xmm1, xmm0, xmm0",
                              "vpaddd xmm2, xmm0, xmm0", "mov r10, qword ptr [rsi + 64]",
-                             "mov r11, rax", "xor r12d, r12d", "vpxor xmm3, xmm3, xmm3")),
-        Probe("nops", ("nop",) * 8),
+                             "mov r11, rax", "xor r12d, r12d", "vpxor xmm3, xmm3, xmm3"),
+              family="width"),
+        Probe("nops", ("nop",) * 8, family="nops"),
     ]
 
 
@@ -145,8 +150,8 @@ def _fusion_probes() -> list[Probe]:
             subject = first.format(r=r)
             adjacent += fillers() + [subject, f"{jump} 2f", "2:"]
             apart += [subject] + fillers() + [f"{jump} 2f", "2:"]
-        out.append(Probe(f"fusion {name}: adjacent", tuple(adjacent)))
-        out.append(Probe(f"fusion {name}: apart", tuple(apart)))
+        out.append(Probe(f"fusion {name}: adjacent", tuple(adjacent), family="fusion"))
+        out.append(Probe(f"fusion {name}: apart", tuple(apart), family="fusion"))
     return out
 
 
@@ -172,7 +177,7 @@ def _load_op_probes() -> list[Probe]:
         lines = []
         for k, (r, v) in enumerate(zip(SUBJECT_REGISTERS, VECTOR_SUBJECTS)):
             lines += fillers() + [subject.format(r=r, v=v, d=64 * (k + 1))]
-        out.append(Probe(f"slots: {name}", tuple(lines)))
+        out.append(Probe(f"slots: {name}", tuple(lines), family="slots"))
     return out
 
 
@@ -232,17 +237,19 @@ def _leftover_probe(block: int) -> str:
 
 def _store_probes() -> list[Probe]:
     narrow = [Probe(f"stores: {name}", tuple(f"mov qword ptr [rsi + {d}], {r}"
-                                             for d, r in zip(offsets, STORE_REGISTERS)))
+                                             for d, r in zip(offsets, STORE_REGISTERS)),
+                    family="stores")
               for name, offsets, _ in STORE_PAIRS]
     wide = [Probe(f"stores: {name}", tuple(f"vmovdqu {size} ptr [rsi + {d}], {r}"
-                                           for size, r, d in (a, b)))
+                                           for size, r, d in (a, b)), family="stores")
             for name, a, b, _, _ in WIDE_STORE_PAIRS]
     vector = [Probe(f"stores: {VECTOR_STORE_PAIR}", ("vmovq qword ptr [rsi + 8], xmm8",
-                                                     "vmovq qword ptr [rsi + 16], xmm9"))]
-    commits = [Probe(f"stores: {STORE_COMMITS}", STORE_COMMIT_LINES)]
+                                                     "vmovq qword ptr [rsi + 16], xmm9"),
+                    family="stores")]
+    commits = [Probe(f"stores: {STORE_COMMITS}", STORE_COMMIT_LINES, family="stores")]
     leftover = [Probe(f"stores: {_leftover_probe(block)}",
                       tuple(f"mov qword ptr [rsi + {d}], {r}"
-                            for d, r in zip(offsets, LEFTOVER_REGISTERS)))
+                            for d, r in zip(offsets, LEFTOVER_REGISTERS)), family="stores")
                 for block, offsets in LEFTOVER_STORES.items()]
     return narrow + wide + vector + commits + leftover
 
@@ -263,7 +270,7 @@ def _nop_probes() -> list[Probe]:
     for name, subject, _ in NOP_SUBJECTS:
         for nop in (False, True):
             copy = fillers() + [subject] + (["nop"] if nop else [])
-            out.append(Probe(_nop_probe(name, nop), tuple(copy * 2)))
+            out.append(Probe(_nop_probe(name, nop), tuple(copy * 2), family="nops"))
     return out
 
 
@@ -283,7 +290,7 @@ STACK_SNAP = 0.1
 
 
 def _stack_probes() -> list[Probe]:
-    return [Probe(f"stack: {name}", lines) for name, lines in STACK_PROBES]
+    return [Probe(f"stack: {name}", lines, family="stack") for name, lines in STACK_PROBES]
 
 
 # dependent divisions per copy (measured on Zen 4: about 220 cycles)
@@ -303,12 +310,14 @@ def _window_copy(size: int) -> tuple[str, ...]:
 def _window_probes() -> list[Probe]:
     """The chain alone (loop-carried: its latency per copy), then a copy of each size. The
     values stay 1.0f (the harness's vector registers), so every division takes as long."""
-    return [Probe("window: chain", ("vdivss xmm0, xmm0, xmm14",) * WINDOW_CHAIN)] + \
-        [Probe(f"window: {size} instructions", _window_copy(size)) for size in WINDOW_SIZES]
+    return [Probe("window: chain", ("vdivss xmm0, xmm0, xmm14",) * WINDOW_CHAIN,
+                  family="window")] + \
+        [Probe(f"window: {size} instructions", _window_copy(size), family="window")
+         for size in WINDOW_SIZES]
 
 
 def _loop_probes() -> list[Probe]:
-    return [Probe(f"loop: {k} idioms", tuple(fillers(k)), loop=True)
+    return [Probe(f"loop: {k} idioms", tuple(fillers(k)), loop=True, family="loop")
             for k in range(MAX_LOOP_BODY + 1)]
 
 
@@ -353,7 +362,7 @@ class ProbeReading:
     how: dict = field(default_factory=dict)             # pipeline key -> what it rests on, short
     suspect: list = field(default_factory=list)         # readings a disturbance may explain
     premise: list = field(default_factory=list)         # probes whose premise this core breaks
-    # the probe families (name prefixes) whose readings `suspect` doubts
+    # the probe families (Probe.family) whose readings `suspect` doubts
     suspect_families: set = field(default_factory=set)
 
 
@@ -697,7 +706,7 @@ def doubted_probes(front: ProbeReading, floor: float | None = None) -> set[str]:
     if front.pipeline.get("taken_branch", 1.0) > 1.0:
         families.add("loop")
     return {p.name for p in probes()
-            if p.name in front.missing or any(p.name.startswith(f) for f in families)}
+            if p.name in front.missing or p.family in families}
 
 
 def _unclear(cycles_per_store: float) -> bool:
