@@ -65,7 +65,7 @@ def test_the_probes_version_follows_what_the_probes_are(monkeypatch):
     before = version()
     assert version() == before
     probes = probes_module.probes()
-    changed = (probes[0].__class__(probes[0].name, probes[0].lines + ("nop",)),) + probes[1:]
+    changed = (dataclasses.replace(probes[0], lines=probes[0].lines + ("nop",)),) + probes[1:]
     monkeypatch.setattr(probes_module, "probes", lambda: changed)
     assert version() != before
 

@@ -28,7 +28,7 @@ from pmpredict.measure.cache import ResultCache, block_key
 from pmpredict.measure.cpu import cpu_identity, cpu_name
 from pmpredict.measure.chains import (BARRIER, DIVIDEND, FLAGS, PIPELINE_REFERENCES, REFERENCES,
                                       Chain, FormPlan, FormTiming, form_timing, plan_form,
-                                      SNAP, reference_values)
+                                      reference_values, snap)
 from pmpredict.measure.experiment_runs import MeasurementStopped, Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.runner import RunOptions, check_host
@@ -270,8 +270,7 @@ def _settle(texts: list[str], facts: set[str], blocks: dict, timings: dict, cach
     """Time again, up to FACT_ROUNDS rounds in all (counted in the cache entry, so a later
     reading does not repeat them), the chains in doubt: a pipeline fact's (`facts`) whose
     timing did not reproduce (BlockTiming.stable), and any whose cycles a link lie just above
-    a whole number (_off_whole: a link is a sum of whole latencies, and noise only adds; an
-    imul chain read 3.1 beside a busy tenant). A reproduced timing wins over one that did
+    a whole number (_off_whole: a link is a sum of whole latencies, and noise only adds). A reproduced timing wins over one that did
     not, else the fastest; the cache keeps what is taken. Returns, of `facts`, text -> why it
     is still in doubt (timings updated)."""
     rounds = {t: _rounds(cache, blocks[t], options) for t in texts}
@@ -301,12 +300,11 @@ def _settle(texts: list[str], facts: set[str], blocks: dict, timings: dict, cach
 
 
 def _off_whole(cycles: float | None) -> bool:
-    """Cycles a link just above a whole number, by more than chains.SNAP and at most half a
-    cycle: the reading of a whole latency a disturbed run slowed, more likely than not."""
+    """Cycles a link at most half a cycle above a whole number that chains.snap does not
+    take for it: the reading of a whole latency a disturbed run slowed, more likely than not."""
     if cycles is None:
         return False
-    above = cycles - math.floor(cycles)
-    return SNAP < above <= 0.5
+    return cycles - math.floor(cycles) <= 0.5 and snap(cycles) != math.floor(cycles)
 
 
 def _seen(timing: BlockTiming) -> str:
