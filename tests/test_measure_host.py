@@ -71,30 +71,19 @@ def imul_alone() -> float:
     return measure_experiment_set(one_set([IMUL]), cache_dir=None).experiments[0].cycles
 
 
-def fastest(measure, expected=None, tries=5):
-    """The minimum of up to `tries` measurements (3 without an expected value), stopping
-    as soon as one is within 5% of `expected`."""
-    best = float("inf")
-    for _ in range(tries if expected is not None else 3):
-        best = min(best, measure())
-        if expected is not None and best == pytest.approx(expected, rel=0.05):
-            break
-    return best
-
-
 def test_imul_throughput_agrees_with_the_block_path(imul_cycles):
     """One form's experiment (a window of independent imuls) and twelve imul chains timed as a
     block are two paths to one fact of the core."""
-    cycles = fastest(lambda: measure_experiment_set(one_set([IMUL]), cache_dir=None)
-                     .experiments[0].cycles, imul_cycles)
+    cycles = settled(lambda: measure_experiment_set(one_set([IMUL]), cache_dir=None)
+                     .experiments[0].cycles, imul_cycles, 0.05)
     assert cycles == pytest.approx(imul_cycles, rel=0.05)
 
 
 def test_dependent_imul_chain_is_three_cycles():
-    assert fastest(lambda: measure_block("imul %rbx, %rax\n", "att").cycles, 3.0) == \
+    assert settled(lambda: measure_block("imul %rbx, %rax\n", "att").cycles, 3.0, 0.05) == \
         pytest.approx(3.0, rel=0.05)
-    assert fastest(lambda: measure_block("imul rax, rbx\nimul rax, rbx\n", "intel").cycles,
-                   6.0) == pytest.approx(6.0, rel=0.05)
+    assert settled(lambda: measure_block("imul rax, rbx\nimul rax, rbx\n", "intel").cycles,
+                   6.0, 0.05) == pytest.approx(6.0, rel=0.05)
 
 
 def test_unsupported_and_broken_forms_are_reported_not_fatal(tmp_path, imul_cycles):
@@ -359,15 +348,16 @@ def test_block_rip_relative_symbols_get_data():
     ratio hardly: Zen 5 takes 9% more through the load-op; a denormal operand would take an
     assist of a hundred cycles or more)."""
     chain = lambda text, syntax="att": lambda: measure_block(text, syntax).cycles
-    register = fastest(chain("vmulps %ymm3, %ymm0, %ymm0\n"))
+    register = min(chain("vmulps %ymm3, %ymm0, %ymm0\n")() for _ in range(3))
     result = measure_block("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps .LC1+32(%rip), %ymm1, %ymm2\n",
                            "att")
     assert result.symbols == (".LC0", ".LC1")
     assert 2.5 < register < 6                                          # an FP multiply latency
-    memory = min(result.cycles, fastest(chain("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps "
-                                                 ".LC1+32(%rip), %ymm1, %ymm2\n"), register))
+    memory = settled(chain("vmulps .LC0(%rip), %ymm0, %ymm0\nvaddps .LC1+32(%rip), %ymm1, "
+                           "%ymm2\n"), register, 0.05, first=result.cycles)
     assert 0.95 * register <= memory <= 1.15 * register
-    intel = fastest(chain("vmulps ymm0, ymm0, ymmword ptr [rip + .LC0]\n", "intel"), register)
+    intel = settled(chain("vmulps ymm0, ymm0, ymmword ptr [rip + .LC0]\n", "intel"), register,
+                    0.05)
     assert 0.95 * register <= intel <= 1.15 * register
 
 
