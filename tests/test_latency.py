@@ -389,8 +389,11 @@ def test_documented_latencies_on_this_host():
     # imul 3 (Zen 5 reads 2.8-3.0: measured, not rounded to the documented 3), add 1
     assert all(latency(IMUL, k, 3.0) == pytest.approx(3.0, abs=0.25) for k in got[IMUL])
     assert got[ADD] == {0: 1.0, 1: 1.0}
-    load = table.references["load_latency"]
-    assert 3.75 <= load <= 5.25   # L1 load-to-use (Zen 5 read 3.92)
+    # L1 load-to-use (Zen 5 read 3.92): the reference's fastest reading (beside a busy vCPU an
+    # Intel guest read 5.28 in three rounds)
+    load = settled(lambda: measure_latencies([], cache_dir=None).references["load_latency"],
+                   5.25, 0.0, first=table.references["load_latency"])
+    assert 3.75 <= load <= 5.25
     assert latency(LOAD, 1, load) == pytest.approx(load, abs=0.25)
     # a locked add back to back: ~6-8 cycles on Zen 2-4, ~18-20 on Skylake-family cores
     assert table.references["atomic_cycles"] >= 4.0
