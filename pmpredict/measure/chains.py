@@ -68,10 +68,9 @@ cycle, memory renaming, and vector data in 9).
 
 from __future__ import annotations
 
-import math
-
 import functools
 import hashlib
+import math
 from dataclasses import dataclass, field
 
 from pmpredict.isa import semantics

@@ -270,9 +270,9 @@ def _settle(texts: list[str], facts: set[str], blocks: dict, timings: dict, cach
     """Time again, up to FACT_ROUNDS rounds in all (counted in the cache entry, so a later
     reading does not repeat them), the chains in doubt: a pipeline fact's (`facts`) whose
     timing did not reproduce (BlockTiming.stable), and any whose cycles a link lie just above
-    a whole number (_off_whole: a link is a sum of whole latencies, and noise only adds). A reproduced timing wins over one that did
-    not, else the fastest; the cache keeps what is taken. Returns, of `facts`, text -> why it
-    is still in doubt (timings updated)."""
+    a whole number (_off_whole: a link is a sum of whole latencies, and noise only adds). A
+    reproduced timing wins over one that did not, else the fastest; the cache keeps what is
+    taken. Returns, of `facts`, text -> why it is still in doubt (timings updated)."""
     rounds = {t: _rounds(cache, blocks[t], options) for t in texts}
 
     def doubted(text):
@@ -300,9 +300,11 @@ def _settle(texts: list[str], facts: set[str], blocks: dict, timings: dict, cach
 
 
 def _off_whole(cycles: float | None) -> bool:
-    """Cycles a link at most half a cycle above a whole number that chains.snap does not
-    take for it: the reading of a whole latency a disturbed run slowed, more likely than not."""
-    if cycles is None:
+    """Cycles a link at most half a cycle above a whole number of at least one that
+    chains.snap does not take for it: the reading of a whole latency a disturbed run slowed,
+    more likely than not (below a cycle a link is a throughput or an eliminated move, not a
+    sum of latencies)."""
+    if cycles is None or cycles < 1:
         return False
     return cycles - math.floor(cycles) <= 0.5 and snap(cycles) != math.floor(cycles)
 
