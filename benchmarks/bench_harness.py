@@ -98,7 +98,13 @@ def bhive_round(n: int, seed: int) -> dict:
     rows = random.Random(seed).sample(rows, n)
     failures, refused, pairs, stable, seconds = collections.Counter(), collections.Counter(), [], 0, []
     apart, unflagged = [], 0
-    for row in rows:
+    started = time.monotonic()
+    for done, row in enumerate(rows):
+        if done and done % 20 == 0:         # a long round: say where it is (stderr, unbuffered)
+            spent = time.monotonic() - started
+            print(f"  {done}/{n} blocks, {sum(1 for d in pairs if d <= 0.03)} of {len(pairs)} "
+                  f"within 3%, {spent:.0f} s, ~{spent / done * (n - done):.0f} s left",
+                  file=sys.stderr, flush=True)
         text = row["asm_att"].replace(" ; ", "\n") + "\n"
         runs = []
         for _ in range(2):
