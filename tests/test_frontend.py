@@ -15,9 +15,11 @@ from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
 from pmpredict.measure.probes import (FUSION_SUBJECTS, LEFTOVER_STORES, MAX_LOOP_BODY,
-                                      NOP_SUBJECTS, STORE_COMMITS, STORE_PAIRS,
+                                      NOP_SLOTS_PLAUSIBLE, NOP_SUBJECTS, STORE_COMMITS,
+                                      STORE_PAIRS,
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
-                                      _leftover_probe, _nop_probe, doubts, probes,
+                                      _leftover_probe, _nop_probe, doubted_probes, doubts,
+                                      probes,
                                       read_frontend, snap_width)
 from pmpredict.model.facts import FUSION_KEYS
 from pmpredict.model.machine import MachineModel
@@ -135,6 +137,19 @@ def test_a_nop_shares_the_slot_of_the_instruction_before_it_where_the_timings_sa
     del cycles[_nop_probe("vector", True)]                  # no number: the fact is not said
     front = read_frontend(cycles)
     assert front.pipeline["nop_fusion"] == 0 and "nop_fusion_vector" not in front.pipeline
+
+
+@pytest.mark.parametrize("slots_added", [2.0, 0.5, -0.75])
+def test_a_nop_reading_neither_none_nor_a_slot_is_doubted_and_its_probes_timed_again(slots_added):
+    """A nop adds no slot or one; a reading of two, of half or below none is a disturbance's:
+    doubted (said, and its probes are the ones measured again), the others' facts untouched."""
+    cycles = skylake_like_timings()
+    cycles[_nop_probe("vector", True)] = (14 + 2 * slots_added) / 4
+    front = read_frontend(cycles)
+    assert front.details["nop_slots_after"]["vector"] == slots_added
+    assert [d for d in doubts(front) if "a nop after vpaddd" in d]
+    assert doubted_probes(front) == {p.name for p in probes() if p.family == "nops"}
+    assert read_frontend(skylake_like_timings()).suspect == []
 
 
 ZERO_IDIOMS = "".join(f"xorl %{r}, %{r}\n" for r in ("eax", "ebx", "ecx", "edx", "esi", "edi"))
@@ -323,7 +338,9 @@ def test_a_busy_sibling_thread_is_caught_by_the_floor():
         "the width probes (2.00 per cycle) are below the floor (3.98)",
         "a loop iteration takes 2.0 cycles",
         "four stores of different forms, lines apart: 0.50 stores a cycle, fewer than one",
-        "sub rsp, 8; add rsp, 8 runs at 2.00 cycles an operation"]
+        "sub rsp, 8; add rsp, 8 runs at 2.00 cycles an operation",
+        "a nop after lea reads 2.00 slots, neither clearly none nor one",
+        "a nop after vpaddd reads 2.00 slots, neither clearly none nor one"]
     clean = read_frontend(skylake_like_timings(), floor=3.98)
     assert clean.r_max == 4.0 and "width_from" not in clean.details
     assert doubts(clean, 3.98) == [] and doubts(clean) == []
@@ -580,8 +597,12 @@ def test_facts_of_every_recent_x86_core(measured):
     assert front.details["window_chain_cycles"] >= 150        # 20 divisions of 10-14 cycles
     # a nop after an instruction adds at most a slot of its own (Zen 4: none after lea)
     assert front.pipeline["nop_fusion"] in (0, 1) and front.pipeline["nop_fusion_vector"] in (0, 1)
-    if not front.premise:
-        assert all(-0.3 <= v <= 1.3 for v in front.details["nop_slots_after"].values())
+    # a reading far from both (a busy other guest: 1.3 and more) is timed again and, if it
+    # stays, said in doubt, never given as a fact without one
+    low, high = NOP_SLOTS_PLAUSIBLE
+    nops_doubted = any("a nop after" in d for d in front.details.get("doubts", []))
+    if not front.premise and not nops_doubted:
+        assert all(low <= v <= high for v in front.details["nop_slots_after"].values())
     # zero idioms take a rename slot and no port: they run at the full width, but for the
     # vector ones where the reading says they do not (Zen 5: six a cycle of eight)
     ipc = front.details["instructions_per_cycle"]

@@ -86,6 +86,10 @@ FILLERS = 6                     # fillers per subject: enough to make a block fr
 MAX_LOOP_BODY = 7               # loop probes: bodies of 0..MAX_LOOP_BODY fillers
 SNAP = 0.03                     # a width this close (relative) to an integer is that integer
 FUSED_BELOW = 0.5               # adjacent order saves more than this share of a slot: fused
+# a nop adds no slot or one: a reading outside these, or this close to the half between them,
+# is a disturbance's (an Intel guest beside a busy vCPU read 0.9-1.27 slots in six rounds)
+NOP_SLOTS_PLAUSIBLE = (-0.5, 1.5)
+NOP_SLOTS_UNCLEAR = 0.15
 PAIRED_BELOW = 0.75             # cycles per store below which two stores commit together
 # a store pair's cycles per store between these reads neither as paired (0.5) nor as one a
 # cycle (1): noise slows a probe by a tenth at most on a quiet core
@@ -451,6 +455,10 @@ def _read_nops(cycles, out: ProbeReading, slot: float) -> None:
             continue
         added[name] = (with_nop - without) / 2 / slot
         shares = added[name] < FUSED_BELOW
+        low, high = NOP_SLOTS_PLAUSIBLE
+        if not low <= added[name] <= high or abs(added[name] - FUSED_BELOW) < NOP_SLOTS_UNCLEAR:
+            _suspect(out, "nops", f"a nop after {subject.split()[0]} reads {added[name]:.2f} "
+                                  "slots, neither clearly none nor one")
         out.pipeline[key] = 1 if shares else 0
         out.how[key] = (f"a nop after {subject.split()[0]} adds {max(0.0, added[name]):.2f} "
                         f"slots: {'it shares the slot' if shares else 'a slot of its own'}")
