@@ -416,10 +416,16 @@ def _train_core(core, cache_dir, progress):
     # deferred: measuring loads numpy and the harness, inferring numba
     from pmpredict.host.extend import FINAL_VOLUME_WEIGHT
     from pmpredict.host.workflow import NothingRunsHere, TrainingOptions, infer_once, train_here
+    from pmpredict.host import warm
     from pmpredict.measure import HostError
     from pmpredict.measure.host_forms import packaged_forms
 
+    # numba compiles the inference (7 s of a fresh install's first model) while the core is
+    # measured, in a process that only takes a CPU the harness leaves idle
+    compiling = warm.start()
+
     def infer(measured):
+        warm.wait(compiling)
         training = measured.training
         return infer_once(measured, seed=SEED, volume_weight=FINAL_VOLUME_WEIGHT,
                           name=MODEL_NAME,
@@ -431,6 +437,8 @@ def _train_core(core, cache_dir, progress):
     except NothingRunsHere as exc:
         raise HostError("none of the core forms runs here: "
                         + "; ".join(f"{f}: {why}" for f, why in exc.left_out.items())) from None
+    finally:
+        warm.stop(compiling)
     return trained.model, trained.measured.experiment_count
 
 

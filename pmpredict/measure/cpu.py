@@ -63,6 +63,7 @@ def cpu_identity() -> str:
 
 
 SYSFS_DEVICES = "/sys/devices"
+SYSFS_CPUS = "/sys/devices/system/cpu"
 CORE_TYPE_ENV = "PMPREDICT_CORE_TYPE"
 PERFORMANCE_CORES = "core"          # sysfs's name of Intel's performance core type
 
@@ -123,6 +124,21 @@ def measurement_cpus() -> list[int]:
         raise InputError(f"${CORE_TYPE_ENV}", f"this process may not run on any {kind} core "
                                               f"(allowed: {allowed})")
     return of_type
+
+
+def share_a_core(cpus, system: str = SYSFS_CPUS) -> bool:
+    """Whether two of `cpus` are threads of one core, as the kernel sees the topology (a
+    virtual machine may hide that its vCPUs are: False then)."""
+    wanted = set(cpus)
+    for cpu in wanted:
+        try:
+            with open(os.path.join(system, f"cpu{cpu}", "topology", "thread_siblings_list")) as fh:
+                siblings = set(parse_cpu_list(fh.read()))
+        except (OSError, ValueError):
+            continue
+        if len(siblings & wanted) > 1:
+            return True
+    return False
 
 
 def current_cpu() -> int | None:
