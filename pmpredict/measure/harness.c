@@ -285,12 +285,21 @@ static double calibration_run(char *base) {
     return c;
 }
 
-/* The canary's time over the calibration's, per add: 1 / (adds per cycle); the quiet
-   reference is updated. Returns 1 when it ran canary_slower slower than the quiet reference
-   (the core's other hardware thread is busy). */
-static int canary_slow(char *base, double ns_per_cycle) {
-    double ratio = timed(pm_canary, base, canary_iters) /
-                   ((double)canary_iters * CANARY_ADDS) / ns_per_cycle;
+/* The canary's time per add over the calibration's: 1 / (adds per cycle). The calibration is
+   the faster of the runs just before the canary (*ns_per_cycle) and just after it (left in
+   *ns_per_cycle, for the next poll to take as its run before). Both are adjacent because the
+   clock steps (an Intel Xeon guest: by up to a tenth every 25-100 ms), and against the
+   fastest calibration of the process a canary at a lower step read as a busy sibling; the
+   faster of two because an interrupt slows one run by any amount (a canary over it read 0.02
+   where 0.21 is quiet, in 126-418 of 20,000 pairs), seldom two in a row, and each low
+   reading lowered the quiet reference until no canary reached it (every sample busy). The
+   quiet reference is updated. Returns 1 when the canary ran canary_slower slower than the
+   quiet reference (the core's other hardware thread is busy). */
+static int canary_slow(char *base, double *ns_per_cycle) {
+    double canary = timed(pm_canary, base, canary_iters) / ((double)canary_iters * CANARY_ADDS);
+    double after = calibration_run(base);
+    double ratio = canary / (*ns_per_cycle < after ? *ns_per_cycle : after);
+    *ns_per_cycle = after;
     if (ratio < canary_best) {
         canary_quiet = canary_best;
         canary_best = ratio;
@@ -326,9 +335,10 @@ static int wait_for_quiet(char *base) {
     if (last_quiet_ns < 0) last_quiet_ns = start;
     double budget = start - last_quiet_ns > PERSISTENT_NS ? 0 : gate_wait_ns;
     if (budget < phase_left_ns) budget = phase_left_ns;
+    double cal = calibration_run(base);
     for (;;) {
         gate_polls++;
-        if (!canary_slow(base, ns_per_cycle_best)) {
+        if (!canary_slow(base, &cal)) {
             gate_wait_ns = quiet_wait_ns;
             last_quiet_ns = now_ns();
             phase_left_ns -= last_quiet_ns - start > phase_left_ns ? phase_left_ns
@@ -350,10 +360,14 @@ static double calibrate(char *base, int samples) {
     if (samples > MAX_SAMPLES) samples = MAX_SAMPLES;
     cal_iters = iterations_for(pm_calibrate, base, cal_ns);
     canary_iters = iterations_for(pm_canary, base, canary_ns);
-    for (int s = 0; s < samples; s++) v[s] = calibration_run(base);
-    double c = minimum(v, samples);
-    for (int s = 0; s < samples; s++) canary_slow(base, c);
-    return c;
+    /* calibrations and canaries in turn: each canary against the runs beside it */
+    v[0] = calibration_run(base);
+    for (int s = 1; s < samples; s++) {
+        double cal = v[s - 1];
+        canary_slow(base, &cal);
+        v[s] = cal;
+    }
+    return minimum(v, samples);
 }
 
 /* What is known about one kernel while its samples are being taken. */
@@ -382,7 +396,8 @@ static void sample(const struct pm_kernel *k, struct pm_state *st, char *base, d
     st->cal[s] = calibration_run(base);
     st->run_a[s] = timed(k->fn, base, st->n) / st->n;
     st->run_b[s] = timed(k->fn, base, 2 * st->n) / (2.0 * st->n);
-    slow |= canary_slow(base, st->cal[s]);
+    double cal = st->cal[s];
+    slow |= canary_slow(base, &cal);
     if (slow && st->contended < max_samples) {
         st->contended++;
         return;
