@@ -18,7 +18,7 @@ def test_a_run_started_in_a_busy_phase_is_held_to_the_quiet_rate_seen_before(tmp
     for quiet in (0.252, 0.253, 0.254):
         remembered_reference(quiet, str(tmp_path), CPU)
     # the other guest busy: 0.40 time per add (2.5 adds a cycle) is not taken for quiet
-    assert remembered_reference(0.40, str(tmp_path), CPU) == 0.254
+    assert remembered_reference(0.40, str(tmp_path), CPU) == 0.252
     # a quieter reading of the moment still counts
     assert remembered_reference(0.240, str(tmp_path), CPU) == 0.240
 
@@ -29,6 +29,17 @@ def test_glitches_faster_than_the_core_cannot_set_the_reference(tmp_path):
     for glitch in [0.05] * (TRUSTED - 1):
         remembered_reference(glitch, str(tmp_path), CPU)
     assert remembered_reference(0.40, str(tmp_path), CPU) == 0.252
+
+
+def test_glitches_that_scatter_below_the_quiet_rate_do_not_set_the_reference(tmp_path):
+    """An evening of runs beside a busy vCPU on an Intel Xeon guest left these readings (v2,
+    the third fastest its floor: 0.199, 6% below the quiet rate, and every sample after was
+    contended): the fastest that two more confirm within a percent is the quiet one."""
+    evening = [0.1893, 0.1923, 0.1987, 0.2009, 0.2024, 0.2078, 0.2080, 0.2091, 0.2111, 0.2112]
+    for reading in evening:
+        remembered_reference(reading, str(tmp_path), CPU)
+    assert remembered_reference(0.40, str(tmp_path), CPU) == 0.2078
+    assert remembered_reference(0.0, str(tmp_path), CPU) == 0.2078
 
 
 def test_each_cpu_identity_keeps_its_own_history(tmp_path):

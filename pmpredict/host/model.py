@@ -428,7 +428,7 @@ def _train_core(core, cache_dir, progress):
         warm.wait(compiling)
         training = measured.training
         return infer_once(measured, seed=SEED, volume_weight=FINAL_VOLUME_WEIGHT,
-                          name=MODEL_NAME,
+                          name=MODEL_NAME, display=progress,
                           provenance={"core_forms": len(training.singletons.forms),
                                       "left_out_of_core": training.left_out})
     try:

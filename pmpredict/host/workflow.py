@@ -114,14 +114,19 @@ def measure_here(forms, options: TrainingOptions) -> Measured:
 
 
 def infer_once(measured: Measured, *, seed: int, volume_weight: float, name: str,
-               provenance: dict | None = None) -> InferOutcome:
+               provenance: dict | None = None, display=None) -> InferOutcome:
     """One inference with fixed settings and no checkpoint (nothing to resume: the
-    measurements are cached). Its training error is not computed (None)."""
+    measurements are cached). Its training error is not computed (None). display: a progress
+    display with plan_inference(steps) and inference(info) (commands.progress), or None."""
     started = time.monotonic()
     experiments = measured.experiments
     prepared = prepare(experiments, measured.ports, r_max=measured.r_max)
     config = InferConfig(seed=seed, final_volume_weight=volume_weight)
-    masks, counts = Inference(prepared.problem, config).run()
+    steps = getattr(display, "plan_inference", None)
+    if steps is not None:
+        steps(*config.steps())
+    masks, counts = Inference(prepared.problem, config).run(
+        progress=getattr(display, "inference", None))
     model = mapping_to_model(prepared.problem, masks, counts, prepared.form_of, name=name,
                              isa=experiments.isa, r_max=measured.r_max, provenance=provenance)
     for table in measured.tables:

@@ -6,10 +6,10 @@ core's other hardware thread belongs to a tenant busy for seconds at a time (a Z
 the canary ran 2.1-3.5 adds a cycle there, 3.9 in its quiet phases), a run started inside a
 busy phase takes the busy rate for the quiet one, flags nothing, and reports a store at 0.77
 cycles as reproduced where the core alone runs it at 0.50. The quiet rate is a property of
-the core (its integer ALUs), so the fastest readings are kept per CPU identity and the third
-fastest of them is a floor for the reference: two glitches (a calibration slowed more than its
-canary; this guest's history began with 4.38 adds a cycle on a core with four ALUs) cannot set
-it.
+the core (its integer ALUs), so the fastest readings are kept per CPU identity, and the
+fastest that two more confirm within a percent is a floor for the reference: glitches (a
+calibration slowed more than its canary; this guest's history began with 4.38 adds a cycle on
+a core with four ALUs) scatter below the quiet rate, and quiet readings repeat.
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ import json
 import os
 import tempfile
 
-KEPT = 8          # readings remembered (the fastest)
-TRUSTED = 3       # the reference is the TRUSTED-th fastest: two glitches cannot set it
+KEPT = 16         # readings remembered (the fastest)
+TRUSTED = 3       # a floor needs this many readings within AGREE of each other ...
+AGREE = 0.01      # ... (quiet readings repeat within a percent; glitches scatter below them)
 # readings of earlier harnesses are not kept: until v2 a canary was divided by the fastest
 # calibration of the process, and where the clock steps that read up to 7.8 adds a cycle on a
-# core of five ALUs (an Intel Xeon guest, 2026-12-03), a floor no later canary reached
-VERSION = "v2"
+# core of five ALUs (an Intel Xeon guest, 2026-12-03), a floor no later canary reached; v2's
+# floor, the third fastest, drifted 6% below the quiet rate in an evening of runs beside a busy
+# vCPU (0.189, 0.192, 0.199 where 0.211 is quiet), and every sample was contended again
+VERSION = "v3"
 
 
 def _path(directory: str, identity: str) -> str:
@@ -44,7 +47,7 @@ def _readings(path: str) -> list[float]:
 def remembered_reference(reading: float, directory: str, identity: str) -> float:
     """Record `reading` (the canary's time per add over the calibration's, lower is quieter;
     0: none) and return the reference to use now: the faster of the reading and the
-    TRUSTED-th fastest remembered. A directory that cannot be written changes nothing."""
+    fastest remembered that TRUSTED readings agree on (_floor). A directory that cannot be written changes nothing."""
     path = _path(directory, identity)
     readings = _readings(path)
     if reading > 0:
@@ -59,7 +62,18 @@ def remembered_reference(reading: float, directory: str, identity: str) -> float
             except OSError:
                 pass
         readings = kept
-    if len(readings) < TRUSTED:
+    floor = _floor(readings)
+    if floor is None:
         return reading
-    floor = readings[TRUSTED - 1]
     return floor if reading <= 0 else min(reading, floor)
+
+
+def _floor(readings: list[float]) -> float | None:
+    """The fastest of the sorted `readings` that TRUSTED - 1 more confirm within AGREE, else
+    the TRUSTED-th fastest (None: fewer readings than that)."""
+    if len(readings) < TRUSTED:
+        return None
+    for low, high in zip(readings, readings[TRUSTED - 1:]):
+        if high <= low * (1 + AGREE):
+            return low
+    return readings[TRUSTED - 1]
