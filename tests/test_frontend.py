@@ -18,7 +18,8 @@ from pmpredict.measure.probes import (FUSION_SUBJECTS, LEFTOVER_STORES, MAX_LOOP
                                       NOP_SLOTS_PLAUSIBLE, NOP_SUBJECTS, STORE_COMMITS,
                                       STORE_PAIRS,
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
-                                      _leftover_probe, _nop_probe, doubted_probes, doubts,
+                                      _leftover_probe, _nop_probe, _split_probe,
+                                      doubted_probes, doubts,
                                       probes,
                                       read_frontend, snap_width)
 from pmpredict.model.facts import FUSION_KEYS
@@ -40,7 +41,7 @@ CHAIN = 220.0              # the window probes' chain of divisions, cycles
 def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"),
                          paired_within=0, window=224, paired_width=8,
                          paired_vector=True, store_commits=1, leftover_shared=True,
-                         nops_share=(), reads_sync=True) -> dict:
+                         nops_share=(), reads_sync=True, split_extra=(1, 1)) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -49,7 +50,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     sharing commits if `leftover_shared`; a nop after an instruction of a class in
     `nops_share` ("integer", "vector") sharing its slot, a slot of its own otherwise; a stack sync
     of one cycle, that a read of rsp waits for if `reads_sync`; copies of the window probe
-    overlap up to `window` instructions."""
+    overlap up to `window` instructions; two loads a cycle and a load or store across a line
+    runs its access `split_extra` (loads, stores) times more."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
               "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
@@ -70,6 +72,9 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
         cycles[f"stores: {_leftover_probe(block)}"] = (
             4.0 if not paired_within else 2.0 if leftover_shared or block != paired_within
             else 3.0)
+    for kind, extra, each in (("loads", split_extra[0], 0.5), ("stores", split_extra[1], 1.0)):
+        cycles[_split_probe(kind, False)] = 4 * each
+        cycles[_split_probe(kind, True)] = 4 * each * (1 + extra)
     for name, _, _ in NOP_SUBJECTS:     # twice a copy: six fillers, the subject (and a nop)
         cycles[_nop_probe(name, False)] = 14 / 4
         cycles[_nop_probe(name, True)] = (14 if name in nops_share else 16) / 4
@@ -99,6 +104,7 @@ def test_a_four_wide_core_read_from_its_timings():
                               "load_op_slots": 1, "indexed_load_op_slots": 2,
                               "vector_load_op_slots": 1, "indexed_vector_load_op_slots": 2,
                               "paired_stores": 0, "store_commits": 1,
+                              "split_load_extra": 1, "split_store_extra": 1,
                               "nop_fusion": 0, "nop_fusion_vector": 0,
                               "stack_sync_latency": 1.0, "stack_sync_reads": 1,
                               "window": 219, "taken_branch": 1.0}
@@ -585,6 +591,11 @@ def test_facts_of_every_recent_x86_core(measured):
     # stores of different forms in lines of their own: one a cycle (Skylake, Zen 4) or two
     # (Intel's two store data ports since Ice Lake), never fewer
     assert front.pipeline["store_commits"] in (1, 2)
+    # a load across a cache line runs as two accesses (Zen 4, Skylake) or as three (Golden
+    # Cove's three load ports serve one split load a cycle); a split store at least as one
+    if "splits" not in front.suspect_families:
+        assert front.pipeline["split_load_extra"] in (1, 2), front.details["split_ratio"]
+        assert front.pipeline.get("split_store_extra", 1) in (0, 1, 2, 3)
     # the stack engine's sync: a cycle or so (push; add rsp at least the add's cycle)
     assert 0 <= front.pipeline["stack_sync_latency"] <= 3
     # the read probe's premise: its reference, a pop and a register move, runs well under a

@@ -258,6 +258,34 @@ def _store_probes() -> list[Probe]:
     return narrow + wide + vector + commits + leftover
 
 
+# four loads, and four stores, a copy, each in a line of its own, first at the line's start,
+# then 60 bytes in (8 bytes that cross into the next line): how many times more a split access
+# runs its uops (split_load_extra, split_store_extra; measured on Zen 4: once more, loads 1.33
+# and 2.67 cycles a copy, stores 4.00 and 8.00). The lines lie 192 bytes apart, past the
+# store probes' lines and clear of 4K aliasing (one base).
+SPLIT_LINES = (512, 704, 896, 1088)
+SPLIT_AT = 60
+SPLIT_REGISTERS = ("r8", "r9", "r10", "r11")
+SPLIT_UNCLEAR = 0.25            # a ratio this far from a whole number is suspect
+
+
+def _split_probe(kind: str, across: bool) -> str:
+    return f"splits: four {kind} {'across' if across else 'within'} lines"
+
+
+def _split_probes() -> list[Probe]:
+    out = []
+    for across in (False, True):
+        at = SPLIT_AT if across else 0
+        out.append(Probe(_split_probe("loads", across),
+                         tuple(f"mov {r}, qword ptr [rsi + {d + at}]"
+                               for d, r in zip(SPLIT_LINES, SPLIT_REGISTERS)), family="splits"))
+        out.append(Probe(_split_probe("stores", across),
+                         tuple(f"mov qword ptr [rsi + {d + at}], {r}"
+                               for d, r in zip(SPLIT_LINES, SPLIT_REGISTERS)), family="splits"))
+    return out
+
+
 # the instruction a nop follows, by class: whether the nop shares its slot (nop_fusion: a
 # general-purpose instruction; nop_fusion_vector: a vector one)
 NOP_SUBJECTS = (("integer", "lea r10, [r9 + 8]", "nop_fusion"),
@@ -327,7 +355,7 @@ def _loop_probes() -> list[Probe]:
 
 def probes() -> tuple[Probe, ...]:
     return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
-                 + _nop_probes() + _stack_probes() + _loop_probes() + _window_probes())
+                 + _split_probes() + _nop_probes() + _stack_probes() + _loop_probes() + _window_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------
@@ -400,6 +428,7 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
         out.details["nops_per_cycle"] = _round(ipc("nops"))
     # the facts that need no width: stores, the stack engine, the window
     _read_stores(cycles, out)
+    _read_splits(cycles, out)
     _read_stack(cycles, out)
     _read_window(cycles, out)
     _read_loops(cycles, out)
@@ -616,6 +645,32 @@ def _read_wide_stores(cycles, block: int, out: ProbeReading) -> None:
         out.pipeline["paired_store_vector"] = int(each < PAIRED_BELOW)
         out.how["paired_store_vector"] = (f"{VECTOR_STORE_PAIR} (vmovq [m], xmm) "
                                           f"{each:.2f} cycles each")
+
+
+@produces("splits", "split_load_extra", "split_store_extra")
+def _read_splits(cycles, out: ProbeReading) -> None:
+    """How many times more an access across a line runs: the split probe over its twin within
+    lines, less one, whole (a ratio between two whole numbers is suspect). Stores that pair
+    within lines (under a store a cycle) say nothing of a split: no fact."""
+    for kind, key in (("loads", "split_load_extra"), ("stores", "split_store_extra")):
+        within = cycles.get(_split_probe(kind, False))
+        across = cycles.get(_split_probe(kind, True))
+        if not within or not across:
+            continue
+        each = within / len(SPLIT_LINES)
+        if kind == "stores" and each < PAIRED_BELOW:
+            _suspect(out, "splits", f"stores lines apart pair ({each:.2f} cycles each): "
+                                    "a split store's cost not read")
+            continue
+        ratio = across / within
+        extra = max(0, round(ratio - 1))
+        out.details.setdefault("split_ratio", {})[kind] = _round(ratio)
+        if abs(ratio - 1 - extra) > SPLIT_UNCLEAR:
+            _suspect(out, "splits", f"{kind} across lines {ratio:.2f} times those within, "
+                                    "not a whole number")
+        out.pipeline[key] = extra
+        out.how[key] = (f"four 8-byte {kind} each across a line, {across:.2f} cycles a copy; "
+                        f"within lines {within:.2f}")
 
 
 @produces("stack", "stack_sync_latency", "stack_sync_reads")

@@ -139,6 +139,14 @@ FACTS: tuple[Fact, ...] = (
          "a nop takes a front-end slot of its own", probe="nops"),
     Fact("nop_fusion_vector", FLAG, "1 if a nop shares the front-end slot of the vector "
          "instruction before it, else 0", 0, probe="nops"),
+    # every recent x86 core runs a load or store across a cache line as two accesses (Zen 4:
+    # four split 8-byte loads 2.67 cycles, aligned 1.33; two split stores 4.00, aligned 2.00)
+    Fact("split_load_extra", COUNT, "times more a load that crosses a cache line runs its "
+         "access's uops (a stream of split loads against the same loads within a line, less 1)",
+         1, "a load across a cache line runs its access {:g} more time", probe="splits"),
+    Fact("split_store_extra", COUNT, "times more a store that crosses a cache line runs its "
+         "access's uops, its commit included", 1,
+         "a store across a cache line runs its access {:g} more time", probe="splits"),
     Fact("store_commits", COUNT, "stores committed to the cache a cycle apart from pairing, "
          "whatever their forms (the engine gives each store a uop on that many commit ports)",
          0, probe="store commits"),

@@ -41,7 +41,7 @@ from types import MappingProxyType
 from typing import Callable
 
 from pmpredict.isa import semantics as semantics_registry
-from pmpredict.isa.base import STORES
+from pmpredict.isa.base import LOADS, STORES
 from pmpredict.predict.annotate import Annotated, MachineFacts, annotate, assume_forwarding
 from pmpredict.asm.kernel import Kernel
 from pmpredict.asm.match import APPROX_LOAD, FormMatcher, form_pattern
@@ -55,6 +55,7 @@ from pmpredict.predict.deps import (Cycle, Graph, Path, build_graph, critical_pa
 from pmpredict.isa.forms import parse_form
 from pmpredict.model.facts import FactReader
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
+from pmpredict.predict.line_splits import apply_splits, line_splits
 from pmpredict.predict import simulation_native
 from pmpredict.predict.simulation import Body, Run
 from pmpredict.predict.simulation import CoreLimits
@@ -546,6 +547,16 @@ class Predictor:
         annotated = committed.annotated
         for key in committed.used:
             reader.value(key)
+        # accesses across a cache line run as the model's measured facts say (line_splits.py)
+        splits = line_splits(nodes)
+        if any(s.share >= 1.0 for s in splits):
+            extra = {store: int(reader.value(key)) if any(
+                s.store == store and s.share >= 1.0 for s in splits) else 0
+                for store, key in ((False, "split_load_extra"), (True, "split_store_extra"))}
+            annotated = apply_splits(annotated, splits, node_rows, self._access_uops,
+                                     extra[False], extra[True])
+        elif splits:
+            annotated = apply_splits(annotated, splits, node_rows, self._access_uops, 0, 0)
         return Annotation(tuple(annotated), facts, reader.assumptions(), tuple(nodes),
                           tuple(node_rows), tuple(mains))
 
@@ -648,6 +659,21 @@ class Predictor:
             names = self._mask_names[mask] = [p for i, p in enumerate(self.ports)
                                               if mask >> i & 1]
         return list(names)
+
+    def _access_uops(self, a: Annotated, store: bool) -> tuple[tuple[int, int], ...]:
+        """The uops of an instruction that do its load (or its store, the commit included):
+        each uop attributed to a kind by the ports its kind's forms use (kinds.py); the plain
+        load's address uops where none is."""
+        if self._port_kinds is None:
+            self._port_kinds = self.port_kinds()
+        kind = STORES if store else LOADS
+        kinds = self._instruction_kinds(a.semantics)
+        if kinds == (kind,):
+            return tuple(a.uops)
+        uops = tuple(u for u in a.uops if (store and u[0] == self._commit_mask) or
+                     (u[0] != self._commit_mask and
+                      self._port_kinds.attribute(kinds, u[0]) == kind))
+        return uops or self._address_uops()
 
     def _kinds_within(self, sems, annotated: list[Annotated], neck: int) -> list[str]:
         """The kinds of the kernel's uops that the bottleneck ports bound (pmpredict.predict.kinds)."""

@@ -1,0 +1,128 @@
+"""Accesses that cross a cache line: where they are, and what they cost as the core runs them.
+
+Engine layer: plain data in, plain data out, no I/O.
+
+A load or store whose bytes lie in two lines runs as two accesses on every recent core: its
+access's uops once more (the pipeline's split_load_extra, split_store_extra: measured by the
+"splits" front-end probes, measure/probes.py). Whether an access splits depends on where its
+base points. The engine takes every base as aligned to a line, as the measurement harness
+places them (measure/layout.py) and as stack frames and allocations of vector data usually
+are; an address made of an index register counts the index as a multiple of a line too. With
+that, an access splits where its offset within the line plus its width passes the line's end.
+
+A pointer that moves every iteration moves its accesses: one that moves by a whole number of
+lines splits every iteration or never; one that moves by less splits on some iterations (a
+share over the period the offsets repeat in), which the engine does not count and the
+prediction says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import gcd
+
+from pmpredict.predict.annotate import Annotated, Note
+from pmpredict.predict.deps import Node, SymbolicAddresses
+
+# bytes of a cache line on every core in scope (x86-64 since the Pentium 4, Arm Cortex-A72)
+LINE_BYTES = 64
+
+# Note.what of a split access
+LINE_SPLIT = "line split"
+
+
+@dataclass(frozen=True)
+class Split:
+    """One memory access of one node that crosses a line on `share` of the iterations."""
+    node: int
+    access: int           # its index in the node's memory accesses
+    store: bool
+    share: float          # 1.0: every iteration
+
+
+def line_splits(nodes: list[Node], addresses: SymbolicAddresses | None = None,
+                line: int = LINE_BYTES) -> list[Split]:
+    """The accesses that cross a line, every base taken as line-aligned (module docstring)."""
+    if not _could_split(nodes, line):
+        return []
+    addresses = addresses or SymbolicAddresses(nodes)
+    out = []
+    for i, node in enumerate(nodes):
+        for k, ref in enumerate(node.memory):
+            if ref.implicit or not ref.width or ref.width <= 8:
+                continue                # pushes and pops: the stack engine's, 8-byte aligned
+            key, offset = addresses.where[i][k]
+            share = _split_share(offset, ref.width // 8, _step(addresses, key), line)
+            if share > 0:
+                out += [Split(i, k, store, share) for store, on in ((False, ref.load),
+                                                                    (True, ref.store)) if on]
+    return out
+
+
+def _could_split(nodes: list[Node], line: int) -> bool:
+    """Cheap and sure: no access splits where every displacement leaves its access inside a
+    line and no register moves, or is copied, by other than whole lines (most kernels: the
+    symbolic addresses are not worth making)."""
+    accesses = [ref for node in nodes for ref in node.memory
+                if not ref.implicit and ref.width and ref.width > 8]
+    if not accesses:
+        return False
+    if any(ref.address[3] % line + ref.width // 8 > line for ref in accesses):
+        return True
+    return any(c % line for node in nodes for _, c in node.offsets) or \
+        any(c % line for node in nodes for _, _, c in node.copies)
+
+
+def _step(addresses: SymbolicAddresses, key: tuple) -> int | None:
+    """Bytes the access moves every iteration (0: it stays); None where it depends on a value
+    the iteration computes afresh (taken as aligned each time: it stays)."""
+    before = addresses.previous_iteration(key, 0)
+    return None if before is None else -before[1]
+
+
+def _split_share(offset: int, width: int, step: int | None, line: int) -> float:
+    """Share of the iterations on which `width` bytes at `offset` from an aligned base (moving
+    `step` bytes an iteration) cross a line."""
+    if not step or step % line == 0:
+        return 1.0 if offset % line + width > line else 0.0
+    period = line // gcd(step % line, line)
+    crossing = sum(1 for n in range(period) if (offset + n * step) % line + width > line)
+    return crossing / period
+
+
+def split_notes(split: Split, line: int = LINE_BYTES) -> Note:
+    """What the prediction says of one split access (a note of its instruction)."""
+    what = "store" if split.store else "load"
+    if split.share >= 1.0:
+        return Note(LINE_SPLIT, f"its {what} crosses a {line}-byte line, its base taken as "
+                                f"{line}-byte aligned: counted as two accesses")
+    return Note(LINE_SPLIT, f"its {what} crosses a {line}-byte line on {split.share:.0%} of the "
+                            f"iterations (its base taken as {line}-byte aligned): not counted")
+
+
+def apply_splits(annotated: list[Annotated], splits: list[Split], node_rows: list[int],
+                 access_uops, extra_load: int, extra_store: int) -> list[Annotated]:
+    """The instructions with their split accesses run as the core does: an access that splits
+    every iteration runs `access_uops(annotated, store)` (its access's uops: annotated's
+    uops that do the load or the store) `extra_load` / `extra_store` times more; every split
+    access is noted."""
+    out = list(annotated)
+    for split in splits:
+        row = node_rows[split.node]
+        a = out[row]
+        extra = extra_store if split.store else extra_load
+        uops = a.uops
+        if split.share >= 1.0 and extra > 0 and a.uops:
+            more = access_uops(a, split.store)
+            uops = _merged(a.uops, tuple((mask, count * extra) for mask, count in more))
+        note = split_notes(split)
+        out[row] = replace(a, uops=uops, assumed=a.assumed + (note,)) \
+            if note not in a.assumed else replace(a, uops=uops)
+    return out
+
+
+def _merged(uops, more) -> tuple[tuple[int, int], ...]:
+    counts: dict[int, int] = {}
+    for mask, count in tuple(uops) + tuple(more):
+        counts[mask] = counts.get(mask, 0) + count
+    return tuple(counts.items())
