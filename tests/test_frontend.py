@@ -14,8 +14,8 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
-from pmpredict.measure.probes import (FUSION_SUBJECTS, LEFTOVER_STORES, MAX_LOOP_BODY,
-                                      NOP_SLOTS_PLAUSIBLE, NOP_SUBJECTS, STORE_COMMITS,
+from pmpredict.measure.probes import (FORWARDED_STORE_PAIR, FUSION_SUBJECTS, LEFTOVER_STORES,
+                                      MAX_LOOP_BODY, NOP_SLOTS_PLAUSIBLE, NOP_SUBJECTS, STORE_COMMITS,
                                       STORE_PAIRS,
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
                                       _leftover_probe, _nop_probe, _split_probe,
@@ -41,7 +41,8 @@ CHAIN = 220.0              # the window probes' chain of divisions, cycles
 def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"),
                          paired_within=0, window=224, paired_width=8,
                          paired_vector=True, store_commits=1, leftover_shared=True,
-                         nops_share=(), reads_sync=True, split_extra=(1, 1)) -> dict:
+                         nops_share=(), reads_sync=True, split_extra=(1, 1),
+                         forwarded_pair=True) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -51,7 +52,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     `nops_share` ("integer", "vector") sharing its slot, a slot of its own otherwise; a stack sync
     of one cycle, that a read of rsp waits for if `reads_sync`; copies of the window probe
     overlap up to `window` instructions; two loads a cycle and a load or store across a line
-    runs its access `split_extra` (loads, stores) times more."""
+    runs its access `split_extra` (loads, stores) times more; stores that loads read back pair
+    if `forwarded_pair`."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
               "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
@@ -68,6 +70,10 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     cycles[f"stores: {VECTOR_STORE_PAIR}"] = 1.0 if 32 <= paired_within and paired_vector \
         else 2.0
     cycles[f"stores: {STORE_COMMITS}"] = 4.0 / store_commits
+    # two stores that loads read back, with the loads: paired they share a commit (the four
+    # accesses on three address ports), else a store a cycle
+    cycles[f"stores: {FORWARDED_STORE_PAIR}"] = 4 / 3 if 32 <= paired_within and \
+        forwarded_pair else 2.0
     for block in LEFTOVER_STORES:    # one store, then three in the next block
         cycles[f"stores: {_leftover_probe(block)}"] = (
             4.0 if not paired_within else 2.0 if leftover_shared or block != paired_within
@@ -254,6 +260,20 @@ def test_store_readings_that_do_not_nest_or_sit_between_are_in_doubt():
     front = read_frontend(cycles)
     assert front.pipeline["paired_stores"] == 0
     assert doubts(front) == ["stores read between one and two a cycle: one 32-byte block"]
+
+
+def test_whether_a_store_a_load_reads_back_still_pairs():
+    """Two stores into one 32-byte block, each read back: 1.33 cycles a copy where they pair
+    (the accesses' address ports), 2.00 where each commits alone (Zen 4)."""
+    pairs = read_frontend(skylake_like_timings(paired_within=32))
+    assert pairs.pipeline["paired_store_forwarded"] == 1
+    alone = read_frontend(skylake_like_timings(paired_within=32, forwarded_pair=False))
+    assert alone.pipeline["paired_store_forwarded"] == 0 and doubts(alone) == []
+    assert alone.how["paired_store_forwarded"].endswith("1.00 cycles each")
+    # a core that pairs nothing, or only within 16 bytes, says nothing of it
+    assert "paired_store_forwarded" not in read_frontend(skylake_like_timings()).pipeline
+    between = {**skylake_like_timings(paired_within=32), f"stores: {FORWARDED_STORE_PAIR}": 1.6}
+    assert any("each read back: between" in d for d in doubts(read_frontend(between)))
 
 
 def test_the_stack_sync_is_the_push_chain_minus_an_alu_operation():
@@ -588,6 +608,9 @@ def test_facts_of_every_recent_x86_core(measured):
     assert front.pipeline["paired_stores"] in (0, 1)
     if front.pipeline["paired_stores"]:
         assert front.pipeline["paired_store_bytes"] in (32, 64, 128, 4096)
+    # where stores pair, whether one a load reads back does is read, 0 or 1
+    if front.pipeline["paired_stores"] and front.pipeline["paired_store_bytes"] >= 32:
+        assert front.pipeline["paired_store_forwarded"] in (0, 1)
     # stores of different forms in lines of their own: one a cycle (Skylake, Zen 4) or two
     # (Intel's two store data ports since Ice Lake), never fewer
     assert front.pipeline["store_commits"] in (1, 2)

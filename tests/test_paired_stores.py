@@ -18,6 +18,7 @@ from pmpredict.measure.probes import read_frontend
 from pmpredict.model.machine import MachineModel
 from pmpredict.predict.predictor import Predictor
 from pmpredict.views import render_text, to_json
+from pmpredict.views.summary import assumptions
 from pmpredict.predict.annotate import STACK_SYNC
 
 STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
@@ -352,3 +353,41 @@ def test_a_pointer_the_loop_sets_to_an_unchanging_value_stores_to_one_place():
     # rax taking a new value every iteration: a new place every time, no pairing across
     assert cycles("movq %rbx, (%rax)\nmovq %rcx, %rax\naddq %rdx, %rcx\n", model)[0] == \
         pytest.approx(1.0)
+
+
+LOAD32 = "MOV_((REG:W:G:32)),_dword_ptr_[((MEM:64))_+_((MIMM:16))]"
+# 4-byte loads (each inside an 8-byte store) on three ports of their own: the stores'
+# commits decide (the model has no plain 8-byte load: a paired store runs no address uop)
+READ_BACK = replace(ONE_PORT, ports=("S", "A", "L0", "L1", "L2"),
+                    uops={**ONE_PORT.uops, LOAD32: ((0b11100, 1),)},
+                    pipeline={"paired_stores": 1, "paired_store_forwarded": 0})
+
+
+@pytest.mark.parametrize("body, alone, paired", [
+    # Zen 4 (AMD EPYC family 25 model 17, 2026-12-07, `pmpredict measure`, cycles a loop):
+    # a load, then a store of the same place (the next iteration's load reads it) 1.00
+    ("movl 904(%r12), %edi\nmovq %rax, 904(%r12)\n", 1.0, 0.5),
+    # a store read back at once 1.00
+    ("movq %rax, 904(%r12)\nmovl 904(%r12), %edi\n", 1.0, 0.5),
+    # two such in one 32-byte block 2.00 (pairing says 1.00)
+    ("movl 904(%r12), %edi\nmovq %rax, 904(%r12)\nmovl 912(%r12), %esi\nmovq %rbx, 912(%r12)\n",
+     2.0, 1.0),
+    # one read back, one not, in one block: 2.00 (the other store has no partner left)
+    ("movl 904(%r12), %edi\nmovq %rax, 904(%r12)\nmovq %rbx, 912(%r12)\n", 2.0, 1.0),
+    # stores no load reads pair as before: 1.00 for two in one block
+    ("movq %rax, 904(%r12)\nmovq %rbx, 912(%r12)\nmovl 1032(%r12), %edi\n", 1.0, 1.0),
+])
+def test_a_store_a_load_reads_back_commits_alone(body, alone, paired):
+    assert cycles(body, READ_BACK)[0] == pytest.approx(alone)
+    pairs = replace(READ_BACK, pipeline={"paired_stores": 1, "paired_store_forwarded": 1})
+    assert cycles(body, pairs)[0] == pytest.approx(paired)
+
+
+def test_an_unmeasured_read_back_store_is_said_to_pair():
+    model = replace(READ_BACK, pipeline={"paired_stores": 1})
+    report = cycles("movl 904(%r12), %edi\nmovq %rax, 904(%r12)\n", model)[1]
+    assert report.cycles == pytest.approx(0.5)
+    assert "a store a load reads back pairs as others do" in \
+        " ".join(assumptions(report))
+    quiet = cycles("movq %rax, 904(%r12)\nmovl 1032(%r12), %edi\n", model)[1]
+    assert "reads back" not in " ".join(assumptions(quiet))

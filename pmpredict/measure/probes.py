@@ -214,6 +214,17 @@ WIDE_STORE_PAIRS = (
 VECTOR_STORE_PAIR = "two 8-byte vector-register stores in one 32-byte block"
 
 
+# two 8-byte stores a copy in one 32-byte block, each read back by the load after it: whether
+# a store a load reads pairs (paired_store_forwarded; measured on Zen 4: no, 2.00 cycles a copy,
+# where two stores that pair with two loads of other lines beside them take 1.33, the
+# three address ports' share)
+FORWARDED_STORE_PAIR = "two 8-byte stores in one 32-byte block, each read back"
+# paired, the four accesses share three address ports or more: 0.67 cycles a store at most
+FORWARDED_UNCLEAR = (0.7, 0.9)
+FORWARDED_STORE_LINES = ("mov qword ptr [rsi + 8], r8", "mov r10, qword ptr [rsi + 8]",
+                         "mov qword ptr [rsi + 16], r9", "mov r11, qword ptr [rsi + 16]")
+
+
 # four stores of different forms a copy, each in a line of its own (192 bytes apart: no two
 # pair): how many stores the core commits a cycle whatever their forms (store_commits;
 # measured on Zen 4: one, where the forms' own ports would allow more: an inferred mapping
@@ -251,11 +262,13 @@ def _store_probes() -> list[Probe]:
                                                      "vmovq qword ptr [rsi + 16], xmm9"),
                     family="stores")]
     commits = [Probe(f"stores: {STORE_COMMITS}", STORE_COMMIT_LINES, family="stores")]
+    forwarded = [Probe(f"stores: {FORWARDED_STORE_PAIR}", FORWARDED_STORE_LINES,
+                       family="stores")]
     leftover = [Probe(f"stores: {_leftover_probe(block)}",
                       tuple(f"mov qword ptr [rsi + {d}], {r}"
                             for d, r in zip(offsets, LEFTOVER_REGISTERS)), family="stores")
                 for block, offsets in LEFTOVER_STORES.items()]
-    return narrow + wide + vector + commits + leftover
+    return narrow + wide + vector + commits + forwarded + leftover
 
 
 # four loads, and four stores, a copy, each in a line of its own, first at the line's start,
@@ -574,6 +587,7 @@ def _read_stores(cycles, out: ProbeReading) -> None:
                                                   ", farther apart one a cycle"))
     _read_wide_stores(cycles, size, out)
     _read_leftover_stores(cycles, size, out)
+    _read_forwarded_stores(cycles, size, out)
 
 
 @produces("leftover stores", "paired_store_leftover")
@@ -594,6 +608,24 @@ def _read_leftover_stores(cycles, block: int, out: ProbeReading) -> None:
     out.pipeline["paired_store_leftover"] = int(c < LEFTOVER_SHARED_BELOW)
     out.how["paired_store_leftover"] = (f"stores at {offsets} ({name}) {c:.2f} cycles a copy "
                                         "(2: the one left over shares a commit, 3: alone)")
+
+
+@produces("forwarded stores", "paired_store_forwarded")
+def _read_forwarded_stores(cycles, block: int, out: ProbeReading) -> None:
+    """Whether a store a load reads back pairs: two such stores in one 32-byte block, under a
+    store a cycle each where they pair; a reading between is suspect. A core whose pairing
+    block is smaller than 32 bytes leaves the fact unsaid."""
+    c = cycles.get(f"stores: {FORWARDED_STORE_PAIR}")
+    if c is None or block < 32:
+        return
+    each = c / 2
+    out.details.setdefault("cycles_per_store", {})[FORWARDED_STORE_PAIR] = _round(each)
+    if FORWARDED_UNCLEAR[0] < each < FORWARDED_UNCLEAR[1]:
+        _suspect(out, "stores", f"{FORWARDED_STORE_PAIR}: between one and two a cycle")
+    out.pipeline["paired_store_forwarded"] = int(each < PAIRED_BELOW)
+    out.how["paired_store_forwarded"] = (f"{FORWARDED_STORE_PAIR} "
+                                         f"({'; '.join(FORWARDED_STORE_LINES)}) "
+                                         f"{each:.2f} cycles each")
 
 
 @produces("store commits", "store_commits")

@@ -134,6 +134,10 @@ FACTS: tuple[Fact, ...] = (
          "all) cycles), 0 if they commit alone", 0,
          "the stores a run of stores into one block leaves over commit alone",
          probe="leftover stores"),
+    # Zen 4: 0, two stores into one block that loads read back a store a cycle (2.00 a copy)
+    Fact("paired_store_forwarded", FLAG, "1 if a store that a later load reads (forwarded or "
+         "renamed) pairs as others do, 0 if it commits alone", 1,
+         "a store a load reads back pairs as others do", probe="forwarded stores"),
     Fact("nop_fusion", FLAG, "1 if a nop shares the front-end slot of the general-purpose "
          "instruction (or nop) before it, one nop a slot (two nops one slot), else 0", 0,
          "a nop takes a front-end slot of its own", probe="nops"),

@@ -353,6 +353,27 @@ def build_graph(nodes: list[Node], load_latency: float,
     return graph
 
 
+def forwarded_stores(nodes: list[Node], addresses: SymbolicAddresses | None = None
+                     ) -> frozenset[tuple[int, int]]:
+    """(node, access) of the stores a load of the body reads, in this iteration or the next:
+    the store each load's bytes come from (_forwarding_store), wholly or in part."""
+    if not any(ref.load for node in nodes for ref in node.memory) or \
+            not any(ref.store for node in nodes for ref in node.memory):
+        return frozenset()
+    addresses = addresses or SymbolicAddresses(nodes)
+    stores = _stores_by_address(nodes, addresses)
+    out = set()
+    for i, node in enumerate(nodes):
+        for k, ref in enumerate(node.memory):
+            if not ref.load:
+                continue
+            found = _forwarding_store(nodes, addresses, stores, i, k)
+            if found is not None:
+                j, _, store, _ = found
+                out.add((j, next(m for m, r in enumerate(nodes[j].memory) if r is store)))
+    return frozenset(out)
+
+
 def _stores_by_address(nodes, addresses: SymbolicAddresses) -> dict[tuple, list[tuple[int, int]]]:
     """The stores (node, access) of each symbolic address key, in program order: a load can
     only read from a store of its own key (an address an iteration ago keeps its key), so

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from pmpredict.predict.annotate import Annotated, MachineFacts
-from pmpredict.predict.deps import Node, SymbolicAddresses
+from pmpredict.predict.deps import Node, SymbolicAddresses, forwarded_stores
 from pmpredict.predict.simulation_arrays import SKIP_EVEN, SKIP_ODD
 
 EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of a pair (bits)
@@ -96,21 +96,28 @@ class PairedWithinBlock(StoreCommitRule):
     leftover: bool = False
     commits: int = 0
     commit_mask: int = 0
+    forwarded: bool = True
 
-    def pairs(self, nodes: list[Node]) -> tuple[dict[int, int], bool]:
+    def pairs(self, nodes: list[Node], alone: frozenset = frozenset()
+              ) -> tuple[dict[int, int], bool]:
         """paired_stores with this rule's facts: where the commit is a port of its own,
-        pushes pair as other stores do."""
+        pushes pair as other stores do; the stores in `alone` commit alone."""
         return paired_stores(nodes, self.block_bytes, self.max_width, self.vector,
-                             bool(self.commit_mask), self.leftover)
+                             bool(self.commit_mask), self.leftover, alone)
 
     def commit(self, annotated, nodes, node_rows, address) -> Committed:
-        annotated, left_over = _pair_stores(annotated, self.pairs(nodes), node_rows, address,
-                                            self.commit_mask)
+        # a store a load reads back commits alone where paired_store_forwarded is 0
+        read_back = forwarded_stores(nodes)
+        alone = read_back if not self.forwarded else frozenset()
+        annotated, left_over = _pair_stores(annotated, self.pairs(nodes, alone), node_rows,
+                                            address, self.commit_mask)
         # each said where it decides: a store a run leaves over, one wider than 8 bytes,
-        # one of a vector register's data
+        # one of a vector register's data, one a load reads back
         used = []
         if left_over:
             used.append("paired_store_leftover")
+        if read_back:
+            used.append("paired_store_forwarded")
         if any(ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
             used.append("paired_store_width")
         if any(ref.store and ref.vector for n in nodes for ref in n.memory):
@@ -129,7 +136,8 @@ def store_commit_rule(facts: MachineFacts) -> StoreCommitRule:
                              int(facts.value("paired_store_width")),
                              bool(facts.value("paired_store_vector")),
                              bool(facts.value("paired_store_leftover")),
-                             commits, facts.commit_mask)
+                             commits, facts.commit_mask,
+                             bool(facts.value("paired_store_forwarded")))
 
 
 def _pair_stores(annotated: list[Annotated], paired: tuple[dict[int, int], bool],
@@ -179,8 +187,8 @@ def uop_cycles(a: Annotated) -> tuple[int, ...]:
 
 
 def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = None,
-                  vector: bool = True, implicit: bool = False, leftover: bool = False
-                  ) -> tuple[dict[int, int], bool]:
+                  vector: bool = True, implicit: bool = False, leftover: bool = False,
+                  alone: frozenset = frozenset()) -> tuple[dict[int, int], bool]:
     """Stores that commit together with the store before them, on a core that commits two
     consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
     paired_store_bytes; measured on Zen 4: 0.5 cycles per store for two stores at [rbp + 8],
@@ -209,7 +217,9 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
     own, its form 0.5; paired again, 0.25); unless `implicit`: where the stores' commit is a
     port of its own (the pipeline's store_commits), pushes pair as other stores do. A store of
     a vector register's data pairs only where `vector` (the pipeline's paired_store_vector;
-    measured on Zen 4: they do not pair, whatever their width)."""
+    measured on Zen 4: they do not pair, whatever their width). The stores of `alone` ((node,
+    access): on Zen 4 the stores a load of the loop reads back, forwarded_stores) do not pair
+    and end a run: two such stores into one block 2.00 cycles a copy, where pairing says 1.00."""
     addresses = SymbolicAddresses(nodes)
     stores = [(i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
               if ref.store]
@@ -233,6 +243,8 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
         else abs(first[1] - last[1]) <= block_bytes // 2)
     def narrow(j: int) -> bool:
         i, k = stores[j]
+        if (i, k) in alone:
+            return False
         if nodes[i].memory[k].implicit and not implicit:
             return False                     # its measured uops hold the pairing already
         if nodes[i].memory[k].vector and not vector:
