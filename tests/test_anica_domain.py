@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from pmpredict.anica import domain
-from pmpredict.anica.concrete import (BASE_REGISTERS, DATA_REGISTERS, ConcreteBlock,
-                                      block_values, instantiate, matched_forms, random_block,
-                                      slots_of)
-from pmpredict.anica.domain import (MUST, MUST_NOT, NONE, TOP, AbstractBlock,
+from pmpredict.anica.concrete import (ALIGNED_PLACES, BASE_REGISTERS, DATA_REGISTERS, PLACES,
+                                      ConcreteBlock, block_values, crosses_line, instantiate,
+                                      matched_forms, memory_crossings, random_block, slots_of)
+from pmpredict.anica.domain import (CROSSES, MUST, MUST_NOT, NONE, TOP, WITHIN, AbstractBlock,
                                     AbstractInstruction, abstract, contains, covers, describe,
                                     expansions, sample, subsumes)
 from pmpredict.anica.schemes import excluded_because, scheme_of, schemes_for
@@ -28,6 +28,8 @@ SHL_CL = "SHL_((REG:RW:G:64)),_cl"
 STORE = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
 LOAD = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
 VADD_MEM = "VADDPD_((REG:W:V:256)),_((REG:R:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"
+LOAD_BYTE = "MOVZX_((REG:W:G:64)),_byte_ptr_[((MEM:64))_+_((MIMM:16))]"
+ALIGNED_LOAD = "VMOVAPS_((REG:W:V:256)),_ymmword_ptr_[((MEM:64))_+_((MIMM:16))]"
 
 
 @functools.lru_cache(maxsize=None)
@@ -202,3 +204,179 @@ def test_describe_and_json():
     assert block.text() == (".intel_syntax noprefix\nadd rax, 42\n"
                             "mov qword ptr [rdi + 128], rax\n")
     assert TOP is None
+
+
+# --- the memory block mode -------------------------------------------------------------------
+
+# blocks the generator made before block modes existed (seed 2024, skl, length 4; then seed 5):
+# the standard mode must keep making exactly these
+TODAYS_BLOCKS = [
+    ["not dword ptr [rsi + 640]", "vpcmpgtw ymm1, ymm6, ymmword ptr [rsi + 256]", "bts rax, 42",
+     "mov qword ptr [rsi + 512], 16777258"],
+    ["vshufpd ymm7, ymm5, ymm0, 42", "sub dword ptr [rdi + 512], 16777258",
+     "or dword ptr [rsi + 256], 42", "lea rcx, [rdi+42]"],
+    ["vpsllq ymm0, ymm2, xmmword ptr [rsi + 576]", "vmovddup ymm6, ymmword ptr [rsi + 1024]",
+     "vpaddq ymm2, ymm0, ymmword ptr [rdi + 384]", "sub r10, 16777258"],
+    ["vpshufd ymm7, ymmword ptr [rsi + 960], 42", "vdivpd ymm0, ymm1, ymm1",
+     "vxorps ymm1, ymm2, ymmword ptr [rbx + 1152]", "or dword ptr [rdi + 1216], 42"],
+    ["mov rcx, qword ptr [rbx + 64]", "vpxor ymm2, ymm5, ymmword ptr [rbx + 960]",
+     "vpsrad ymm4, ymm2, xmmword ptr [rsi + 384]", "vmulps ymm4, ymm2, ymmword ptr [rbx + 1280]"],
+    ["vandpd ymm2, ymm0, ymmword ptr [rdi + 1024]", "vpalignr ymm0, ymm1, ymm5, 42",
+     "mov rax, 72057594037927978", "xor qword ptr [rdi + 704], 42"],
+]
+TODAYS_INSTANCE = ["vaddpd ymm0, ymm7, ymmword ptr [rsi + 1088]",
+                   "mov qword ptr [rdi + 192], rax", "vaddpd ymm3, ymm1, ymmword ptr [rdi + 896]"]
+# and samples of beta of a store feeding a load's place (seed 11), then with #1's form lifted
+TODAYS_SAMPLES = [
+    ["vaddpd ymm5, ymm4, ymmword ptr [rbx + 128]", "mov qword ptr [rbx + 128], r8"],
+    ["vaddpd ymm0, ymm4, ymmword ptr [rbx + 1024]", "mov qword ptr [rbx + 1024], rdx"],
+    ["vaddpd ymm4, ymm7, ymmword ptr [rbx + 768]", "mov qword ptr [rbx + 768], r11"],
+    ["vaddpd ymm7, ymm5, ymmword ptr [rsi + 512]", "mov qword ptr [rsi + 512], rcx"],
+    ["vaddpd ymm5, ymm3, ymmword ptr [rbx + 1088]", "mov qword ptr [rbx + 1088], r8"],
+    ["vaddpd ymm7, ymm1, ymmword ptr [rsi + 512]", "mov qword ptr [rsi + 512], r11"],
+]
+
+
+def test_the_standard_mode_makes_exactly_the_blocks_of_before():
+    rng = np.random.default_rng(2024)
+    assert [list(random_block(schemes("skl"), 4, rng).instructions) for _ in range(6)] == \
+        TODAYS_BLOCKS
+    rng = np.random.default_rng(5)
+    assert list(instantiate([VADD_MEM, STORE, VADD_MEM], rng).instructions) == TODAYS_INSTANCE
+    beta = abstract(_block(("vaddpd ymm0, ymm7, ymmword ptr [rsi + 1088]", VADD_MEM),
+                           ("mov qword ptr [rsi + 1088], rax", STORE)))
+    assert beta.crossing == ()                   # the standard mode records no line crossing
+    lifted = next(e for name, e in expansions(beta) if name.startswith("#1.form"))
+    rng = np.random.default_rng(11)
+    got = sample(beta, schemes("skl"), rng, 3) + sample(lifted, schemes("skl"), rng, 3)
+    assert [list(b.instructions) for b in got] == TODAYS_SAMPLES
+
+
+def test_memory_places_never_overlap_and_only_line_ends_cross():
+    """Accesses of 1..64 bytes at two places never share a byte (nor reach the next base,
+    1344 bytes on); 4 bytes or more at 189 and 445 cross a line, nothing at 0 or 256 does."""
+    assert len(PLACES) == 4 and ALIGNED_PLACES == (0, 256)
+    for width in range(1, 65):
+        spans = [set(range(p, p + width)) for p in PLACES]
+        for n, a in enumerate(spans):
+            assert max(a) < 1344
+            for b in spans[n + 1:]:
+                assert not a & b, width
+        for p in PLACES:
+            assert crosses_line(p, 8 * width) == (p in (189, 445) and width >= 4), (p, width)
+
+
+def test_memory_mode_blocks_keep_the_discipline_and_match_back():
+    rng = np.random.default_rng(4)
+    crossed = met = 0
+    lines, want = [], []
+    for _ in range(150):
+        block = random_block(both_schemes(), 5, rng, mode="memory")
+        places = []
+        for form, values in zip(block.forms, block_values(block)):
+            for slot, value in zip(slots_of(form), values):
+                if slot.kind == "mem":
+                    assert value[0] in BASE_REGISTERS and value[2] in PLACES
+                    assert value[2] in ALIGNED_PLACES or not slot.aligned
+                    places.append(value)
+                if slot.kind == "reg" and slot.reg_class == "V":
+                    assert int(value[1:]) < 4            # the memory mode's vector pool
+        crossed += any(memory_crossings(block).values())
+        met += len(places) != len(set(places))
+        lines += block.instructions
+        want += block.forms
+    assert crossed > 50 and met > 10
+    forms = model_forms("skl") + model_forms("zen4-vm")
+    got = [form for form, _ in matched_forms(lines, forms)]
+    assert [(line, w) for line, w, g in zip(lines, want, got) if w != g] == []
+    # an aligned move never leaves a line's start, where it would fault
+    for _ in range(40):
+        (line,) = instantiate([ALIGNED_LOAD], rng, mode="memory").instructions
+        assert line.endswith(("+ 0]", "+ 256]")), line
+
+
+def _vadd(place: int) -> ConcreteBlock:
+    return _block((f"vaddpd ymm0, ymm1, ymmword ptr [rsi + {place}]", VADD_MEM))
+
+
+def test_a_line_crossing_round_trips_through_abstract_contains_and_sample():
+    rng = np.random.default_rng(8)
+    crossing, within = abstract(_vadd(189), "memory"), abstract(_vadd(256), "memory")
+    assert crossing.crossing == (((0, 2), CROSSES),) and within.crossing == (((0, 2), WITHIN),)
+    assert abstract(_vadd(189)).crossing == ()           # the standard mode records none
+    assert contains(crossing, _vadd(445)) and not contains(crossing, _vadd(0))
+    assert contains(within, _vadd(0)) and not contains(within, _vadd(189))
+    for beta, wanted in ((crossing, True), (within, False)):
+        got = sample(beta, schemes("skl"), rng, 60, "memory")
+        assert len(got) == 60
+        assert all(memory_crossings(b)[(0, 2)] == wanted and contains(beta, b) for b in got)
+    (name, either), = [(n, e) for n, e in expansions(crossing) if n.startswith("crossing")]
+    assert name == "crossing #1.op3 crosses -> TOP" and either.crossing == ()
+    assert domain.expansion_feature(name) == "crossing"
+    seen = {memory_crossings(b)[(0, 2)] for b in sample(either, schemes("skl"), rng, 60,
+                                                           "memory")}
+    assert seen == {True, False}
+    # a 1-byte access never crosses: asked to, sampling finds no block
+    byte = abstract(_block(("movzx rax, byte ptr [rdi + 189]", LOAD_BYTE)), "memory")
+    assert byte.crossing == (((0, 1), WITHIN),)
+    impossible = AbstractBlock(byte.instructions, crossing=(((0, 1), CROSSES),))
+    assert sample(impossible, schemes("skl"), rng, 5, "memory") == []
+    # lifted form: the constraint binds a memory operand there, and is void on other slots
+    lifted = AbstractBlock((AbstractInstruction(),), crossing=(((0, 2), CROSSES),))
+    for b in sample(lifted, schemes("skl"), rng, 60, "memory"):
+        assert memory_crossings(b).get((0, 2), True)
+
+
+def test_subsumption_and_covering_with_line_crossing():
+    crossing, within = abstract(_vadd(189), "memory"), abstract(_vadd(256), "memory")
+    either = AbstractBlock(crossing.instructions)
+    assert subsumes(either, crossing) and subsumes(either, within)
+    assert subsumes(crossing, crossing) and not subsumes(crossing, within)
+    assert not subsumes(crossing, either) and not subsumes(within, either)
+    # covering: rotations and gaps keep the constraint with its instruction
+    gap = _block(("add rax, rcx", ADD_RR), ("vaddpd ymm2, ymm3, ymmword ptr [rbx + 445]", VADD_MEM))
+    assert covers(crossing, gap, "memory") and not covers(within, gap, "memory")
+    assert not covers(crossing, gap)               # the standard beta says nothing of lines
+    # on a slot that is no memory operand in b the constraint holds vacuously
+    on_register = AbstractBlock((AbstractInstruction(),), crossing=(((0, 0), CROSSES),))
+    assert subsumes(on_register, abstract(_block(("add rax, rcx", ADD_RR)), "memory"))
+    assert not subsumes(on_register, AbstractBlock((AbstractInstruction(),)))
+    # a constraint on a slot no scheme makes a memory operand does not change gamma (its
+    # dropping is free); on a memory operand it does
+    add_only = AbstractBlock((AbstractInstruction(form=ADD_RR),))
+    assert domain.same_concretisation(add_only, replace_crossing(add_only, (((0, 1), CROSSES),)),
+                                      [scheme_of(ADD_RR)])
+    assert not domain.same_concretisation(either, crossing, schemes("skl"))
+
+
+def replace_crossing(block: AbstractBlock, crossing) -> AbstractBlock:
+    return AbstractBlock(block.instructions, block.aliasing, crossing)
+
+
+def test_line_crossing_is_described_and_kept_in_json():
+    beta = abstract(_block(("mov qword ptr [rdi + 189], rax", STORE),
+                           ("vaddpd ymm0, ymm1, ymmword ptr [rdi + 256]", VADD_MEM)), "memory")
+    assert describe(beta) == ("mov m64, r64 ; vaddpd ymm, ymm, m256 ; #1.op1 != #2.op3 ; "
+                              "#2.op1 != #2.op2 ; "
+                              "instruction 1's memory operand crosses a cache line ; "
+                              "instruction 2's memory operand stays within a cache line")
+    data = json.loads(json.dumps(domain.to_json(beta)))
+    assert data["crossing"] == [[[0, 0], "crosses"], [[1, 2], "within"]]
+    assert domain.from_json(data) == beta
+    assert "crossing" not in abstract(_vadd(189)).to_json()       # standard: as before
+
+
+def test_memory_mode_sampling_meets_many_must_not_constraints():
+    """With 4 vector registers and 12 places, beta of a long block has many must-not
+    constraints; sampling it, and it with only the categories kept (forms and so slot classes
+    vary), still gives the blocks asked for."""
+    rng = np.random.default_rng(12)
+    short = 0
+    for _ in range(30):
+        block = random_block(schemes("skl"), 8, rng, mode="memory")
+        beta = abstract(block, "memory")
+        loose = AbstractBlock(tuple(AbstractInstruction(category=ai.category)
+                                    for ai in beta.instructions), beta.aliasing, beta.crossing)
+        assert len(sample(beta, schemes("skl"), rng, 20, "memory")) == 20
+        short += len(sample(loose, schemes("skl"), rng, 20, "memory")) < 20
+    assert short <= 3

@@ -17,8 +17,8 @@ from pmpredict.anica import domain
 from pmpredict.anica.algorithm import (Generalisation, disagreement, generalise, is_interesting,
                                        minimise)
 from pmpredict.anica.campaign import Campaign, CampaignConfig
-from pmpredict.anica.concrete import ConcreteBlock, block_values
-from pmpredict.anica.domain import MUST, TOP, abstract, contains, covers
+from pmpredict.anica.concrete import ConcreteBlock, block_values, memory_crossings, slots_of
+from pmpredict.anica.domain import CROSSES, MUST, TOP, abstract, contains, covers
 from pmpredict.anica.schemes import scheme_of, schemes_for
 from pmpredict.formats.model_files import load_model
 
@@ -73,6 +73,11 @@ def add_feeds_next(b, i):
     values = block_values(b)
     dest = values[i][0]
     return isinstance(dest, str) and len(values[i + 1]) > 1 and values[i + 1][1] == dest
+
+
+def crosses_a_line(b, i):
+    """A memory access of instruction i that crosses a cache line."""
+    return any(crosses for (j, _), crosses in memory_crossings(b).items() if j == i)
 
 
 def block(*pairs) -> ConcreteBlock:
@@ -230,3 +235,58 @@ def test_stop_and_resume_equals_an_uninterrupted_campaign():
     assert len(whole.discoveries) >= 2
     with pytest.raises(ValueError):
         Campaign(schemes("zen4-vm"), evaluate, CampaignConfig(seed=9), state=state)
+
+
+def _two_operands_at_one_place(b) -> bool:
+    places = [v for form, values in zip(b.forms, block_values(b))
+              for slot, v in zip(slots_of(form), values) if slot.kind == "mem"]
+    return len(places) != len(set(places))
+
+
+def test_a_memory_mode_campaign_finds_line_crossing_as_the_planted_class():
+    """P1 charges accesses that cross a line: the standard mode never makes one, the memory
+    mode often does, and every discovery keeps the crossing as a constraint."""
+    standard = Campaign(schemes("skl"), Predictors(crosses_a_line), CONFIG)
+    standard.run(finished(standard, 128))
+    assert standard.counters["interesting"] == 0 and not standard.discoveries
+    evaluate = Predictors(crosses_a_line)
+    made = []
+
+    def recording(blocks):
+        made.extend(blocks)
+        return evaluate(blocks)
+    config = CampaignConfig(samples=20, batch=64, seed=5, blocks="memory")
+    campaign = Campaign(schemes("skl"), recording, config)
+    campaign.run(finished(campaign, 128))
+    random_blocks = made[:64]                           # the first round's
+    assert sum(any(memory_crossings(b).values()) for b in random_blocks) > 10
+    assert sum(_two_operands_at_one_place(b) for b in random_blocks) > 3
+    assert campaign.discoveries and campaign.counters["interesting"] > 30
+    for d in campaign.discoveries:
+        assert CROSSES in {r for _, r in d.abstract.crossing}, d.description
+        assert "crosses a cache line" in d.description
+    assert any(ai.form is TOP for d in campaign.discoveries for ai in d.abstract.instructions)
+    # the mode is part of the campaign's identity, and a resumed one keeps sampling in it
+    state = json.loads(json.dumps(campaign.state()))
+    assert state["config"]["blocks"] == "memory"
+    with pytest.raises(ValueError):
+        Campaign(schemes("skl"), recording, CampaignConfig(samples=20, batch=64, seed=5),
+                 state=state)
+    resumed = Campaign(schemes("skl"), recording, state=state)
+    assert resumed.config.blocks == "memory"
+
+
+def test_a_generalisation_keeps_its_block_mode_in_json():
+    origin = block(("mov qword ptr [rsi + 189], rax", STORE))
+    job = Generalisation(origin, samples=20, blocks="memory")
+    evaluate, rng = Predictors(crosses_a_line), np.random.default_rng(2)
+    job.step(schemes("skl"), evaluate, rng)
+    assert job.current.crossing == (((0, 0), CROSSES),) and job.pertinent
+    again = Generalisation.from_json(json.loads(json.dumps(job.to_json())))
+    assert again.blocks == "memory" and again.current == job.current
+    while not again.done:
+        again.step(schemes("skl"), evaluate, rng)
+    assert again.current.crossing == (((0, 0), CROSSES),)
+    legacy = job.to_json()
+    del legacy["blocks"]                                  # a checkpoint from before modes
+    assert Generalisation.from_json(legacy).blocks == "standard"

@@ -20,7 +20,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from pmpredict.anica.concrete import ConcreteBlock
+from pmpredict.anica.concrete import STANDARD_BLOCKS, ConcreteBlock
 from pmpredict.anica.domain import (LIFT_ORDER, TOP, AbstractBlock, abstract,
                                     expansion_feature, expansions, same_concretisation, sample,
                                     universe)
@@ -204,7 +204,8 @@ class Generalisation:
     algorithm, and these are taken only when no other expansion is left, the most specific
     feature first (LIFT_ORDER), so that a result reads in general terms ("mnemonic add"
     rather than one add form) without wasting calls. At the end an edit-distance bound is
-    lowered to the least one with the same schemes."""
+    lowered to the least one with the same schemes. `blocks` is the block mode beta and the
+    samples are of (concrete.BLOCK_MODES)."""
     origin: ConcreteBlock
     threshold: float = DEFAULT_THRESHOLD
     samples: int = DEFAULT_SAMPLES
@@ -220,10 +221,11 @@ class Generalisation:
     calls: int = 0
     steps: list = field(default_factory=list)
     witnesses: list = field(default_factory=list)
+    blocks: str = STANDARD_BLOCKS
 
     def __post_init__(self):
         if self.current is None:
-            self.current = abstract(self.origin)
+            self.current = abstract(self.origin, self.blocks)
         self._universe = None
 
     def _schemes(self, schemes):
@@ -236,7 +238,7 @@ class Generalisation:
     def _round(self, candidate: AbstractBlock, schemes, evaluate: Evaluate, rng):
         """Sample and evaluate one candidate: (ratio, blocks, rows); ratio 0 when too few
         blocks could be sampled."""
-        blocks = sample(candidate, schemes, rng, self.samples)
+        blocks = sample(candidate, schemes, rng, self.samples, self.blocks)
         if len(blocks) < max(1, math.ceil(MIN_SAMPLE_SHARE * self.samples)):
             return 0.0, blocks, None
         rows = evaluate_batch(evaluate, blocks)
@@ -306,7 +308,7 @@ class Generalisation:
                         ai = candidate
                         break
             tidy.append(ai)
-        self.current = AbstractBlock(tuple(tidy), self.current.aliasing)
+        self.current = replace(self.current, instructions=tuple(tidy))
         self.done = True
 
     def result(self) -> GeneralisationResult:
@@ -323,7 +325,7 @@ class Generalisation:
                 "sampled": self.sampled,
                 "mean_disagreement": number_json(self.mean_disagreement),
                 "calls": self.calls, "steps": [s.to_json() for s in self.steps],
-                "witnesses": [w.to_json() for w in self.witnesses]}
+                "witnesses": [w.to_json() for w in self.witnesses], "blocks": self.blocks}
 
     @classmethod
     def from_json(cls, data: dict) -> "Generalisation":
@@ -333,7 +335,8 @@ class Generalisation:
                    number_from(data["interesting_ratio"]), data["sampled"],
                    number_from(data["mean_disagreement"]), data["calls"],
                    [Step.from_json(s) for s in data["steps"]],
-                   [Witness.from_json(w) for w in data["witnesses"]])
+                   [Witness.from_json(w) for w in data["witnesses"]],
+                   data.get("blocks", STANDARD_BLOCKS))
 
 
 def _lift_rank(name: str) -> int:
@@ -347,9 +350,11 @@ def _with(ai, feature: str, value):
 
 def generalise(block: ConcreteBlock, schemes, evaluate: Evaluate, rng, *,
                threshold: float = DEFAULT_THRESHOLD, samples: int = DEFAULT_SAMPLES,
-               accept_ratio: float = DEFAULT_ACCEPT_RATIO) -> GeneralisationResult:
-    """Generalise an interesting block into an abstract block (Algorithm 8.2)."""
-    job = Generalisation(block, threshold, samples, accept_ratio)
+               accept_ratio: float = DEFAULT_ACCEPT_RATIO,
+               blocks: str = STANDARD_BLOCKS) -> GeneralisationResult:
+    """Generalise an interesting block into an abstract block (Algorithm 8.2), sampling blocks
+    of block mode `blocks`."""
+    job = Generalisation(block, threshold, samples, accept_ratio, blocks=blocks)
     while not job.done:
         job.step(schemes, evaluate, rng)
     return job.result()

@@ -2,11 +2,11 @@
 generalised into discoveries, as a resumable state machine.
 
 Each round samples a batch of random blocks (lengths uniform in [min_length, max_length],
-schemes uniform) and evaluates them in one call. Each interesting block, in batch order: if a
-discovery covers it (Definition 8.7), it counts for the first such discovery; otherwise it is
-minimised; if a discovery covers the minimised block, that one counts it; otherwise it is
-generalised and becomes a discovery, and older discoveries the new one covers are dropped,
-their counts added to it.
+schemes uniform, of the configured block mode: concrete.BLOCK_MODES) and evaluates them in one
+call. Each interesting block, in batch order: if a discovery covers it (Definition 8.7), it
+counts for the first such discovery; otherwise it is minimised; if a discovery covers the
+minimised block, that one counts it; otherwise it is generalised and becomes a discovery, and
+older discoveries the new one covers are dropped, their counts added to it.
 
 `run` does one unit of work at a time (a round, a minimisation round, a generalisation step:
 each at most one evaluate call) and asks `should_stop` before each, so a campaign stops between
@@ -27,7 +27,7 @@ import numpy as np
 from pmpredict.anica.algorithm import (Evaluate, Generalisation, Minimisation, Witness,
                                        evaluate_batch, is_interesting, number_from,
                                        number_json, row_from, row_json)
-from pmpredict.anica.concrete import ConcreteBlock, random_block
+from pmpredict.anica.concrete import BLOCK_MODES, STANDARD_BLOCKS, ConcreteBlock, random_block
 from pmpredict.anica.domain import AbstractBlock, abstract, covers, describe, universe
 from pmpredict.anica.schemes import Scheme
 
@@ -44,19 +44,22 @@ class CampaignConfig:
     accept_ratio: float = 0.97
     batch: int = 64                   # random blocks per round
     seed: int = 0
+    blocks: str = STANDARD_BLOCKS     # the block mode: part of the campaign's identity
 
     def __post_init__(self):
         if not 1 <= self.min_length <= self.max_length:
             raise ValueError("block lengths need 1 <= min_length <= max_length")
         if self.samples < 1 or self.batch < 1:
             raise ValueError("samples and batch must be positive")
+        if self.blocks not in BLOCK_MODES:
+            raise ValueError(f"block mode {self.blocks!r}: one of {', '.join(BLOCK_MODES)}")
 
     def to_json(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict) -> "CampaignConfig":
-        return cls(**data)
+        return cls(**data)             # a checkpoint from before block modes: standard
 
 
 @dataclass
@@ -184,7 +187,7 @@ class Campaign:
         blocks = []
         for _ in range(cfg.batch):
             length = int(self.rng.integers(cfg.min_length, cfg.max_length + 1))
-            block = random_block(self.schemes, length, self.rng)
+            block = random_block(self.schemes, length, self.rng, mode=cfg.blocks)
             if block is None:
                 self.counters["unsampled"] += 1
             else:
@@ -212,7 +215,7 @@ class Campaign:
         """Count the block for the first discovery covering it; whether one does."""
         if not self.discoveries:
             return False
-        block = abstract(block)                  # once, not per discovery
+        block = abstract(block, self.config.blocks)     # once, not per discovery
         for d in self.discoveries:
             if covers(d.abstract, block):
                 d.covered += 1
@@ -227,7 +230,7 @@ class Campaign:
             w.origin = None
             return
         w.generalisation = Generalisation(job.block, self.config.threshold, self.config.samples,
-                                          self.config.accept_ratio)
+                                          self.config.accept_ratio, blocks=self.config.blocks)
         w.minimised_row = job.row
 
     def _generalised(self) -> None:

@@ -8,13 +8,22 @@ neighbour has. The register discipline keeps every block runnable by the measure
 
 * memory operands are `[BASE + disp]`, BASE from BASE_REGISTERS, none of which any instruction
   of the block writes (a form that writes one implicitly takes it out of the block's bases);
-  displacements are multiples of 64 in [0, 4032], so two memory operands alias exactly when
+  displacements are multiples of 64 in [0, 1280], so two memory operands alias exactly when
   they are spelt the same (the dissertation's rule for memory aliasing);
 * general-purpose data operands come from DATA_REGISTERS, a small pool so that dependencies
   occur by chance; vector operands from registers 0-7 of the width the form names;
 * rsp, rbp and r12-r15 never appear (the harness uses them);
 * immediates are 2^(W-8) + 42 for W > 8 bits, else 42: representable in the operand, and not
   narrower, so the instance matches back to its own form.
+
+That is the standard block mode. The memory mode (MEMORY_BLOCKS) looks for what standard blocks
+cannot show: a memory data operand's displacement is one of PLACES, two at a line's start and two
+3 bytes before a line's end, so that wider accesses there cross a cache line (the harness's bases
+are 64-byte aligned: measure/layout.py), and few enough that two operands of a block often meet
+at one place, perhaps at two widths (a store and a narrower load of it); and vector operands come
+from 4 registers only, so that integer, floating-point and shuffle instructions chain through one
+register by chance. Whether an access crosses a line (`crosses_line`) is a property of the
+concrete operand, which instantiation can be asked to meet (`crossing`), like aliasing.
 
 Operand slots are numbered in form order (Intel order on x86). A slot's alias class says what
 it can alias: "G" a general-purpose register (a fixed one too), "V" a vector register, "M" a
@@ -27,7 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from pmpredict.isa import semantics
 from pmpredict.isa.base import ADDRESS_ONLY, NO_MEMORY
@@ -36,6 +45,9 @@ from pmpredict.isa.forms import OperandKind, Placeholder, parse_form, split_oper
 DATA_REGISTERS = ("rax", "rcx", "rdx", "r8", "r9", "r10", "r11")
 BASE_REGISTERS = ("rsi", "rdi", "rbx")
 VECTOR_REGISTERS = tuple(f"v{i}" for i in range(8))
+# the memory mode's vector pool: with 4 registers, instructions of different execution domains
+# (integer vector, floating point, shuffles) chain through one register by chance
+MEMORY_MODE_VECTOR_REGISTERS = VECTOR_REGISTERS[:4]
 REGISTER_CLASSES = ("G", "V")            # placeholder classes blocks allocate
 LINE = 64
 # the measurement harness starts the three address registers 1344 bytes apart in one page
@@ -45,7 +57,25 @@ DISPLACEMENTS = tuple(range(0, 1344, LINE))
 # an address only computed (lea) with a 16/32-bit displacement placeholder: the matcher takes
 # the narrowest lea form, so the displacement must not fit 8 bits
 WIDE_DISPLACEMENTS = tuple(d for d in DISPLACEMENTS if d > 127)
+# the memory mode's displacements (bytes from the base, per base): 0 and 256 start a line, 189
+# and 445 end 3 bytes before one (192 - 3, 448 - 3), so an access of 4 bytes or more there
+# crosses a line and none at 0 or 256 does; spaced so that accesses of up to 64 bytes at two
+# places never overlap (nor reach the next base, 1344 bytes on): memory operands still alias
+# exactly when they are spelt the same
+PLACES = (0, 189, 256, 445)
+# an access that faults unless aligned (the aligned moves, legacy SSE's 16-byte operands, the
+# 16-byte and larger base-ISA ones: cmpxchg16b, fxsave) only takes the places at a line's start
+ALIGNED_PLACES = tuple(p for p in PLACES if p % LINE == 0)
+_ALIGNED_MOVES = frozenset({"movaps", "movapd", "movdqa", "vmovaps", "vmovapd", "vmovdqa",
+                            "vmovdqa32", "vmovdqa64", "movntps", "movntpd", "movntdq",
+                            "movntdqa", "vmovntps", "vmovntpd", "vmovntdq", "vmovntdqa"})
+_UNALIGNED_LEGACY = frozenset({"movups", "movupd", "movdqu", "lddqu", "pcmpestri",
+                               "pcmpestrm", "pcmpistri", "pcmpistrm"})
 INTEL_HEADER = ".intel_syntax noprefix\n"
+
+# block modes: what random blocks and samples look like (see the module docstring)
+STANDARD_BLOCKS, MEMORY_BLOCKS = "standard", "memory"
+BLOCK_MODES = (STANDARD_BLOCKS, MEMORY_BLOCKS)
 
 # Slot.kind
 REG, FIXED, MEM, ADDR, IMM, DIV, OTHER = "reg", "fixed", "mem", "addr", "imm", "div", "other"
@@ -97,6 +127,7 @@ class Slot:
     address: tuple[str, ...] = ()     # MEM / ADDR: its placeholder kinds (MEM base, DIV
                                       # index, MIMM or IMM displacement)
     displacements: tuple = (None,)    # MEM / ADDR: the displacements it may take
+    aligned: bool = False             # MEM: the access faults unless naturally aligned
 
 
 @dataclass(frozen=True)
@@ -130,7 +161,8 @@ def compiled(form: str, isa: str = "x86") -> CompiledForm:
                               if ph.kind == "IMM")[:1] or (None,)
             slot = Slot(MEM if data_memory else ADDR, MEMORY if data_memory else None,
                         width=op.mem_width, written=written, address=kinds,
-                        displacements=disps)
+                        displacements=disps,
+                        aligned=_faults_unaligned(template.mnemonic, op.mem_width))
         elif op.kind is OperandKind.REG and op.placeholders[0].kind == "DIV":
             slot = Slot(DIV, None, "G", op.placeholders[0].width)
         elif op.kind is OperandKind.REG:
@@ -151,6 +183,16 @@ def compiled(form: str, isa: str = "x86") -> CompiledForm:
         slots.append(slot)
         placeholders.extend((k, ph) for ph in op.placeholders)
     return CompiledForm(form, isa, tuple(slots), tuple(placeholders), frozenset(writes))
+
+
+def _faults_unaligned(mnemonic: str, width: int | None) -> bool:
+    """Whether an access of `width` bits by `mnemonic` faults unless aligned, conservatively:
+    the aligned moves, and legacy (not VEX) operands of 16 bytes or more but for the unaligned
+    moves (the memory mode keeps such accesses at a line's start)."""
+    m = mnemonic.lower()
+    if m in _ALIGNED_MOVES:
+        return True
+    return not m.startswith("v") and (width or 0) >= 128 and m not in _UNALIGNED_LEGACY
 
 
 def slots_of(form: str, isa: str = "x86") -> tuple[Slot, ...]:
@@ -223,6 +265,23 @@ def operand_values(instruction: str, form: str, isa: str = "x86") -> tuple:
     return tuple(values)
 
 
+def crosses_line(displacement: int | None, width: int) -> bool:
+    """Whether an access of `width` bits at `displacement` from a 64-byte aligned base (and
+    index: measure/layout.py) touches two cache lines."""
+    return (displacement or 0) % LINE + width // 8 > LINE
+
+
+def memory_crossings(block: ConcreteBlock, isa: str = "x86") -> dict[Position, bool]:
+    """Every memory data slot of a block (with a known access width) -> whether its access
+    crosses a cache line."""
+    out = {}
+    for i, (form, values) in enumerate(zip(block.forms, block_values(block, isa))):
+        for k, slot in enumerate(compiled(form, isa).slots):
+            if slot.kind == MEM and slot.width and values[k] is not None:
+                out[(i, k)] = crosses_line(values[k][2], slot.width)
+    return out
+
+
 def block_values(block: ConcreteBlock, isa: str = "x86") -> list[tuple]:
     return [operand_values(line, form, isa) for line, form in zip(block.instructions, block.forms)]
 
@@ -246,16 +305,39 @@ def alias_pairs(forms: Sequence[str], isa: str = "x86") -> list[Pair]:
 
 # --- instantiation -------------------------------------------------------------------------
 
-def _candidates(slot: Slot, bases: tuple[str, ...]) -> tuple:
+def _check_mode(mode: str) -> None:
+    if mode not in BLOCK_MODES:
+        raise ValueError(f"block mode {mode!r}: one of {', '.join(BLOCK_MODES)}")
+
+
+def _displacements(slot: Slot, mode: str) -> tuple:
+    """The displacements a memory operand may take: the memory mode's PLACES for a data
+    access with a displacement to choose, else those of its form."""
+    if mode == MEMORY_BLOCKS and slot.kind == MEM and "MIMM" in slot.address:
+        return ALIGNED_PLACES if slot.aligned else PLACES
+    return slot.displacements
+
+
+def _candidates(slot: Slot, bases: tuple[str, ...], mode: str = STANDARD_BLOCKS) -> tuple:
     if slot.kind == FIXED:
         return (slot.family,)
     if slot.kind == REG:
-        return DATA_REGISTERS if slot.reg_class == GENERAL else VECTOR_REGISTERS
+        if slot.reg_class == GENERAL:
+            return DATA_REGISTERS
+        return MEMORY_MODE_VECTOR_REGISTERS if mode == MEMORY_BLOCKS else VECTOR_REGISTERS
     if slot.kind in (MEM, ADDR):
         return tuple((b, i, d) for b in (bases if "MEM" in slot.address else (None,))
                      for i in ([x for x in bases if x != b] if "DIV" in slot.address else (None,))
-                     for d in slot.displacements)
+                     for d in _displacements(slot, mode))
     return ()
+
+
+def _meeting_crossing(slot: Slot, candidates: tuple, crosses: bool | None) -> tuple:
+    """The candidate addresses of a memory data slot whose access crosses a line or not, as
+    asked (None: either); a slot that is not a memory data access is not bound by it."""
+    if crosses is None or slot.kind != MEM or not slot.width:
+        return candidates
+    return tuple(v for v in candidates if crosses_line(v[2], slot.width) == crosses)
 
 
 def _pick(rng, options):
@@ -263,10 +345,16 @@ def _pick(rng, options):
 
 
 def instantiate(forms: Sequence[str], rng, must: Sequence[Pair] = (),
-                must_not: Sequence[Pair] = (), isa: str = "x86") -> ConcreteBlock | None:
-    """One block of the forms, in order, meeting the aliasing constraints that apply (both
-    slots exist and match); None when this attempt found no registers that meet them (the
-    greedy choice of 8.1.5 may fail where a solution exists: callers retry)."""
+                must_not: Sequence[Pair] = (), isa: str = "x86", *,
+                mode: str = STANDARD_BLOCKS,
+                crossing: Mapping[Position, bool] | None = None) -> ConcreteBlock | None:
+    """One block of the forms, in order, in block mode `mode`, meeting the aliasing
+    constraints that apply (both slots exist and match) and the line-crossing ones (slot ->
+    whether its access crosses a line; it applies where the slot is a memory data access);
+    None when this attempt found no values that meet them (the greedy choice of 8.1.5 may
+    fail where a solution exists: callers retry)."""
+    _check_mode(mode)
+    crossing = crossing or {}
     comp = [compiled(f, isa) for f in forms]
     written = set().union(*(c.writes for c in comp)) if comp else set()
     bases = tuple(b for b in BASE_REGISTERS if b not in written)
@@ -303,7 +391,8 @@ def instantiate(forms: Sequence[str], rng, must: Sequence[Pair] = (),
     for g, members in groups.items():
         allowed = None
         for i, k in members:
-            cand = _candidates(comp[i].slots[k], bases)
+            slot = comp[i].slots[k]
+            cand = _meeting_crossing(slot, _candidates(slot, bases, mode), crossing.get((i, k)))
             if allowed is None:
                 allowed = cand
             else:
@@ -329,7 +418,7 @@ def instantiate(forms: Sequence[str], rng, must: Sequence[Pair] = (),
             if (i, k) in parent:
                 values[k] = chosen[find((i, k))]
             elif slot.kind == ADDR:
-                options_here = _candidates(slot, bases)
+                options_here = _candidates(slot, bases, mode)
                 if not options_here:
                     return None
                 values[k] = _pick(rng, options_here)
@@ -371,11 +460,12 @@ def _render(c: CompiledForm, values: dict) -> str | None:
 
 
 def random_block(schemes: Sequence, length: int, rng, attempts: int = 20,
-                 isa: str = "x86") -> ConcreteBlock | None:
-    """A block of `length` schemes drawn uniformly (with repetition), registers at random."""
+                 isa: str = "x86", mode: str = STANDARD_BLOCKS) -> ConcreteBlock | None:
+    """A block of `length` schemes drawn uniformly (with repetition), registers (and, in the
+    memory mode, places) at random."""
     for _ in range(attempts):
         forms = [schemes[int(j)].form for j in rng.integers(len(schemes), size=length)]
-        block = instantiate(forms, rng, isa=isa)
+        block = instantiate(forms, rng, isa=isa, mode=mode)
         if block is not None:
             return block
     return None

@@ -29,6 +29,14 @@ operand sits there if that operand can alias the other one, and is void otherwis
 "must" for every matching pair that aliases and "must-not" for every other matching pair (eq.
 8.16): registers alias when they are one family, memory operands when they are spelt the same.
 
+Line-crossing constraints are the memory block mode's analogue for alignment, which, like
+aliasing, is a property of a concrete operand and not of a form: per memory slot (instruction
+index, operand index), CROSSES (its access touches two cache lines) or WITHIN (one line); a slot
+not listed is TOP (either). Such a constraint applies only where the slot exists and is a memory
+data access; beta records one for every memory data slot in the memory mode (never in the
+standard mode, whose accesses all stay within a line), and an expansion drops one, as it drops
+an aliasing constraint.
+
 Subsumption (8.1.6) comes in two strengths: `subsumes(a, b)` is the domain's order (the same
 length, instruction by instruction: gamma(b) within gamma(a)); `covers(a, b)` is Definition
 8.7, which the campaign uses: a's instructions map injectively onto b's, in b's order up to a
@@ -43,14 +51,16 @@ import json
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from pmpredict.anica.concrete import (ConcreteBlock, Pair, Position, alias_class, alias_pairs,
-                                      block_values, instantiate, matching)
+from pmpredict.anica.concrete import (MEMORY, STANDARD_BLOCKS, ConcreteBlock, Pair, Position,
+                                      alias_class, alias_pairs, block_values, instantiate,
+                                      matching, memory_crossings)
 from pmpredict.anica.schemes import Scheme, scheme_of
 from pmpredict.isa.forms import OperandKind, parse_form
 
 TOP = None
 NONE = "none"                           # subset-or-none: the scheme has no such thing
 MUST, MUST_NOT = "must", "must-not"
+CROSSES, WITHIN = "crosses", "within"    # a memory access crosses a cache line, or stays in one
 MNEMONIC_MAX_DISTANCE = 3               # the dissertation's K for the mnemonic abstraction
 # a sampling attempt may fail (greedy register choice, 8.1.5): at most this many failures
 # plus SAMPLE_RETRIES_PER_BLOCK per block asked for, then fewer blocks are returned
@@ -240,10 +250,12 @@ def _pair(a: Position, b: Position) -> Pair:
 
 @dataclass(frozen=True)
 class AbstractBlock:
-    """Abstract instructions and aliasing constraints: ((i, k), (j, l), MUST or MUST_NOT),
-    pairs ordered, sorted; a pair not listed is TOP."""
+    """Abstract instructions, aliasing constraints ((i, k), (j, l), MUST or MUST_NOT), pairs
+    ordered, sorted; a pair not listed is TOP; and line-crossing constraints ((i, k), CROSSES
+    or WITHIN), sorted; a slot not listed is TOP."""
     instructions: tuple[AbstractInstruction, ...]
     aliasing: tuple[tuple[Position, Position, str], ...] = ()
+    crossing: tuple[tuple[Position, str], ...] = ()
 
     def __len__(self) -> int:
         return len(self.instructions)
@@ -258,14 +270,25 @@ class AbstractBlock:
     def must_not(self) -> list[Pair]:
         return [(p, q) for p, q, r in self.aliasing if r == MUST_NOT]
 
+    def crossing_of(self, p: Position) -> str | None:
+        return next((r for q, r in self.crossing if q == p), TOP)
+
+    def crossing_wanted(self) -> dict[Position, bool]:
+        """slot -> whether its access must cross a line (instantiate's `crossing`)."""
+        return {p: r == CROSSES for p, r in self.crossing}
+
     def to_json(self) -> dict:
-        return {"type": "abstract", "instructions": [ai.to_json() for ai in self.instructions],
-                "aliasing": [[list(p), list(q), r] for p, q, r in self.aliasing]}
+        out = {"type": "abstract", "instructions": [ai.to_json() for ai in self.instructions],
+               "aliasing": [[list(p), list(q), r] for p, q, r in self.aliasing]}
+        if self.crossing:                    # standard-mode blocks read as they always did
+            out["crossing"] = [[list(p), r] for p, r in self.crossing]
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "AbstractBlock":
         return cls(tuple(AbstractInstruction.from_json(d) for d in data["instructions"]),
-                   sorted_aliasing((tuple(p), tuple(q), r) for p, q, r in data["aliasing"]))
+                   sorted_aliasing((tuple(p), tuple(q), r) for p, q, r in data["aliasing"]),
+                   sorted_crossing((tuple(p), r) for p, r in data.get("crossing", ())))
 
 
 def sorted_aliasing(items) -> tuple:
@@ -278,21 +301,35 @@ def sorted_aliasing(items) -> tuple:
     return tuple(sorted((p, q, r) for (p, q), r in out.items()))
 
 
+def sorted_crossing(items) -> tuple:
+    """Line-crossing constraints ((i, k), CROSSES or WITHIN) as AbstractBlock keeps them: one
+    per slot (the last given), sorted."""
+    out = {}
+    for p, r in items:
+        if r not in (CROSSES, WITHIN):
+            raise ValueError(f"line-crossing constraint {r!r}: {CROSSES} or {WITHIN}")
+        out[tuple(p)] = r
+    return tuple(sorted(out.items()))
+
+
 # --- beta, gamma ---------------------------------------------------------------------------
 
 def _aliases(x, y) -> bool:
     return x is not None and x == y
 
 
-def abstract(block: ConcreteBlock) -> AbstractBlock:
-    """beta: the most specific abstract block representing `block` (eq. 8.6, 8.16)."""
+def abstract(block: ConcreteBlock, mode: str = STANDARD_BLOCKS) -> AbstractBlock:
+    """beta: the most specific abstract block representing `block` (eq. 8.6, 8.16) among the
+    blocks of `mode`: in the memory mode, with whether each memory access crosses a line."""
     values = block_values(block)
     aliasing = []
     for a, b in alias_pairs(block.forms):
         same = _aliases(values[a[0]][a[1]], values[b[0]][b[1]])
         aliasing.append((a, b, MUST if same else MUST_NOT))
+    crossing = () if mode == STANDARD_BLOCKS else sorted_crossing(
+        (p, CROSSES if crosses else WITHIN) for p, crosses in memory_crossings(block).items())
     return AbstractBlock(tuple(abstract_instruction(scheme_of(f)) for f in block.forms),
-                         sorted_aliasing(aliasing))
+                         sorted_aliasing(aliasing), crossing)
 
 
 def _constraints_hold(abs_block: AbstractBlock, block: ConcreteBlock, values=None) -> bool:
@@ -303,6 +340,10 @@ def _constraints_hold(abs_block: AbstractBlock, block: ConcreteBlock, values=Non
         same = _aliases(values[p[0]][p[1]], values[q[0]][q[1]])
         if same != (r == MUST):
             return False
+    crossings = memory_crossings(block) if abs_block.crossing else {}
+    for p, r in abs_block.crossing:
+        if p in crossings and crossings[p] != (r == CROSSES):
+            return False                               # (no such memory slot: void)
     return True
 
 
@@ -346,6 +387,22 @@ def _aliasing_implied(a: AbstractBlock, b: AbstractBlock, mapping: Sequence[int]
     return True
 
 
+def _never_memory(b: AbstractBlock, p: Position) -> bool:
+    """Whether slot p of b is never a memory data access in gamma(b) (then a line-crossing
+    constraint on it holds vacuously)."""
+    return _known_class(b.instructions[p[0]], p[1]) not in ("?", MEMORY)
+
+
+def _crossing_implied(a: AbstractBlock, b: AbstractBlock, mapping: Sequence[int]) -> bool:
+    """C3 for line crossing: b constrains each mapped memory slot as a does (a must-cross in a
+    is implied only by a must-cross in b, or by b's slot never being a memory access)."""
+    for p, r in a.crossing:
+        pb = (mapping[p[0]], p[1])
+        if b.crossing_of(pb) != r and not _never_memory(b, pb):
+            return False
+    return True
+
+
 def subsumes(a: AbstractBlock, b: AbstractBlock) -> bool:
     """gamma(b) within gamma(a), soundly (a yes is true): the same length, instruction by
     instruction, and every constraint of a also in b (or void there)."""
@@ -353,15 +410,17 @@ def subsumes(a: AbstractBlock, b: AbstractBlock) -> bool:
         return False
     if not all(instruction_subsumes(x, y) for x, y in zip(a.instructions, b.instructions)):
         return False
-    return _aliasing_implied(a, b, range(len(b)))
+    return _aliasing_implied(a, b, range(len(b))) and _crossing_implied(a, b, range(len(b)))
 
 
-def covers(a: AbstractBlock, b: AbstractBlock | ConcreteBlock) -> bool:
-    """Definition 8.7: a subsumes b (a concrete block: its beta) up to rotation and gaps: an
-    injective map of a's instructions onto b's, in b's order up to a rotation (C1, C4), each
-    onto one a's instruction subsumes (C2), b constraining the mapped slots as a does (C3)."""
+def covers(a: AbstractBlock, b: AbstractBlock | ConcreteBlock,
+           mode: str = STANDARD_BLOCKS) -> bool:
+    """Definition 8.7: a subsumes b (a concrete block: its beta in block mode `mode`) up to
+    rotation and gaps: an injective map of a's instructions onto b's, in b's order up to a
+    rotation (C1, C4), each onto one a's instruction subsumes (C2), b constraining the mapped
+    slots as a does (C3)."""
     if isinstance(b, ConcreteBlock):
-        b = abstract(b)
+        b = abstract(b, mode)
     n, m = len(a), len(b)
     if n == 0 or n > m:
         return n == 0
@@ -373,7 +432,8 @@ def covers(a: AbstractBlock, b: AbstractBlock | ConcreteBlock) -> bool:
             mapping = [0] * n
             for t, pos in enumerate(positions):
                 mapping[(start + t) % n] = pos
-            if all(fits[i][mapping[i]] for i in range(n)) and _aliasing_implied(a, b, mapping):
+            if all(fits[i][mapping[i]] for i in range(n)) and \
+                    _aliasing_implied(a, b, mapping) and _crossing_implied(a, b, mapping):
                 return True
     return False
 
@@ -437,6 +497,11 @@ def _may_match(u: Universe, block: AbstractBlock, p: Position, q: Position) -> b
                 u.classes(block.instructions[q[0]], q[1]))
 
 
+def _may_be_memory(u: Universe, block: AbstractBlock, p: Position) -> bool:
+    """Whether slot p is a memory data access in some concretisation of block."""
+    return MEMORY in u.classes(block.instructions[p[0]], p[1])
+
+
 def same_concretisation(a: AbstractBlock, b: AbstractBlock, schemes) -> bool:
     """Whether a and b represent the same blocks over `schemes`, as far as a cheap check tells
     (True is reliable): equal sets of schemes per instruction, and every constraint on which
@@ -448,7 +513,10 @@ def same_concretisation(a: AbstractBlock, b: AbstractBlock, schemes) -> bool:
         if x != y and u.admitted(x) != u.admitted(y):     # both in the universe's order
             return False
     differ = set(a.aliasing) ^ set(b.aliasing)
-    return all(not _may_match(u, a, p, q) and not _may_match(u, b, p, q) for p, q, _ in differ)
+    if not all(not _may_match(u, a, p, q) and not _may_match(u, b, p, q) for p, q, _ in differ):
+        return False
+    return all(not _may_be_memory(u, a, p) and not _may_be_memory(u, b, p)
+               for p, _ in set(a.crossing) ^ set(b.crossing))
 
 
 # --- expansions ----------------------------------------------------------------------------
@@ -458,8 +526,9 @@ def _encoded(value) -> str:
 
 
 def expansions(abs_block: AbstractBlock) -> list[tuple[str, AbstractBlock]]:
-    """Every one-step generalisation (eq. 8.7, 8.12, 8.17): (name, expanded block). The name
-    identifies the expansion function (instruction, feature, from, to; or the constraint)."""
+    """Every one-step generalisation (eq. 8.7, 8.12, 8.17 and its analogue for line crossing):
+    (name, expanded block). The name identifies the expansion function (instruction, feature,
+    from, to; or the constraint)."""
     out = []
     for i, ai in enumerate(abs_block.instructions):
         for f in FEATURES:
@@ -468,36 +537,45 @@ def expansions(abs_block: AbstractBlock) -> list[tuple[str, AbstractBlock]]:
                 name = f"#{i + 1}.{f.name}: {_encoded(f.encode(x))} -> {_encoded(f.encode(y))}"
                 changed = abs_block.instructions[:i] + (replace(ai, **{f.name: y}),) + \
                     abs_block.instructions[i + 1:]
-                out.append((name, AbstractBlock(changed, abs_block.aliasing)))
+                out.append((name, replace(abs_block, instructions=changed)))
     for n, (p, q, r) in enumerate(abs_block.aliasing):
         name = f"alias {_slot_name(p)} {'=' if r == MUST else '!='} {_slot_name(q)} -> TOP"
-        out.append((name, AbstractBlock(abs_block.instructions,
-                                        abs_block.aliasing[:n] + abs_block.aliasing[n + 1:])))
+        out.append((name, replace(abs_block,
+                                  aliasing=abs_block.aliasing[:n] + abs_block.aliasing[n + 1:])))
+    for n, (p, r) in enumerate(abs_block.crossing):
+        name = f"crossing {_slot_name(p)} {r} -> TOP"
+        out.append((name, replace(abs_block,
+                                  crossing=abs_block.crossing[:n] + abs_block.crossing[n + 1:])))
     return out
 
 
 def expansion_feature(name: str) -> str:
-    """The feature an expansion (by its name) lifts, "alias" for a constraint."""
-    return "alias" if name.startswith("alias") else name.split(":", 1)[0].split(".", 1)[1]
+    """The feature an expansion (by its name) lifts, "alias" or "crossing" for a constraint."""
+    for constraint in ("alias", "crossing"):
+        if name.startswith(constraint):
+            return constraint
+    return name.split(":", 1)[0].split(".", 1)[1]
 
 
 # --- sampling ------------------------------------------------------------------------------
 
-def sample(abs_block: AbstractBlock, schemes, rng, n: int) -> list[ConcreteBlock]:
-    """Up to n blocks of gamma(abs_block) (8.1.5): per instruction a scheme it admits, uniformly,
-    then registers meeting every constraint that applies. Failed attempts are retried a
-    bounded number of times; fewer blocks (none) come back when the constraints are hard (or
-    impossible) to meet."""
+def sample(abs_block: AbstractBlock, schemes, rng, n: int,
+           mode: str = STANDARD_BLOCKS) -> list[ConcreteBlock]:
+    """Up to n blocks of gamma(abs_block) (8.1.5) in block mode `mode`: per instruction a
+    scheme it admits, uniformly, then registers (and places) meeting every constraint that
+    applies. Failed attempts are retried a bounded number of times; fewer blocks (none) come
+    back when the constraints are hard (or impossible) to meet."""
     u = universe(schemes)
     options = [u.admitted(ai) for ai in abs_block.instructions]
     if not options or not all(options):
         return []
     must, must_not = abs_block.must(), abs_block.must_not()
+    crossing = abs_block.crossing_wanted()
     out: list[ConcreteBlock] = []
     failures, allowed = 0, SAMPLE_RETRIES + SAMPLE_RETRIES_PER_BLOCK * n
     while len(out) < n and failures < allowed:
         forms = [opts[int(rng.integers(len(opts)))].form for opts in options]
-        block = instantiate(forms, rng, must, must_not)
+        block = instantiate(forms, rng, must, must_not, mode=mode, crossing=crossing)
         if block is None:
             failures += 1
         else:
@@ -577,11 +655,21 @@ def describe_instruction(ai: AbstractInstruction) -> str:
     return " ".join(words)
 
 
+def describe_crossing(p: Position, relation: str) -> str:
+    """"instruction 2's memory operand crosses a cache line"."""
+    where = f"instruction {p[0] + 1}'s memory operand"
+    if relation == CROSSES:
+        return f"{where} crosses a cache line"
+    return f"{where} stays within a cache line"
+
+
 def describe(abs_block: AbstractBlock) -> str:
-    """A short description: the instructions, then the constraints (`#1.op1 = #2.op2`)."""
+    """A short description: the instructions, then the constraints (`#1.op1 = #2.op2`,
+    "instruction 2's memory operand crosses a cache line")."""
     parts = [describe_instruction(ai) for ai in abs_block.instructions]
     parts += [f"{_slot_name(p)} {'=' if r == MUST else '!='} {_slot_name(q)}"
               for p, q, r in abs_block.aliasing]
+    parts += [describe_crossing(p, r) for p, r in abs_block.crossing]
     return " ; ".join(parts)
 
 
@@ -602,7 +690,7 @@ def from_json(data: dict):
     raise ValueError("not a block: no type 'abstract' or 'concrete'")
 
 
-__all__ = ["TOP", "NONE", "MUST", "MUST_NOT", "FEATURES", "AbstractInstruction",
-           "AbstractBlock", "Universe", "abstract", "abstract_instruction", "contains",
+__all__ = ["TOP", "NONE", "MUST", "MUST_NOT", "CROSSES", "WITHIN", "FEATURES",
+           "AbstractInstruction", "AbstractBlock", "Universe", "abstract", "abstract_instruction", "contains",
            "subsumes", "covers", "instruction_subsumes", "same_concretisation", "expansions",
            "sample", "describe", "describe_form", "to_json", "from_json", "universe"]

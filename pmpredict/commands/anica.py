@@ -50,6 +50,10 @@ def register(sub):
                    help="share of sampled blocks that must stay interesting (default 0.97)")
     p.add_argument("--batch", type=int_in(1, 100_000), default=64, metavar="N",
                    help="random blocks per round (default 64)")
+    # concrete.BLOCK_MODES, spelt out: parsing the command line loads no campaign code
+    p.add_argument("--blocks", choices=("standard", "memory"), default="standard",
+                   help="memory: accesses that cross cache lines, one place at two widths, "
+                        "4 vector registers to chain domains (default standard)")
     p.add_argument("--budget-s", type=float_in(0.0, 1e9, low_open=True), metavar="SEC",
                    help=f"stop after SEC seconds (default {DEFAULT_BUDGET_S:g} without "
                         "--budget-calls)")
@@ -105,8 +109,11 @@ def _schemes(args, predictors):
 def _settings_digest(args) -> str:
     # deferred: hashing only to name the default checkpoint
     import hashlib
-    key = repr((args.predictor, args.forms, args.threshold, args.min_length, args.max_length,
-                args.samples, args.accept, args.batch, args.seed))
+    settings = (args.predictor, args.forms, args.threshold, args.min_length, args.max_length,
+                args.samples, args.accept, args.batch, args.seed)
+    if args.blocks != "standard":              # standard campaigns keep their older names
+        settings += (args.blocks,)
+    key = repr(settings)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
@@ -145,10 +152,10 @@ def run(args):
     schemes = _schemes(args, predictors)
     config = CampaignConfig(threshold=args.threshold, min_length=args.min_length,
                             max_length=args.max_length, samples=args.samples,
-                            accept_ratio=args.accept, batch=args.batch, seed=args.seed)
-    if saved is not None and saved["campaign"]["config"] != _config_json(config):
-        raise InputError(args.resume, "this checkpoint is of a campaign with other settings: "
-                                      "give the same flags as its first run")
+                            accept_ratio=args.accept, batch=args.batch, seed=args.seed,
+                            blocks=args.blocks)
+    if saved is not None:
+        _check_resumable(args.resume, saved, config)
     store = None if args.no_cache else AnswerStore(
         args.cache or os.path.join(cache_dir(), "anica.sqlite"))
     workers = (os.cpu_count() or 1) if args.workers is None else args.workers
@@ -176,10 +183,21 @@ def run(args):
     return 0
 
 
-def _config_json(config) -> dict:
-    # deferred: dataclasses only for comparing a checkpoint's settings
-    from dataclasses import asdict
-    return asdict(config)
+def _check_resumable(path: str, saved: dict, config) -> None:
+    """InputError unless the checkpoint is of a campaign with these settings (one from before
+    block modes is a standard one)."""
+    # deferred: the campaign's configuration, when resuming
+    from pmpredict.anica.campaign import CampaignConfig
+    try:
+        theirs = CampaignConfig.from_json(saved["campaign"]["config"])
+    except (KeyError, TypeError, ValueError):
+        raise InputError(path, "the checkpoint's campaign settings cannot be read") from None
+    if theirs.blocks != config.blocks:
+        raise InputError(path, f"this checkpoint is of a campaign with --blocks {theirs.blocks}, "
+                               f"not {config.blocks}: give the same flags as its first run")
+    if theirs != config:
+        raise InputError(path, "this checkpoint is of a campaign with other settings: "
+                               "give the same flags as its first run")
 
 
 class _Progress:

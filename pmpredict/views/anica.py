@@ -60,11 +60,18 @@ def _fmt(c) -> str:
     return "failed" if c is None or c != c else f"{c:.2f}"
 
 
+def _mode(outcome) -> str:
+    """" memory-mode" for a campaign of `--blocks memory`, else nothing."""
+    mode = outcome.config.get("blocks", "standard")
+    return "" if mode == "standard" else f" {mode}-mode"
+
+
 def text(outcome) -> str:
     labels = outcome.labels
     c = outcome.counters
     out = [f"AnICA: {labels[0]} against {', '.join(labels[1:])}",
-           f"{c.get('random_blocks', 0)} random blocks from {outcome.schemes} instruction forms, "
+           f"{c.get('random_blocks', 0)} random{_mode(outcome)} blocks from {outcome.schemes} "
+           f"instruction forms, "
            f"{c.get('interesting', 0)} interesting (relative difference >= "
            f"{outcome.config.get('threshold')}); {c.get('calls', 0)} blocks evaluated in "
            f"{outcome.elapsed_s:.0f} s"
@@ -112,7 +119,8 @@ def html(outcome) -> str:
              f"<title>AnICA: {esc(labels[0])} vs {esc(', '.join(labels[1:]))}</title>",
              f"<style>{_STYLE}</style></head><body>",
              f"<h1>Where {esc(labels[0])} and {esc(', '.join(labels[1:]))} disagree</h1>",
-             f"<p class='meta'>{c.get('random_blocks', 0)} random blocks from {outcome.schemes} "
+             f"<p class='meta'>{c.get('random_blocks', 0)} random{esc(_mode(outcome))} blocks "
+             f"from {outcome.schemes} "
              f"instruction forms; {c.get('interesting', 0)} interesting (relative difference "
              f"&ge; {esc(str(outcome.config.get('threshold')))}); {c.get('calls', 0)} blocks "
              f"evaluated in {outcome.elapsed_s:.0f} s; seed {esc(str(outcome.config.get('seed')))}"
