@@ -384,6 +384,26 @@ def test_a_load_partly_over_a_store_waits_at_the_partial_forwarding_latency():
     assert apart.bounds.loop_carried == 0.0
 
 
+def test_a_load_forwarding_fails_for_waits_for_everything_older_than_the_store():
+    """x86 stores commit in order after they retire, and a load that forwarding fails for
+    reads the committed bytes: no data links a load to the next iteration's, yet each waits
+    for the one before (Zen 4, `pmpredict measure`, 2026-12-07: `movq 904(%r12), %rdi; movl
+    $0, 904(%r12)` 19 cycles a loop, either order)."""
+    # the 8-byte load reads the 4-byte store of the iteration before
+    after = predict(["movq 904(%rbx), %rdi", "movl %eax, 904(%rbx)"], PARTIAL)
+    assert after.bounds.loop_carried == 19.0
+    before = predict(["movl %eax, 904(%rbx)", "movq 904(%rbx), %rdi"], PARTIAL)
+    assert before.bounds.loop_carried == 19.0
+    # an older instruction of longer latency, independent of memory, is waited for too
+    # (imul: 3 cycles in TOY): load -> imul of rdi -> (commit) -> the next load
+    longer = predict(["movq 904(%rbx), %rdi", "imulq %rdi, %rdi", "movl %eax, 904(%rbx)"],
+                     PARTIAL)
+    assert longer.bounds.loop_carried == 19.0 + TOY.latency[F["imul"]]
+    # a store forwarding works for waits for nothing it does not read
+    whole = predict(["movq 904(%rbx), %rdi", "movq %rax, 904(%rbx)"], PARTIAL)
+    assert whole.bounds.loop_carried == 0.0
+
+
 def test_a_model_without_the_partial_latency_says_it_did_not_count_the_stall():
     model = replace(PARTIAL, pipeline=RENAMING.pipeline)
     r = predict(["movl %edi, 904(%rbx)", "movq 904(%rbx), %rdi"], model)

@@ -153,6 +153,23 @@ class Forwarding:
         return "load_op" if load.load_op else "plain"
 
 
+def _waits_for_commit(n: int, store: int, distance: int, load: int, weight: float
+                      ) -> list[Edge]:
+    """A load that forwarding fails for reads the store's bytes from the cache once the store
+    has committed, and x86 stores commit in program order after they retire: after every
+    instruction older than the store. So the load waits `weight` (the partial forwarding
+    latency, measured after the last older instruction, chains.py) after each of those, back
+    to the store's iteration before (distance at most 1: the loop-carried bound counts one
+    iteration an edge). Measured on Zen 4 (family 25 model 17, 2026-12-07): `mov rdi, [m];
+    mov dword [m], 0` 19 cycles a loop, where no register or memory chain links a load to
+    the next."""
+    edges = [Edge(m, load, weight, distance, "mem") for m in range(store)
+             if distance == 1 or m < load]
+    if distance == 0:           # the store's iteration's elders before it: one back
+        edges += [Edge(m, load, weight, 1, "mem") for m in range(store + 1, n)]
+    return edges
+
+
 def _read_modify_write(ref: MemRef) -> bool:
     return ref.load and ref.store
 
@@ -332,6 +349,7 @@ def build_graph(nodes: list[Node], load_latency: float,
                 if forwarding.partial is not None:
                     weight = forwarding.partial + max(0.0, ref.latency - load_latency)
                     graph.edges.append(Edge(edge[0], i, weight, edge[1], "mem"))
+                    graph.edges.extend(_waits_for_commit(n, edge[0], edge[1], i, weight))
             elif edge is not None:
                 j, distance, store, _ = edge
                 # the vector forwarding latency is measured into a plain vector load's value
