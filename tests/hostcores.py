@@ -88,5 +88,9 @@ def independent_imul_cycles(tries: int = 3) -> float:
     path): what the experiment path's figure for the form must agree with. It is a fact of the
     core, not a constant: one a cycle on Intel and Zen 1-4, three a cycle on Zen 5."""
     from pmpredict.measure import measure_block
-    best = min(measure_block(TWELVE_IMULS, "att").cycles for _ in range(tries))
+    # the fastest reading the harness reports reproduced, the fastest of all where none is (a
+    # disturbed unroll variant misreads a block low as well as high)
+    readings = [measure_block(TWELVE_IMULS, "att") for _ in range(tries)]
+    good = [r.cycles for r in readings if r.stable and r.cycles is not None]
+    best = min(good or [r.cycles for r in readings])
     return best / 12
