@@ -41,6 +41,7 @@ from typing import Mapping, Sequence
 from pmpredict.isa import semantics
 from pmpredict.isa.base import ADDRESS_ONLY, NO_MEMORY
 from pmpredict.isa.forms import OperandKind, Placeholder, parse_form, split_operands
+from pmpredict.predict.line_splits import crosses
 
 DATA_REGISTERS = ("rax", "rcx", "rdx", "r8", "r9", "r10", "r11")
 BASE_REGISTERS = ("rsi", "rdi", "rbx")
@@ -63,14 +64,8 @@ WIDE_DISPLACEMENTS = tuple(d for d in DISPLACEMENTS if d > 127)
 # places never overlap (nor reach the next base, 1344 bytes on): memory operands still alias
 # exactly when they are spelt the same
 PLACES = (0, 189, 256, 445)
-# an access that faults unless aligned (the aligned moves, legacy SSE's 16-byte operands, the
-# 16-byte and larger base-ISA ones: cmpxchg16b, fxsave) only takes the places at a line's start
+# an access the ISA says faults unless aligned only takes the places at a line's start
 ALIGNED_PLACES = tuple(p for p in PLACES if p % LINE == 0)
-_ALIGNED_MOVES = frozenset({"movaps", "movapd", "movdqa", "vmovaps", "vmovapd", "vmovdqa",
-                            "vmovdqa32", "vmovdqa64", "movntps", "movntpd", "movntdq",
-                            "movntdqa", "vmovntps", "vmovntpd", "vmovntdq", "vmovntdqa"})
-_UNALIGNED_LEGACY = frozenset({"movups", "movupd", "movdqu", "lddqu", "pcmpestri",
-                               "pcmpestrm", "pcmpistri", "pcmpistrm"})
 INTEL_HEADER = ".intel_syntax noprefix\n"
 
 # block modes: what random blocks and samples look like (see the module docstring)
@@ -162,7 +157,7 @@ def compiled(form: str, isa: str = "x86") -> CompiledForm:
             slot = Slot(MEM if data_memory else ADDR, MEMORY if data_memory else None,
                         width=op.mem_width, written=written, address=kinds,
                         displacements=disps,
-                        aligned=_faults_unaligned(template.mnemonic, op.mem_width))
+                        aligned=_faults_unaligned(obj, template.mnemonic, op.mem_width))
         elif op.kind is OperandKind.REG and op.placeholders[0].kind == "DIV":
             slot = Slot(DIV, None, "G", op.placeholders[0].width)
         elif op.kind is OperandKind.REG:
@@ -185,14 +180,11 @@ def compiled(form: str, isa: str = "x86") -> CompiledForm:
     return CompiledForm(form, isa, tuple(slots), tuple(placeholders), frozenset(writes))
 
 
-def _faults_unaligned(mnemonic: str, width: int | None) -> bool:
-    """Whether an access of `width` bits by `mnemonic` faults unless aligned, conservatively:
-    the aligned moves, and legacy (not VEX) operands of 16 bytes or more but for the unaligned
-    moves (the memory mode keeps such accesses at a line's start)."""
-    m = mnemonic.lower()
-    if m in _ALIGNED_MOVES:
-        return True
-    return not m.startswith("v") and (width or 0) >= 128 and m not in _UNALIGNED_LEGACY
+def _faults_unaligned(obj, mnemonic: str, width: int | None) -> bool:
+    """Whether the ISA says an access of `width` bits by `mnemonic` faults unless aligned
+    (the memory mode keeps such accesses at a line's start); an ISA that does not say: no."""
+    faults = getattr(obj, "faults_unaligned", None)
+    return bool(faults and faults(mnemonic, width))
 
 
 def slots_of(form: str, isa: str = "x86") -> tuple[Slot, ...]:
@@ -268,7 +260,7 @@ def operand_values(instruction: str, form: str, isa: str = "x86") -> tuple:
 def crosses_line(displacement: int | None, width: int) -> bool:
     """Whether an access of `width` bits at `displacement` from a 64-byte aligned base (and
     index: measure/layout.py) touches two cache lines."""
-    return (displacement or 0) % LINE + width // 8 > LINE
+    return crosses(displacement or 0, width // 8, LINE)
 
 
 def memory_crossings(block: ConcreteBlock, isa: str = "x86") -> dict[Position, bool]:

@@ -368,7 +368,8 @@ def _loop_probes() -> list[Probe]:
 
 def probes() -> tuple[Probe, ...]:
     return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
-                 + _split_probes() + _nop_probes() + _stack_probes() + _loop_probes() + _window_probes())
+                 + _split_probes() + _nop_probes() + _stack_probes() + _loop_probes()
+                 + _window_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------

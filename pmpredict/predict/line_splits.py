@@ -31,6 +31,12 @@ LINE_BYTES = 64
 LINE_SPLIT = "line split"
 
 
+def crosses(offset: int, nbytes: int, boundary: int) -> bool:
+    """Whether `nbytes` at `offset` from an address aligned to `boundary` pass a multiple of it
+    (a line's end, a store-pairing block's end)."""
+    return offset % boundary + nbytes > boundary
+
+
 @dataclass(frozen=True)
 class Split:
     """One memory access of one node that crosses a line on `share` of the iterations."""
@@ -67,7 +73,7 @@ def _could_split(nodes: list[Node], line: int) -> bool:
                 if not ref.implicit and ref.width and ref.width > 8]
     if not accesses:
         return False
-    if any(ref.address[3] % line + ref.width // 8 > line for ref in accesses):
+    if any(crosses(ref.address[3], ref.width // 8, line) for ref in accesses):
         return True
     return any(c % line for node in nodes for _, c in node.offsets) or \
         any(c % line for node in nodes for _, _, c in node.copies)
@@ -84,9 +90,9 @@ def _split_share(offset: int, width: int, step: int | None, line: int) -> float:
     """Share of the iterations on which `width` bytes at `offset` from an aligned base (moving
     `step` bytes an iteration) cross a line."""
     if not step or step % line == 0:
-        return 1.0 if offset % line + width > line else 0.0
+        return 1.0 if crosses(offset, width, line) else 0.0
     period = line // gcd(step % line, line)
-    crossing = sum(1 for n in range(period) if (offset + n * step) % line + width > line)
+    crossing = sum(1 for n in range(period) if crosses(offset + n * step, width, line))
     return crossing / period
 
 

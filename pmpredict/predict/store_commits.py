@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from pmpredict.predict.annotate import Annotated, MachineFacts
 from pmpredict.predict.deps import Node, SymbolicAddresses, forwarded_stores
+from pmpredict.predict.line_splits import crosses
 from pmpredict.predict.simulation_arrays import SKIP_EVEN, SKIP_ODD
 
 EVERY, EVEN, ODD = 3, 1, 2        # iterations on which a store is the second of a pair (bits)
@@ -241,7 +242,7 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
         # split, where pairing with itself would say 1.00)
         i, k = stores[j]
         width = nodes[i].memory[k].width
-        return width is None or at(j)[1] % block_bytes + width // 8 <= block_bytes
+        return width is None or not crosses(at(j)[1], width // 8, block_bytes)
 
     # the last store of the previous iteration, in this iteration's terms; when its pointer
     # has moved since, the two share a block most of the time if it moved by half one or less

@@ -856,6 +856,16 @@ def _resolved(insn, syntax: str):
 
 # --- the ISA object ----------------------------------------------------------------------------
 
+# accesses that fault (#GP) unless naturally aligned: the aligned and non-temporal moves; and
+# legacy-SSE (not VEX) memory operands of 16 bytes or more, but for the unaligned moves and
+# the string compares
+_ALIGNED_MOVES = frozenset({"movaps", "movapd", "movdqa", "vmovaps", "vmovapd", "vmovdqa",
+                            "vmovdqa32", "vmovdqa64", "movntps", "movntpd", "movntdq",
+                            "movntdqa", "vmovntps", "vmovntpd", "vmovntdq", "vmovntdqa"})
+_UNALIGNED_LEGACY = frozenset({"movups", "movupd", "movdqu", "lddqu", "pcmpestri",
+                               "pcmpestrm", "pcmpistri", "pcmpistrm"})
+
+
 class X86Semantics(IsaSemantics):
     """x86-64 (AT&T and Intel syntax). See the module docstring for the decisions."""
 
@@ -968,6 +978,14 @@ class X86Semantics(IsaSemantics):
                  for i, (op, k, access) in enumerate(zip(ops, key.operands, res.access))]
         return "_".join([key.mnemonic.upper(), ",_".join(texts)]) if texts else \
             key.mnemonic.upper()
+
+    def faults_unaligned(self, mnemonic: str, width: int | None) -> bool:
+        """Whether a memory access of `width` bits by `mnemonic` faults unless aligned to its
+        width, conservatively (a legacy-SSE operand of 16 bytes or more is taken to)."""
+        m = mnemonic.lower()
+        if m in _ALIGNED_MOVES:
+            return True
+        return not m.startswith("v") and (width or 0) >= 128 and m not in _UNALIGNED_LEGACY
 
     def division(self, what) -> Division | None:
         """The operand facts of an integer division (Division), for a form (a form string or
