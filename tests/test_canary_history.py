@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from pmpredict.measure.canary_history import TRUSTED, remembered_reference
+from pmpredict.measure.canary_history import RECENT, TRUSTED, remembered_reference
 
 CPU = "AuthenticAMD|25|1|1|AMD EPYC|avx2|x86_64"
 
@@ -56,3 +56,31 @@ def test_an_unwritable_or_damaged_history_changes_nothing(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("")
     assert remembered_reference(0.40, os.fspath(blocked / "sub"), CPU) == 0.40
+
+
+def test_a_floor_no_recent_probe_reaches_is_dropped(tmp_path):
+    """A Zen 4 guest had kept four readings of 4.20 adds a cycle (0.238) on a core that runs the
+    canary at 3.96 (0.2525) quiet: every sample of every run was retaken as contended. Once
+    RECENT probes in a row run more than the gate's tolerance slower than a floor, it goes."""
+    for glitch in (0.2379, 0.2379, 0.2381, 0.2383):
+        remembered_reference(glitch, str(tmp_path), CPU)
+    assert remembered_reference(0.2525, str(tmp_path), CPU) == 0.2379
+    for _ in range(RECENT - 2):
+        remembered_reference(0.2525, str(tmp_path), CPU)
+    # the RECENT-th probe since the glitches: none of them came within 5% of 0.2379
+    assert remembered_reference(0.2530, str(tmp_path), CPU) == 0.2525
+    assert remembered_reference(0.0, str(tmp_path), CPU) == 0.2525
+
+
+def test_a_floor_one_recent_probe_reaches_stays(tmp_path):
+    """The Zen 3 guest's tenant was busy nine tenths of the time: one quiet probe among the
+    recent ones keeps the quiet floor against every busy one."""
+    for quiet in (0.252, 0.253, 0.254):
+        remembered_reference(quiet, str(tmp_path), CPU)
+    for _ in range(RECENT - 4):
+        remembered_reference(0.40, str(tmp_path), CPU)
+    assert remembered_reference(0.40, str(tmp_path), CPU) == 0.252
+    for _ in range(RECENT - 1):
+        remembered_reference(0.40, str(tmp_path), CPU)
+    # RECENT busy probes in a row: the floor no longer holds (a run then reads the moment)
+    assert remembered_reference(0.40, str(tmp_path), CPU) == 0.40

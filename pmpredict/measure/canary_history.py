@@ -10,6 +10,15 @@ the core (its integer ALUs), so the fastest readings are kept per CPU identity, 
 fastest that two more confirm within a percent is a floor for the reference: glitches (a
 calibration slowed more than its canary; this guest's history began with 4.38 adds a cycle on
 a core with four ALUs) scatter below the quiet rate, and quiet readings repeat.
+
+Glitches can repeat too: a Zen 4 guest (family 25 model 17, 2026-12-07) had kept four readings
+of 4.20 adds a cycle within 0.3% of each other, on a core of four ALUs that runs the canary at
+3.96 quiet; its floor held every sample of every run to a rate no canary reached, so every
+sample was retaken 24 times and kept busy (an experiment cost 16-61 ms, 10 ms with no
+history). So the last RECENT probe readings are kept as well, and a floor that none of them
+came within `tolerance` of (the gate's own, `canary_slower`) is stale: the readings faster than
+the recent probes' best are dropped. A tenant busy nine tenths of the time (the Zen 3 guest)
+still leaves a quiet probe among that many.
 """
 
 from __future__ import annotations
@@ -20,6 +29,8 @@ import os
 import tempfile
 
 KEPT = 16         # readings remembered (the fastest)
+RECENT = 64       # ... and the latest probe readings, whatever their rate (quiet a tenth of
+                  # the time, 64 probes in a row all busy: 0.1%)
 TRUSTED = 3       # a floor needs this many readings within AGREE of each other ...
 AGREE = 0.01      # ... (quiet readings repeat within a percent; glitches scatter below them)
 # readings of earlier harnesses are not kept: until v2 a canary was divided by the fastest
@@ -27,7 +38,7 @@ AGREE = 0.01      # ... (quiet readings repeat within a percent; glitches scatte
 # core of five ALUs (an Intel Xeon guest, 2026-12-03), a floor no later canary reached; v2's
 # floor, the third fastest, drifted 6% below the quiet rate in an evening of runs beside a busy
 # vCPU (0.189, 0.192, 0.199 where 0.211 is quiet), and every sample was contended again
-VERSION = "v3"
+VERSION = "v3"    # a v3 file without "recent" reads as no recent probes
 
 
 def _path(directory: str, identity: str) -> str:
@@ -35,37 +46,50 @@ def _path(directory: str, identity: str) -> str:
     return os.path.join(directory, f"canary-{VERSION}-{digest}.json")
 
 
-def _readings(path: str) -> list[float]:
+def _history(path: str) -> tuple[list[float], list[float]]:
+    """(the fastest readings, sorted; the latest readings, oldest first)."""
     try:
         with open(path) as fh:
             data = json.load(fh)
-        return sorted(float(x) for x in data["readings"] if float(x) > 0)
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
+        return (sorted(float(x) for x in data["readings"] if float(x) > 0),
+                [float(x) for x in data.get("recent", []) if float(x) > 0])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return [], []
 
 
-def remembered_reference(reading: float, directory: str, identity: str) -> float:
+def remembered_reference(reading: float, directory: str, identity: str,
+                         tolerance: float = 0.05) -> float:
     """Record `reading` (the canary's time per add over the calibration's, lower is quieter;
     0: none) and return the reference to use now: the faster of the reading and the
-    fastest remembered that TRUSTED readings agree on (_floor). A directory that cannot be written changes nothing."""
+    fastest remembered that TRUSTED readings agree on (_floor), unless the last RECENT
+    probes all ran more than `tolerance` slower than that floor (then it is stale, _fresh).
+    A directory that cannot be written changes nothing."""
     path = _path(directory, identity)
-    readings = _readings(path)
+    readings, recent = _history(path)
     if reading > 0:
-        kept = sorted(readings + [reading])[:KEPT]
-        if kept != readings:
-            try:
-                os.makedirs(directory, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(dir=directory, prefix=".canary-")
-                with os.fdopen(fd, "w") as fh:
-                    json.dump({"identity": identity, "readings": kept}, fh)
-                os.replace(tmp, path)
-            except OSError:
-                pass
-        readings = kept
+        recent = (recent + [reading])[-RECENT:]
+        readings = _fresh(sorted(readings + [reading])[:KEPT], recent, tolerance)
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".canary-")
+            with os.fdopen(fd, "w") as fh:
+                json.dump({"identity": identity, "readings": readings, "recent": recent}, fh)
+            os.replace(tmp, path)
+        except OSError:
+            pass
     floor = _floor(readings)
     if floor is None:
         return reading
     return floor if reading <= 0 else min(reading, floor)
+
+
+def _fresh(readings: list[float], recent: list[float], tolerance: float) -> list[float]:
+    """`readings` without those faster than every recent probe, where RECENT probes were made
+    and none came within `tolerance` of the floor they set."""
+    floor = _floor(readings)
+    if floor is None or len(recent) < RECENT or min(recent) <= floor * (1 + tolerance):
+        return readings
+    return [r for r in readings if r >= min(recent)]
 
 
 def _floor(readings: list[float]) -> float | None:

@@ -417,7 +417,7 @@ def canary_reference(exe: str, opts: RunOptions) -> float:
                     continue
                 if rate > 0 and (best == 0.0 or 1.0 / rate < best):
                     best = 1.0 / rate
-    return remembered_reference(best, cache_dir(), cpu_identity())
+    return remembered_reference(best, cache_dir(), cpu_identity(), opts.canary_slower)
 
 
 def _run_group(indices, kernels, opts, results, on_result, workdir, passes=(1, 1),
