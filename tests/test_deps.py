@@ -148,6 +148,19 @@ def test_forwarding_latency_by_what_is_forwarded():
     # whole word is renamed, 0)
     assert link(64, loaded=8) == (6.0, {"narrow"})
     assert link(32, loaded=16) == (6.0, {"narrow"})
+    # a byte or word store and a load of its bytes (Zen 4: movzwl of what movw stored 6.6
+    # cycles, 32- and 64-bit data renamed, 0); without the fact, as the plain kind
+    short = Forwarding(1.0, indexed=2.0, vector=9.0, narrow=6.0, short=6.5)
+    forwarding = short
+    assert link(16) == (6.5, {"short"})
+    assert link(8, "rcx") == (6.5, {"short"})
+    assert link(16, loaded=8) == (6.0, {"narrow"})
+    assert link(32) == (1.0, {"plain"})
+    forwarding = Forwarding(1.0)
+    assert link(16) == (1.0, {"short"})
+    # into a read-modify-write of that word: its form's latency through memory has it already
+    rmw = MemRef(("rbx", None, 8, 64, ()), ("rbx",), 16, True, True, 5.0)
+    assert Forwarding(1.0, short=6.5).kind(rmw, rmw) == "plain"
     # a number is the one latency of every kind (what older callers pass)
     assert build_graph([], 5, 4.0).forwarded == set()
 

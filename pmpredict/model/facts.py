@@ -64,6 +64,11 @@ FACTS: tuple[Fact, ...] = (
          "store_forward_latency where absent, assumed)",
          wording="store forwarding into a narrower load {:g}",
          falls_back_to="store_forward_latency", probe="chains:store_forward_latency_narrow"),
+    Fact("store_forward_latency_short", CYCLES,
+         "the same from a store of one or two bytes (8/16-bit data) into a load of those "
+         "bytes (store_forward_latency where absent, assumed)",
+         wording="store forwarding from a byte or word store {:g}",
+         falls_back_to="store_forward_latency", probe="chains:store_forward_latency_short"),
     Fact("store_forward_latency_partial", CYCLES,
          "a store -> a load that reads some of its bytes and others beside them (a wider load "
          "over a narrower store, a load across its end): forwarding fails and the load waits "

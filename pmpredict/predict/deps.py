@@ -102,14 +102,19 @@ class Forwarding:
     general-purpose word is renamed, 0), and into the load of a load-op through a base +
     displacement address (measured on Zen 4: 7 cycles, `add rax, [rbx + 64]; mov [rbx + 64],
     rax` 8.05 a link, where `mov r, [m]`, `add [m], r` and an indexed load-op are renamed,
-    1.00), and into a load narrower than the store (a byte of a stored word: a core that
-    renames the word may not rename a part of it). None: as `plain`."""
+    1.00), into a load narrower than the store (a byte of a stored word: a core that
+    renames the word may not rename a part of it), and from a store of one or two bytes
+    (measured on Zen 4: `movzwl (%rsi), %ecx; addl $1, %ecx; movw %cx, (%rsi)` 7.67 cycles a
+    loop, the same with 32-bit data 1.00). None: as `plain`."""
     plain: float
     indexed: float | None = None
     vector: float | None = None
     load_op: float | None = None
     # a load inside the store and narrower than it (a byte of a stored word)
     narrow: float | None = None
+    # a store of one or two bytes and a load of its bytes (a core that renames a stored dword
+    # or qword may not rename a byte or a word)
+    short: float | None = None
     # a load that reads some of a store's bytes and others beside them: forwarding fails and
     # the load waits for the store (None: not known, and no edge is drawn)
     partial: float | None = None
@@ -138,16 +143,20 @@ class Forwarding:
     def latency(self, store: MemRef, load: MemRef) -> float:
         kind = self.kind(store, load)
         given = {"vector": self.vector, "indexed": self.indexed, "narrow": self.narrow,
-                 "load_op": self.load_op}.get(kind)
+                 "short": self.short, "load_op": self.load_op}.get(kind)
         return self.plain if given is None else given
 
     def kind(self, store: MemRef, load: MemRef) -> str:
-        """Which of the five a forwarding edge uses: "vector", "narrow", "indexed", "load_op"
-        or "plain"."""
+        """Which of the six a forwarding edge uses: "vector", "narrow", "short", "indexed",
+        "load_op" or "plain"."""
         if _vector(store):
             return "vector"
         if load.width is not None and store.width is not None and load.width < store.width:
             return "narrow"
+        # (not into a read-modify-write: its memory operand's latency was measured through the
+        # memory word, its own width's forwarding included; chains.form_timing)
+        if store.width is not None and store.width < 32 and not _read_modify_write(load):
+            return "short"
         if load.address[1] is not None:
             return "indexed"
         return "load_op" if load.load_op else "plain"
