@@ -118,3 +118,38 @@ def test_a_pointer_moving_by_less_splits_on_some_iterations_and_says_so():
     assert report.cycles == pytest.approx(1.0)            # not counted
     notes = [n.text for r in report.rows if r.annotated for n in r.annotated.assumed]
     assert any("on 12% of the iterations" in t and "not counted" in t for t in notes)
+
+
+STORE64 = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+STORE256 = "VMOVDQU_ymmword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:V:256))"
+SUB_LINE = replace(MODEL, uops={**MODEL.uops, STORE64: ((S, 1),), STORE256: ((S, 1),)},
+                   pipeline={**MODEL.pipeline, "store_split_bytes": 32})
+
+
+def test_a_store_across_the_block_it_splits_at_runs_twice():
+    """Zen 4 (2026-12-07): `mov qword ptr [rbx + 28], r8` alone 2.00 cycles, at + 24 0.50;
+    `vmovdqu ymmword ptr [rbx + 16], ymm0` 2.00, at + 32 1.00; a load at + 28 as at + 24."""
+    assert predict("movq %r8, 28(%rbx)\n", SUB_LINE).cycles == pytest.approx(2.0)
+    assert predict("movq %r8, 24(%rbx)\n", SUB_LINE).cycles == pytest.approx(1.0)
+    assert predict("vmovdqu %ymm0, 16(%rbx)\n", SUB_LINE).cycles == pytest.approx(2.0)
+    assert predict("vmovdqu %ymm0, 32(%rbx)\n", SUB_LINE).cycles == pytest.approx(1.0)
+    # a load is not a store: it splits at the line only
+    assert predict(FOUR_LOADS.replace("(%rsi)", "").replace("movq 0", "movq 28(%rsi)")
+                   .replace("movq 192", "movq 220(%rsi)").replace("movq 384", "movq 412(%rsi)")
+                   .replace("movq 576", "movq 604(%rsi)"), SUB_LINE).cycles == \
+        pytest.approx(2.0)
+    # a core that splits at the line: the same store runs once
+    at_line = replace(SUB_LINE, pipeline={**SUB_LINE.pipeline, "store_split_bytes": 64})
+    assert predict("movq %r8, 28(%rbx)\n", at_line).cycles == pytest.approx(1.0)
+
+
+def test_a_store_split_at_a_block_says_so_and_an_unmeasured_block_is_assumed():
+    report = predict("movq %r8, 28(%rbx)\n", SUB_LINE)
+    notes = [n.text for r in report.rows if r.annotated for n in r.annotated.assumed]
+    assert any("crosses a 32-byte block" in t for t in notes), notes
+    unsaid = predict("movq %r8, 28(%rbx)\n", replace(SUB_LINE, pipeline=MODEL.pipeline))
+    assert unsaid.cycles == pytest.approx(1.0)
+    assert dict(unsaid.assumed_facts).get("store_split_bytes") == 64
+    # where no store crosses a block inside a line, the fact is not read
+    aligned = predict("movq %r8, 24(%rbx)\n", replace(SUB_LINE, pipeline=MODEL.pipeline))
+    assert "store_split_bytes" not in dict(aligned.assumed_facts)

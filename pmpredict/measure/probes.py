@@ -48,6 +48,11 @@ cycle of eight), the slot readings (fusion, load-ops, nops) are in doubt and say
   line of its own: how many stores commit a cycle whatever their forms (measured on Zen 4:
   one). The forms' inferred ports cannot say it: each form alone runs one a cycle, so the
   inference may put two forms on two ports, as if they could commit in one cycle.
+* **Splits** (`split_load_extra`, `split_store_extra`, `store_split_bytes`): four 8-byte loads,
+  and four stores, each in a line of its own, at the line's start and 60 bytes in (across the
+  line's end): how many times more a split access runs; then the four stores 28 and 12 bytes
+  in (across a 32- and a 16-byte block inside the line): the smallest block whose stores cost
+  at least halfway to a line split splits a store (measured on Zen 4: 32).
 * **Stack sync** (`stack_sync_latency`): `push r8; add rsp, 8` against `sub rsp, 8; add rsp,
   8`. The push updates rsp in the stack engine; the add names rsp, so a sync uop applies
   the engine's offset first: the loop-carried chain is sync + add, against two plain ALU
@@ -80,7 +85,7 @@ import hashlib
 import math
 from dataclasses import dataclass, field
 
-from pmpredict.model.facts import FUSION_KEYS
+from pmpredict.model.facts import FUSION_KEYS, STORE_SPLIT_BLOCKS
 
 FILLERS = 6                     # fillers per subject: enough to make a block front-end bound
 MAX_LOOP_BODY = 7               # loop probes: bodies of 0..MAX_LOOP_BODY fillers
@@ -282,8 +287,18 @@ SPLIT_REGISTERS = ("r8", "r9", "r10", "r11")
 SPLIT_UNCLEAR = 0.25            # a ratio this far from a whole number is suspect
 
 
+# the same four stores across a smaller aligned block inside their lines (8 bytes at 28 and at
+# 12): a store that costs there what it costs across a line splits at that block
+# (store_split_bytes; measured on Zen 4: at 28 as across a line, 8.00 cycles a copy)
+LINE_BYTES = 64                 # a cache line on every core in scope
+
+
 def _split_probe(kind: str, across: bool) -> str:
     return f"splits: four {kind} {'across' if across else 'within'} lines"
+
+
+def _sub_line_probe(block: int) -> str:
+    return f"splits: four stores across {block}-byte blocks"
 
 
 def _split_probes() -> list[Probe]:
@@ -295,6 +310,10 @@ def _split_probes() -> list[Probe]:
                                for d, r in zip(SPLIT_LINES, SPLIT_REGISTERS)), family="splits"))
         out.append(Probe(_split_probe("stores", across),
                          tuple(f"mov qword ptr [rsi + {d + at}], {r}"
+                               for d, r in zip(SPLIT_LINES, SPLIT_REGISTERS)), family="splits"))
+    for block in STORE_SPLIT_BLOCKS:
+        out.append(Probe(_sub_line_probe(block),
+                         tuple(f"mov qword ptr [rsi + {d + block - 4}], {r}"
                                for d, r in zip(SPLIT_LINES, SPLIT_REGISTERS)), family="splits"))
     return out
 
@@ -680,7 +699,7 @@ def _read_wide_stores(cycles, block: int, out: ProbeReading) -> None:
                                           f"{each:.2f} cycles each")
 
 
-@produces("splits", "split_load_extra", "split_store_extra")
+@produces("splits", "split_load_extra", "split_store_extra", "store_split_bytes")
 def _read_splits(cycles, out: ProbeReading) -> None:
     """How many times more an access across a line runs: the split probe over its twin within
     lines, less one, whole (a ratio between two whole numbers is suspect). Stores that pair
@@ -704,6 +723,25 @@ def _read_splits(cycles, out: ProbeReading) -> None:
         out.pipeline[key] = extra
         out.how[key] = (f"four 8-byte {kind} each across a line, {across:.2f} cycles a copy; "
                         f"within lines {within:.2f}")
+        if kind == "stores" and extra > 0:
+            _read_sub_line_splits(cycles, within, across, out)
+
+
+def _read_sub_line_splits(cycles, within: float, across: float, out: ProbeReading) -> None:
+    """The smallest block of STORE_SPLIT_BLOCKS whose stores cost at least halfway from within
+    lines to across them splits a store; none: a line."""
+    bytes_, said = LINE_BYTES, []
+    for block in STORE_SPLIT_BLOCKS:
+        c = cycles.get(_sub_line_probe(block))
+        if c is None:
+            continue
+        said.append(f"across {block}-byte blocks {c:.2f}")
+        if c >= (within + across) / 2 and bytes_ == block * 2:
+            bytes_ = block
+    out.pipeline["store_split_bytes"] = bytes_
+    out.how["store_split_bytes"] = (f"four 8-byte stores within lines {within:.2f} cycles a "
+                                    f"copy, across lines {across:.2f}"
+                                    + (f", {', '.join(said)}" if said else ""))
 
 
 @produces("stack", "stack_sync_latency", "stack_sync_reads")

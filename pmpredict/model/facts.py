@@ -156,6 +156,12 @@ FACTS: tuple[Fact, ...] = (
     Fact("split_store_extra", COUNT, "times more a store that crosses a cache line runs its "
          "access's uops, its commit included", 1,
          "a store across a cache line runs its access {:g} more time", probe="splits"),
+    # Zen 4 splits a store at a 32-byte boundary inside a line too (an 8-byte store at +28
+    # alone 2.00 cycles, at +24 0.50; a 16-byte one at +24 2.00, at +16 1.00)
+    Fact("store_split_bytes", BYTES, "the aligned block a store must stay inside to run its "
+         "access once (64: a line; 32 or 16 where a store across such a block inside a line "
+         "costs what a store across a line does)", 64,
+         "stores split only at a cache line's end", probe="splits"),
     Fact("store_commits", COUNT, "stores committed to the cache a cycle apart from pairing, "
          "whatever their forms (the engine gives each store a uop on that many commit ports)",
          0, probe="store commits"),
@@ -185,6 +191,8 @@ FORWARDING_KEYS = {f.key[len("store_forward_latency_"):]: f.key for f in FACTS
 # the facts of a read-modify-write chain through one place, by program-order distance between
 # its links (1, 2, 3 or more instructions) and through rsp: predict.deps.Forwarding.rmw
 RMW_CHAIN_KEYS = ("rmw_chain_1", "rmw_chain_2", "rmw_chain_3", "rmw_chain_stack")
+# the aligned blocks inside a line the split probes try a store across (store_split_bytes)
+STORE_SPLIT_BLOCKS = (32, 16)
 # the facts measured by a latency chain (measure/chains.py: the reference of the same name)
 CHAIN_FACTS = tuple(f.key for f in FACTS if (f.probe or "").startswith("chains:"))
 

@@ -10,6 +10,10 @@ places them (measure/layout.py) and as stack frames and allocations of vector da
 are; an address made of an index register counts the index as a multiple of a line too. With
 that, an access splits where its offset within the line plus its width passes the line's end.
 
+A store splits at a smaller aligned block inside the line where the core does so (the
+pipeline's store_split_bytes, measured by the same probes: on Zen 4 a store across a 32-byte
+block costs what one across a line does; loads split at a line's end only there).
+
 A pointer that moves every iteration moves its accesses: one that moves by a whole number of
 lines splits every iteration or never; one that moves by less splits on some iterations (a
 share over the period the offsets repeat in), which the engine does not count and the
@@ -39,17 +43,21 @@ def crosses(offset: int, nbytes: int, boundary: int) -> bool:
 
 @dataclass(frozen=True)
 class Split:
-    """One memory access of one node that crosses a line on `share` of the iterations."""
+    """One memory access of one node that crosses a line (a store: its split block) on `share`
+    of the iterations."""
     node: int
     access: int           # its index in the node's memory accesses
     store: bool
     share: float          # 1.0: every iteration
+    boundary: int = LINE_BYTES      # the aligned block it crosses
 
 
 def line_splits(nodes: list[Node], addresses: SymbolicAddresses | None = None,
-                line: int = LINE_BYTES) -> list[Split]:
-    """The accesses that cross a line, every base taken as line-aligned (module docstring)."""
-    if not _could_split(nodes, line):
+                line: int = LINE_BYTES, store_block: int | None = None) -> list[Split]:
+    """The accesses that cross a line (a store: its `store_block`, a line where not given),
+    every base taken as line-aligned (module docstring)."""
+    store_block = store_block or line
+    if not could_split(nodes, min(line, store_block)):
         return []
     addresses = addresses or SymbolicAddresses(nodes)
     out = []
@@ -58,14 +66,30 @@ def line_splits(nodes: list[Node], addresses: SymbolicAddresses | None = None,
             if ref.implicit or not ref.width or ref.width <= 8:
                 continue                # pushes and pops: the stack engine's, 8-byte aligned
             key, offset = addresses.where[i][k]
-            share = _split_share(offset, ref.width // 8, _step(addresses, key), line)
-            if share > 0:
-                out += [Split(i, k, store, share) for store, on in ((False, ref.load),
-                                                                    (True, ref.store)) if on]
+            step = _step(addresses, key)
+            # a store wider than its split block is measured as the form (the harness's bases
+            # are aligned): only a line's end splits it
+            block = store_block if ref.width // 8 <= store_block else line
+            for store, on, boundary in ((False, ref.load, line), (True, ref.store, block)):
+                share = _split_share(offset, ref.width // 8, step, boundary) if on else 0.0
+                if share > 0:
+                    out.append(Split(i, k, store, share, boundary))
     return out
 
 
-def _could_split(nodes: list[Node], line: int) -> bool:
+def sub_line_store_splits(nodes: list[Node], blocks: tuple[int, ...],
+                          addresses: SymbolicAddresses | None = None) -> bool:
+    """Whether a store would split at one of the aligned `blocks` inside a line and not at the
+    line (whether store_split_bytes matters to the kernel)."""
+    if not could_split(nodes, min(blocks)):
+        return False
+    addresses = addresses or SymbolicAddresses(nodes)
+    at_line = {(s.node, s.access) for s in line_splits(nodes, addresses) if s.store}
+    return any({(s.node, s.access) for s in line_splits(nodes, addresses, store_block=block)
+                if s.store} - at_line for block in blocks)
+
+
+def could_split(nodes: list[Node], line: int) -> bool:
     """Cheap and sure: no access splits where every displacement leaves its access inside a
     line and no register moves, or is copied, by other than whole lines (most kernels: the
     symbolic addresses are not worth making)."""
@@ -99,10 +123,12 @@ def _split_share(offset: int, width: int, step: int | None, line: int) -> float:
 def split_notes(split: Split, line: int = LINE_BYTES) -> Note:
     """What the prediction says of one split access (a note of its instruction)."""
     what = "store" if split.store else "load"
+    where = f"a {line}-byte line" if split.boundary >= line else \
+        f"a {split.boundary}-byte block (a store splits there on this core)"
     if split.share >= 1.0:
-        return Note(LINE_SPLIT, f"its {what} crosses a {line}-byte line, its base taken as "
+        return Note(LINE_SPLIT, f"its {what} crosses {where}, its base taken as "
                                 f"{line}-byte aligned: counted as two accesses")
-    return Note(LINE_SPLIT, f"its {what} crosses a {line}-byte line on {split.share:.0%} of the "
+    return Note(LINE_SPLIT, f"its {what} crosses {where} on {split.share:.0%} of the "
                             f"iterations (its base taken as {line}-byte aligned): not counted")
 
 

@@ -50,12 +50,13 @@ from pmpredict.isa.syntax import Instruction
 from pmpredict.predict.port_bound import optimum
 from pmpredict.predict.bottlenecks import FRONTEND_BOTTLENECK, Bounds, Evidence, event_classes
 from pmpredict.predict.criticality import Criticality, analyse, slack
-from pmpredict.predict.deps import (Cycle, Graph, Path, build_graph, critical_path,
-                                    loop_carried_chains)
+from pmpredict.predict.deps import (Cycle, Graph, Path, SymbolicAddresses, build_graph,
+                                    critical_path, loop_carried_chains)
 from pmpredict.isa.forms import parse_form
-from pmpredict.model.facts import FactReader
+from pmpredict.model.facts import STORE_SPLIT_BLOCKS, FactReader
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
-from pmpredict.predict.line_splits import apply_splits, line_splits
+from pmpredict.predict.line_splits import (apply_splits, could_split, line_splits,
+                                          sub_line_store_splits)
 from pmpredict.predict import simulation_native
 from pmpredict.predict.simulation import Body, Run
 from pmpredict.predict.simulation import CoreLimits
@@ -548,7 +549,14 @@ class Predictor:
         for key in committed.used:
             reader.value(key)
         # accesses across a cache line run as the model's measured facts say (line_splits.py)
-        splits = line_splits(nodes)
+        # stores split at a smaller block where the model says so (store_split_bytes); the
+        # fact is read, and said where assumed, only where a store would split at the
+        # smallest block the probes try and not at the line
+        addresses = SymbolicAddresses(nodes) \
+            if could_split(nodes, min(STORE_SPLIT_BLOCKS)) else None
+        store_block = int(reader.value("store_split_bytes")) if addresses is not None and \
+            sub_line_store_splits(nodes, STORE_SPLIT_BLOCKS, addresses) else None
+        splits = line_splits(nodes, addresses, store_block=store_block)
         if any(s.share >= 1.0 for s in splits):
             extra = {store: int(reader.value(key)) if any(
                 s.store == store and s.share >= 1.0 for s in splits) else 0
