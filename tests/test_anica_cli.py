@@ -147,6 +147,7 @@ def test_a_memory_mode_campaign_makes_line_splits_and_meetings_and_keeps_its_mod
         assert json.load(f)["campaign"]["config"]["blocks"] == "memory"
     assert len(made) >= 64
     assert sum(any(memory_crossings(b).values()) for b in made) > 10
+    assert sum(bool(b.constant_bases) for b in made) > 10          # bases set to constants
 
     def meets(b):
         places = [v for form, values in zip(b.forms, block_values(b))
@@ -178,6 +179,57 @@ def test_a_checkpoint_from_before_block_modes_resumes_as_standard(planted, tmp_p
     status, _, err = _anica(flags + ["--budget-calls", "192", "--blocks", "memory",
                                      "--resume", ck], capsys)
     assert status == 2 and "--blocks standard, not memory" in err
+
+
+def test_a_memory_checkpoint_from_before_constant_bases_is_refused(planted, tmp_path, capsys):
+    """A version-1 campaign state: a memory-mode one made other blocks (no constant bases) and
+    is refused in one line; a standard one resumes."""
+    for mode, resumes in (("standard", True), ("memory", False)):
+        ck = str(tmp_path / f"{mode}.json")
+        flags = ["-p", "pmpredict:skl", "-p", f"pmpredict:{planted}", "--samples", "10",
+                 "--blocks", mode, "--checkpoint", ck]
+        status, _, err = _anica(flags + ["--budget-calls", "64"], capsys)
+        assert status == 0, err
+        with open(ck) as f:
+            saved = json.load(f)
+        assert saved["campaign"]["version"] == 2
+        saved["campaign"]["version"] = 1
+        with open(ck, "w") as f:
+            json.dump(saved, f)
+        status, out, err = _anica(flags + ["--budget-calls", "128", "--resume", ck], capsys)
+        if resumes:
+            assert status == 0, err
+        else:
+            assert status == 2 and out == "" and err.count("\n") == 1
+            assert "before memory-mode blocks set bases to constants" in err
+
+
+def test_the_views_show_the_line_that_sets_a_constant_base():
+    # deferred: the campaign's classes and the views, built by hand here
+    from pmpredict.anica.algorithm import Witness
+    from pmpredict.anica.campaign import Discovery
+    from pmpredict.anica.concrete import ConcreteBlock
+    from pmpredict.anica.domain import abstract, describe
+    from pmpredict.anica.outcome import CampaignOutcome
+    from pmpredict.views import anica as view
+    store = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+    block = ConcreteBlock(("mov qword ptr [rbx + 189], rax",), (store,), ("rbx",))
+    beta = abstract(block, "memory")
+    found = Discovery(beta, describe(beta), (store,), ("mov",), 1.0, 10, 1.0,
+                      (Witness(block, (1.0, 2.0)),))
+    outcome = CampaignOutcome([{"spec": s, "label": s, "identity": s, "asked": 1, "cached": 0}
+                               for s in ("a", "b")], {"threshold": 0.5, "seed": 1,
+                                                      "blocks": "memory"},
+                              {"random_blocks": 1, "interesting": 1, "calls": 11}, [found], [],
+                              100, 1.0, "budget", "ck.json", {})
+    text = view.text(outcome)
+    assert "witness: mov rbx, 0x680600 ; mov qword ptr [rbx + 189], rax" in text
+    assert "base is set to a constant address" in text
+    assert "mov rbx, 0x680600\nmov qword ptr [rbx + 189], rax</td>" in view.html(outcome)
+    report = json.loads(json.dumps(view.json(outcome)))
+    (witness,) = report["discoveries"][0]["witnesses"]
+    assert witness["instructions"] == ["mov rbx, 0x680600", "mov qword ptr [rbx + 189], rax"]
+    assert report["discoveries"][0]["abstract"]["constant_base"] == [[[0, 0], "constant"]]
 
 
 def test_a_first_campaign_on_a_fresh_machine_makes_its_checkpoint_folder(planted, tmp_path,

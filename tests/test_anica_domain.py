@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 from pmpredict.anica import domain
-from pmpredict.anica.concrete import (ALIGNED_PLACES, BASE_REGISTERS, DATA_REGISTERS, PLACES,
-                                      ConcreteBlock, block_values, crosses_line, instantiate,
-                                      matched_forms, memory_crossings, random_block, slots_of)
-from pmpredict.anica.domain import (CROSSES, MUST, MUST_NOT, NONE, TOP, WITHIN, AbstractBlock,
-                                    AbstractInstruction, abstract, contains, covers, describe,
-                                    expansions, sample, subsumes)
+from pmpredict.anica.concrete import (ALIGNED_PLACES, BASE_REGISTERS, CONSTANT_ADDRESSES,
+                                      DATA_REGISTERS, PLACES, ConcreteBlock, block_values,
+                                      constant_base_slots, crosses_line, instantiate,
+                                      matched_forms, memory_bases, memory_crossings,
+                                      random_block, slots_of)
+from pmpredict.anica.domain import (CONSTANT, CROSSES, MUST, MUST_NOT, NONE, NOT_CONSTANT, TOP,
+                                    WITHIN, AbstractBlock, AbstractInstruction, abstract,
+                                    contains, covers, describe, expansions, sample, subsumes)
 from pmpredict.anica.schemes import excluded_because, scheme_of, schemes_for
 from pmpredict.formats.model_files import load_model
 
@@ -359,7 +361,9 @@ def test_line_crossing_is_described_and_kept_in_json():
     assert describe(beta) == ("mov m64, r64 ; vaddpd ymm, ymm, m256 ; #1.op1 != #2.op3 ; "
                               "#2.op1 != #2.op2 ; "
                               "instruction 1's memory operand crosses a cache line ; "
-                              "instruction 2's memory operand stays within a cache line")
+                              "instruction 2's memory operand stays within a cache line ; "
+                              "instruction 1's memory operand's base is not set by the block ; "
+                              "instruction 2's memory operand's base is not set by the block")
     data = json.loads(json.dumps(domain.to_json(beta)))
     assert data["crossing"] == [[[0, 0], "crosses"], [[1, 2], "within"]]
     assert domain.from_json(data) == beta
@@ -380,3 +384,168 @@ def test_memory_mode_sampling_meets_many_must_not_constraints():
         assert len(sample(beta, schemes("skl"), rng, 20, "memory")) == 20
         short += len(sample(loose, schemes("skl"), rng, 20, "memory")) < 20
     assert short <= 3
+
+
+# --- the memory mode's constant bases -------------------------------------------------------
+
+def _chain(base: str = "rbx", *constant: str) -> ConcreteBlock:
+    """A load and a store of one place (a chain through memory), through `base`."""
+    return ConcreteBlock((f"mov rax, qword ptr [{base} + 189]",
+                          f"mov qword ptr [{base} + 189], rax"), (LOAD, STORE), constant)
+
+
+def test_a_constant_base_is_a_line_at_the_top_and_goes_with_its_last_use():
+    block = ConcreteBlock(("mov rax, qword ptr [rbx + 0]", "mov qword ptr [rsi + 256], rax"),
+                          (LOAD, STORE), ("rbx", "rsi"))
+    assert block.constant_bases == ("rsi", "rbx")                 # BASE_REGISTERS' order
+    assert block.lines() == ("mov rsi, 0x600200", "mov rbx, 0x680600",
+                             "mov rax, qword ptr [rbx + 0]", "mov qword ptr [rsi + 256], rax")
+    assert block.text().startswith(".intel_syntax noprefix\nmov rsi, 0x600200\n")
+    assert len(block) == 2 and block.instructions[0].startswith("mov rax")
+    assert memory_bases(block) == {(0, 1): "rbx", (1, 0): "rsi"}
+    # minimisation drops an instruction, and the constant of a base no operand uses any more
+    assert block.without(0).constant_bases == ("rsi",)
+    assert block.without(1).lines()[0] == "mov rbx, 0x680600"
+    assert _chain().lines() == _chain().instructions              # no constant: as before
+    with pytest.raises(ValueError):
+        ConcreteBlock(("add rax, rcx",), (ADD_RR,), ("rax",))
+    # distinct, 64-byte aligned, at page offsets apart from each other and from the harness's
+    # bases (page offset 0, and 2048 with two): accesses up to 64 bytes at PLACES never meet
+    assert set(CONSTANT_ADDRESSES) == set(BASE_REGISTERS)
+    spans = [(c % 4096, c % 4096 + max(PLACES) + 64) for c in CONSTANT_ADDRESSES.values()]
+    assert all(c % 64 == 0 and c < 2 ** 31 for c in CONSTANT_ADDRESSES.values())
+    for n, (lo, hi) in enumerate(spans):
+        for harness in (0, 2048):
+            assert hi <= harness or lo >= harness + max(PLACES) + 64
+        assert all(hi <= lo2 or lo >= hi2 for lo2, hi2 in spans[n + 1:])
+
+
+def test_beta_records_constant_bases_and_contains_tells_them_apart():
+    constant, plain = _chain("rbx", "rbx"), _chain("rbx")
+    beta = abstract(constant, "memory")
+    assert beta.constant_base == (((0, 1), CONSTANT), ((1, 0), CONSTANT))
+    assert abstract(plain, "memory").constant_base == (((0, 1), NOT_CONSTANT),
+                                                       ((1, 0), NOT_CONSTANT))
+    assert abstract(constant).constant_base == ()          # the standard mode records none
+    assert constant_base_slots(constant) == {(0, 1): True, (1, 0): True}
+    assert contains(beta, constant) and not contains(beta, plain)
+    assert contains(abstract(plain, "memory"), plain)
+    assert not contains(abstract(plain, "memory"), constant)
+    # the prelude is no instruction of the abstract block: the same forms, the same aliasing
+    assert beta.instructions == abstract(plain, "memory").instructions
+    assert beta.aliasing == abstract(plain, "memory").aliasing
+
+
+def test_instantiation_meets_constant_base_constraints():
+    rng = np.random.default_rng(21)
+    one = instantiate([LOAD], rng, mode="memory", constant={(0, 1): True})
+    (base,) = one.constant_bases
+    assert one.lines()[0] == f"mov {base}, {CONSTANT_ADDRESSES[base]:#x}"
+    assert memory_bases(one) == {(0, 1): base}
+    # instruction 1's base constant, instruction 2's not: the accesses go through two bases
+    mixed = AbstractBlock((AbstractInstruction(form=VADD_MEM), AbstractInstruction(form=STORE)),
+                          constant_base=(((0, 2), CONSTANT), ((1, 0), NOT_CONSTANT)))
+    got = sample(mixed, schemes("skl"), rng, 60, "memory")
+    assert len(got) == 60
+    for b in got:
+        bases = memory_bases(b)
+        assert b.constant_bases == (bases[(0, 2)],) and bases[(1, 0)] != bases[(0, 2)]
+        assert b.lines()[0] == f"mov {bases[(0, 2)]}, {CONSTANT_ADDRESSES[bases[(0, 2)]]:#x}"
+        assert b.lines()[1:] == b.instructions and contains(mixed, b)
+    # a must-alias between the two (one place) cannot be met; nor a constant in the standard mode
+    apart = AbstractBlock(mixed.instructions, domain.sorted_aliasing([((0, 2), (1, 0), MUST)]),
+                          constant_base=mixed.constant_base)
+    assert sample(apart, schemes("skl"), rng, 5, "memory") == []
+    assert sample(mixed, schemes("skl"), rng, 5) == []
+    # either: both come out, each a member
+    either = AbstractBlock(mixed.instructions)
+    seen = {constant_base_slots(b)[(0, 2)] for b in sample(either, schemes("skl"), rng, 60,
+                                                           "memory")}
+    assert seen == {True, False}
+    # a lifted form: the constraint binds a memory operand there, and is void on other slots
+    lifted = AbstractBlock((AbstractInstruction(),), constant_base=(((0, 2), CONSTANT),))
+    for b in sample(lifted, schemes("skl"), rng, 60, "memory"):
+        assert constant_base_slots(b).get((0, 2), True)
+
+
+def test_subsumption_and_covering_with_constant_bases():
+    constant, plain = abstract(_chain("rsi", "rsi"), "memory"), abstract(_chain("rsi"), "memory")
+    either = AbstractBlock(constant.instructions, constant.aliasing, constant.crossing)
+    assert subsumes(either, constant) and subsumes(either, plain)
+    assert subsumes(constant, constant) and not subsumes(constant, plain)
+    assert not subsumes(plain, constant)
+    assert not subsumes(constant, either) and not subsumes(plain, either)
+    assert covers(either, _chain("rdi", "rdi"), "memory")
+    assert covers(either, _chain("rdi"), "memory")
+    assert covers(constant, _chain("rdi", "rdi"), "memory")
+    assert not covers(constant, _chain("rdi"), "memory")            # CONSTANT does not cover NOT
+    assert not covers(plain, _chain("rdi", "rdi"), "memory")
+    assert not covers(constant, _chain("rdi", "rdi"))      # the standard beta says nothing of it
+    # covering: rotations and gaps keep the constraint with its instruction
+    store_first = AbstractBlock((AbstractInstruction(form=STORE),),
+                                constant_base=(((0, 0), CONSTANT),))
+    gap = ConcreteBlock(("mov qword ptr [rbx + 0], rax", "add rax, rcx",
+                         "mov qword ptr [rsi + 0], rcx"), (STORE, ADD_RR, STORE), ("rsi",))
+    assert covers(store_first, gap, "memory")
+    assert not covers(store_first, ConcreteBlock(gap.instructions, gap.forms, ()), "memory")
+    # on a slot that is no memory operand the constraint holds vacuously, and costs nothing
+    on_register = AbstractBlock((AbstractInstruction(),), constant_base=(((0, 0), CONSTANT),))
+    assert subsumes(on_register, abstract(_block(("add rax, rcx", ADD_RR)), "memory"))
+    assert not subsumes(on_register, AbstractBlock((AbstractInstruction(),)))
+    add_only = AbstractBlock((AbstractInstruction(form=ADD_RR),))
+    assert domain.same_concretisation(
+        add_only, AbstractBlock(add_only.instructions, constant_base=(((0, 0), CONSTANT),)),
+        [scheme_of(ADD_RR)])
+    assert not domain.same_concretisation(either, constant, schemes("skl"))
+
+
+def test_constant_bases_are_expanded_described_and_kept_in_json():
+    beta = abstract(_chain("rbx", "rbx"), "memory")
+    names = [n for n, _ in expansions(beta) if n.startswith("base")]
+    assert names == ["base #1.op2 constant -> TOP", "base #2.op1 constant -> TOP"]
+    assert domain.expansion_feature(names[0]) == "base"
+    dropped = dict(expansions(beta))[names[0]]
+    assert dropped.constant_base == (((1, 0), CONSTANT),) and subsumes(dropped, beta)
+    assert describe(beta).endswith("instruction 1's memory operand's base is set to a constant "
+                                   "address ; instruction 2's memory operand's base is set to a "
+                                   "constant address")
+    data = json.loads(json.dumps(domain.to_json(beta)))
+    assert data["constant_base"] == [[[0, 1], "constant"], [[1, 0], "constant"]]
+    assert domain.from_json(data) == beta
+    with pytest.raises(ValueError):
+        domain.from_json({**data, "constant_base": [[[0, 1], "sometimes"]]})
+    # a concrete block keeps its constant bases; one without and old JSON read as before
+    block = _chain("rbx", "rbx")
+    assert domain.from_json(json.loads(json.dumps(domain.to_json(block)))) == block
+    assert "constant_bases" not in _chain("rbx").to_json()
+    assert ConcreteBlock.from_json({"instructions": list(block.instructions),
+                                    "forms": list(block.forms)}) == _chain("rbx")
+    standard = abstract(_chain("rbx"))
+    assert "constant_base" not in standard.to_json()
+    assert domain.from_json(standard.to_json()) == standard
+
+
+def test_random_memory_mode_blocks_set_a_third_of_their_bases_reproducibly():
+    def blocks(seed, mode="memory", n=300):
+        rng = np.random.default_rng(seed)
+        return [random_block(both_schemes(), 4, rng, mode=mode) for _ in range(n)]
+    made = blocks(31)
+    used = constant = 0
+    for b in made:
+        bases = set(memory_bases(b).values())
+        assert set(b.constant_bases) <= bases                  # only bases of memory operands
+        used += len(bases)
+        constant += len(b.constant_bases)
+        beta = abstract(b, "memory")
+        assert contains(beta, b) and covers(beta, b, "memory")
+    assert 0.25 < constant / used < 0.42
+    assert blocks(31, n=40) == made[:40]                         # the seed makes them again
+    assert not any(b.constant_bases for b in blocks(31, "standard", 100))
+    # beta of a block with a constant base: its expansions still hold it, their samples too
+    rng = np.random.default_rng(32)
+    origin = next(b for b in made if b.constant_bases)
+    beta = abstract(origin, "memory")
+    for name, expanded in expansions(beta):
+        assert contains(expanded, origin), name
+        for s in sample(expanded, both_schemes(), rng, 2, "memory"):
+            assert contains(expanded, s), (name, s)

@@ -17,8 +17,10 @@ from pmpredict.anica import domain
 from pmpredict.anica.algorithm import (Generalisation, disagreement, generalise, is_interesting,
                                        minimise)
 from pmpredict.anica.campaign import Campaign, CampaignConfig
-from pmpredict.anica.concrete import ConcreteBlock, block_values, memory_crossings, slots_of
-from pmpredict.anica.domain import CROSSES, MUST, TOP, abstract, contains, covers
+from pmpredict.anica.campaign import STATE_VERSION
+from pmpredict.anica.concrete import (ConcreteBlock, block_values, constant_base_slots,
+                                      memory_crossings, slots_of)
+from pmpredict.anica.domain import CONSTANT, CROSSES, MUST, TOP, abstract, contains, covers
 from pmpredict.anica.schemes import scheme_of, schemes_for
 from pmpredict.formats.model_files import load_model
 
@@ -78,6 +80,11 @@ def add_feeds_next(b, i):
 def crosses_a_line(b, i):
     """A memory access of instruction i that crosses a cache line."""
     return any(crosses for (j, _), crosses in memory_crossings(b).items() if j == i)
+
+
+def through_a_constant_base(b, i):
+    """A memory access of instruction i through a base the block sets to a constant."""
+    return any(constant for (j, _), constant in constant_base_slots(b).items() if j == i)
 
 
 def block(*pairs) -> ConcreteBlock:
@@ -290,3 +297,71 @@ def test_a_generalisation_keeps_its_block_mode_in_json():
     legacy = job.to_json()
     del legacy["blocks"]                                  # a checkpoint from before modes
     assert Generalisation.from_json(legacy).blocks == "standard"
+
+
+def test_a_memory_mode_campaign_finds_constant_bases_as_the_planted_class():
+    """P1 charges accesses through a base the block sets to a constant: the standard mode never
+    sets one, the memory mode often does; every discovery keeps the constant as a constraint,
+    and its witnesses show the line that sets it."""
+    standard = Campaign(schemes("skl"), Predictors(through_a_constant_base), CONFIG)
+    standard.run(finished(standard, 128))
+    assert standard.counters["interesting"] == 0 and not standard.discoveries
+    evaluate = Predictors(through_a_constant_base)
+    made = []
+
+    def recording(blocks):
+        made.extend(blocks)
+        return evaluate(blocks)
+    campaign = Campaign(schemes("skl"), recording,
+                        CampaignConfig(samples=20, batch=64, seed=7, blocks="memory"))
+    campaign.run(finished(campaign, 128))
+    assert sum(bool(b.constant_bases) for b in made[:64]) > 15      # the first round's
+    assert campaign.discoveries and campaign.counters["interesting"] > 30
+    for d in campaign.discoveries:
+        assert CONSTANT in {r for _, r in d.abstract.constant_base}, d.description
+        assert "base is set to a constant address" in d.description
+        for w in d.witnesses:
+            assert w.block.constant_bases and contains(d.abstract, w.block)
+            assert w.block.lines()[0].startswith(f"mov {w.block.constant_bases[0]}, 0x")
+    # minimisation kept the constant of the culprit's base: the first witness is minimal
+    assert any(len(d.witnesses[0].block) == 1 for d in campaign.discoveries)
+    # kept through the campaign's JSON state
+    state = json.loads(json.dumps(campaign.state()))
+    resumed = Campaign(schemes("skl"), recording, state=state)
+    assert [d.abstract for d in resumed.discoveries] == [d.abstract for d in campaign.discoveries]
+    assert [d.witnesses for d in resumed.discoveries] == \
+        [d.witnesses for d in campaign.discoveries]
+
+
+def test_a_generalisation_keeps_a_constant_base_it_needs():
+    origin = ConcreteBlock(("mov qword ptr [rbx + 0], rax",), (STORE,), ("rbx",))
+    evaluate, rng = Predictors(through_a_constant_base), np.random.default_rng(3)
+    job = Generalisation(origin, samples=20, blocks="memory")
+    job.step(schemes("skl"), evaluate, rng)
+    assert job.current.constant_base == (((0, 0), CONSTANT),) and job.pertinent
+    again = Generalisation.from_json(json.loads(json.dumps(job.to_json())))
+    assert again.origin == origin and again.current == job.current
+    while not again.done:
+        again.step(schemes("skl"), evaluate, rng)
+    assert again.current.constant_base == (((0, 0), CONSTANT),)
+    assert any(s.name == "base #1.op1 constant -> TOP" and not s.accepted for s in again.steps)
+
+
+def test_a_memory_campaign_saved_before_constant_bases_is_not_resumed():
+    """Its blocks and classes are of the memory mode before bases could be constant (version 1
+    of the state); a standard one of then resumes as before."""
+    assert STATE_VERSION == 2
+    for mode, resumes in (("standard", True), ("memory", False)):
+        campaign = Campaign(schemes("skl"), Predictors(stores),
+                            CampaignConfig(samples=10, batch=16, seed=2, blocks=mode))
+        campaign.run(finished(campaign, 16))
+        state = json.loads(json.dumps(campaign.state()))
+        state["version"] = 1
+        if resumes:
+            again = Campaign(schemes("skl"), Predictors(stores), state=state)
+            assert again.counters == campaign.counters
+        else:
+            with pytest.raises(ValueError, match="before memory-mode blocks set bases"):
+                Campaign(schemes("skl"), Predictors(stores), state=state)
+    with pytest.raises(ValueError, match="version 3"):
+        Campaign(schemes("skl"), Predictors(stores), state={**state, "version": 3})

@@ -31,7 +31,9 @@ from pmpredict.anica.concrete import BLOCK_MODES, STANDARD_BLOCKS, ConcreteBlock
 from pmpredict.anica.domain import AbstractBlock, abstract, covers, describe, universe
 from pmpredict.anica.schemes import Scheme
 
-STATE_VERSION = 1
+# 2: memory-mode blocks may set their bases to constants, so a memory-mode campaign of version 1
+# made other blocks and classes and is not resumed; a standard one reads as before
+STATE_VERSION = 2
 SAMPLE, MINIMISE, GENERALISE = "sample", "minimise", "generalise"
 
 
@@ -94,6 +96,20 @@ class Discovery:
                    number_from(data["mean_disagreement"]),
                    tuple(Witness.from_json(w) for w in data["witnesses"]), data["covered"],
                    data["pertinent"])
+
+
+def state_problem(state: dict) -> str | None:
+    """Why this version cannot resume a saved campaign state, or None."""
+    version = state.get("version")
+    if version == STATE_VERSION:
+        return None
+    if version == 1:
+        blocks = (state.get("config") or {}).get("blocks", STANDARD_BLOCKS)
+        if blocks == STANDARD_BLOCKS:
+            return None
+        return (f"a {blocks}-mode campaign from before memory-mode blocks set bases to constants: "
+                f"its blocks and classes are of the older mode; start it afresh")
+    return f"campaign state version {version!r}, expected {STATE_VERSION}"
 
 
 def _new_counters() -> dict:
@@ -289,9 +305,9 @@ class Campaign:
                     else w.generalisation.to_json()}}
 
     def _restore(self, state: dict) -> None:
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(f"campaign state version {state.get('version')!r}, "
-                             f"expected {STATE_VERSION}")
+        problem = state_problem(state)
+        if problem:
+            raise ValueError(problem)
         self.rng.bit_generator.state = state["rng"]
         self.discoveries = [Discovery.from_json(d) for d in state["discoveries"]]
         self.counters = {**_new_counters(), **state["counters"]}

@@ -25,10 +25,39 @@ from 4 registers only, so that integer, floating-point and shuffle instructions 
 register by chance. Whether an access crosses a line (`crosses_line`) is a property of the
 concrete operand, which instantiation can be asked to meet (`crossing`), like aliasing.
 
+The memory mode also sets bases to constants, as compiled code sets a register to a global's
+address every iteration: a base the block marks as constant (`ConcreteBlock.constant_bases`,
+each base with CONSTANT_SHARE) is set at the block's top, `mov rbx, 0x680600`, a line that
+predictors and users see (`lines()`) but no instruction of the block (it has no form, and the
+abstract block's instructions stay the block's own). Each base has one constant
+(CONSTANT_ADDRESSES). The harness maps such an address on demand, and every page it maps so
+outside its windows shows one physical page (measure/layout.py, harness.c): hence the constants'
+page offsets (0x200, 0x400, 0x600), apart from each other and from the harness's bases (page
+offset 0, and 2048 with two). Two constants at one page offset share their bytes (measured on
+Zen 4: `movzx eax, word ptr [rdi]; add eax, 1; mov word ptr [rsi], ax` with rsi, rdi =
+0x600000, 0x640000: 7.3 cycles, a chain between operands spelt apart; 0.83 with these
+constants), and one at a harness base's page offset 4K-aliases it (0.98 against 0.67).
+Operands through a constant base keep PLACES (the constants are 64-byte aligned), so line
+crossing and aliasing (spelt the same) read as through any base. Whether a memory operand's
+base is set to a constant is a property of the concrete block, which instantiation can be asked
+to meet (`constant`).
+
+The block never moves a constant base (as `add rax, 2` does in compiled code): after the last
+access that is a dead write (the next iteration's mov overwrites it), and between two accesses
+it moves the later ones off their places, so that operands spelt apart alias and a crossing
+depends on the bump; aliasing by spelling and crossing by displacement, which the domain's
+constraints rest on, would no longer hold. A chain through memory needs no bump: the harness
+holds its bases still too. What the constant adds is an address register the block writes
+every iteration, which predictors and cores treat apart: OSACA then finds no loop-carried
+dependency through memory (`add qword ptr [rbx], 1` has an LCD of 1 cycle alone, 0 after `mov
+rbx, 0x680600`), and Zen 4 no longer renames the memory (`add qword ptr [rsi], r10` 1.0 cycles
+alone, 3.2 after `mov rsi, 0x600200`, as after `mov rsi, rsi`).
+
 Operand slots are numbered in form order (Intel order on x86). A slot's alias class says what
 it can alias: "G" a general-purpose register (a fixed one too), "V" a vector register, "M" a
 memory operand whose data is accessed. Addresses that are only computed (lea), immediates and
-the registers of addresses never alias anything: no instruction of a block writes them.
+the registers of addresses never alias anything: no instruction of a block writes them (a
+constant base is set before them all).
 """
 
 from __future__ import annotations
@@ -68,6 +97,12 @@ PLACES = (0, 189, 256, 445)
 ALIGNED_PLACES = tuple(p for p in PLACES if p % LINE == 0)
 INTEL_HEADER = ".intel_syntax noprefix\n"
 
+# the memory mode's constant address of each base (`mov rbx, 0x680600` at a block's top): far
+# apart, 64-byte aligned, and at page offsets none of the harness's bases has (module docstring)
+CONSTANT_ADDRESSES = {"rsi": 0x600200, "rdi": 0x640400, "rbx": 0x680600}
+# the chance that a memory-mode block sets one of its bases to its constant
+CONSTANT_SHARE = 1 / 3
+
 # block modes: what random blocks and samples look like (see the module docstring)
 STANDARD_BLOCKS, MEMORY_BLOCKS = "standard", "memory"
 BLOCK_MODES = (STANDARD_BLOCKS, MEMORY_BLOCKS)
@@ -83,31 +118,59 @@ Pair = tuple[Position, Position]
 
 @dataclass(frozen=True)
 class ConcreteBlock:
-    """A basic block: Intel-syntax instruction lines (no prefix) and the form of each."""
+    """A basic block: Intel-syntax instruction lines (no prefix) and the form of each; in the
+    memory mode also the bases it sets to their constant at its top (in BASE_REGISTERS order;
+    each the base of a memory operand of the block)."""
     instructions: tuple[str, ...]
     forms: tuple[str, ...]
+    constant_bases: tuple[str, ...] = ()
 
     def __post_init__(self):
         if len(self.instructions) != len(self.forms):
             raise ValueError("a block needs one form per instruction")
+        unknown = set(self.constant_bases) - set(CONSTANT_ADDRESSES)
+        if unknown:
+            raise ValueError(f"{sorted(unknown)[0]} has no constant address: one of "
+                             f"{', '.join(CONSTANT_ADDRESSES)}")
+        object.__setattr__(self, "constant_bases", tuple(
+            b for b in BASE_REGISTERS if b in self.constant_bases))
 
     def __len__(self) -> int:
         return len(self.instructions)
 
+    def prelude(self) -> tuple[str, ...]:
+        """The lines that set the constant bases, `mov rbx, 0x680600`: the block's top."""
+        return tuple(f"mov {b}, {CONSTANT_ADDRESSES[b]:#x}" for b in self.constant_bases)
+
+    def lines(self) -> tuple[str, ...]:
+        """Every line of the block as predictors and users see it: the prelude, then the
+        instructions."""
+        return self.prelude() + self.instructions
+
     def text(self) -> str:
-        return INTEL_HEADER + "".join(line + "\n" for line in self.instructions)
+        return INTEL_HEADER + "".join(line + "\n" for line in self.lines())
 
     def without(self, index: int) -> "ConcreteBlock":
-        """The block with instruction `index` dropped."""
-        return ConcreteBlock(self.instructions[:index] + self.instructions[index + 1:],
+        """The block with instruction `index` dropped (and the constant of a base no other
+        memory operand goes through)."""
+        rest = ConcreteBlock(self.instructions[:index] + self.instructions[index + 1:],
                              self.forms[:index] + self.forms[index + 1:])
+        if not self.constant_bases:
+            return rest
+        used = set(memory_bases(rest).values())
+        return ConcreteBlock(rest.instructions, rest.forms,
+                             tuple(b for b in self.constant_bases if b in used))
 
     def to_json(self) -> dict:
-        return {"instructions": list(self.instructions), "forms": list(self.forms)}
+        out = {"instructions": list(self.instructions), "forms": list(self.forms)}
+        if self.constant_bases:              # blocks without read and write as they always did
+            out["constant_bases"] = list(self.constant_bases)
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "ConcreteBlock":
-        return cls(tuple(data["instructions"]), tuple(data["forms"]))
+        return cls(tuple(data["instructions"]), tuple(data["forms"]),
+                   tuple(data.get("constant_bases", ())))
 
 
 @dataclass(frozen=True)
@@ -274,6 +337,21 @@ def memory_crossings(block: ConcreteBlock, isa: str = "x86") -> dict[Position, b
     return out
 
 
+def memory_bases(block: ConcreteBlock, isa: str = "x86") -> dict[Position, str]:
+    """Every memory data slot of a block -> its base register (family)."""
+    out = {}
+    for i, (form, values) in enumerate(zip(block.forms, block_values(block, isa))):
+        for k, slot in enumerate(compiled(form, isa).slots):
+            if slot.kind == MEM and values[k] is not None and values[k][0] is not None:
+                out[(i, k)] = values[k][0]
+    return out
+
+
+def constant_base_slots(block: ConcreteBlock, isa: str = "x86") -> dict[Position, bool]:
+    """Every memory data slot of a block -> whether the block sets its base to a constant."""
+    return {p: base in block.constant_bases for p, base in memory_bases(block, isa).items()}
+
+
 def block_values(block: ConcreteBlock, isa: str = "x86") -> list[tuple]:
     return [operand_values(line, form, isa) for line, form in zip(block.instructions, block.forms)]
 
@@ -332,21 +410,48 @@ def _meeting_crossing(slot: Slot, candidates: tuple, crosses: bool | None) -> tu
     return tuple(v for v in candidates if crosses_line(v[2], slot.width) == crosses)
 
 
+def _meeting_constant(slot: Slot, candidates: tuple, constant: frozenset,
+                      wanted: bool | None) -> tuple:
+    """The candidate addresses of a memory data slot whose base is one of the block's constant
+    bases or not, as asked (None: either); a slot that is not a memory data access is not
+    bound by it."""
+    if wanted is None or slot.kind != MEM:
+        return candidates
+    return tuple(v for v in candidates if (v[0] in constant) == wanted)
+
+
 def _pick(rng, options):
     return options[int(rng.integers(len(options)))]
+
+
+def _draw_constant(bases: tuple[str, ...], wanted, rng) -> frozenset:
+    """The bases a memory-mode block may set to their constant: each with CONSTANT_SHARE; then
+    one more where a slot asks for a constant base and none was drawn, one fewer where a slot
+    asks for one not constant and all were (such a draw could never meet them)."""
+    draws = rng.random(len(bases))
+    chosen = {b for b, x in zip(bases, draws) if x < CONSTANT_SHARE}
+    wanted = set(wanted)
+    if True in wanted and not chosen and bases:
+        chosen.add(_pick(rng, bases))
+    if False in wanted and bases and len(chosen) == len(bases):
+        chosen.discard(_pick(rng, bases))
+    return frozenset(chosen)
 
 
 def instantiate(forms: Sequence[str], rng, must: Sequence[Pair] = (),
                 must_not: Sequence[Pair] = (), isa: str = "x86", *,
                 mode: str = STANDARD_BLOCKS,
-                crossing: Mapping[Position, bool] | None = None) -> ConcreteBlock | None:
+                crossing: Mapping[Position, bool] | None = None,
+                constant: Mapping[Position, bool] | None = None) -> ConcreteBlock | None:
     """One block of the forms, in order, in block mode `mode`, meeting the aliasing
-    constraints that apply (both slots exist and match) and the line-crossing ones (slot ->
-    whether its access crosses a line; it applies where the slot is a memory data access);
-    None when this attempt found no values that meet them (the greedy choice of 8.1.5 may
-    fail where a solution exists: callers retry)."""
+    constraints that apply (both slots exist and match), the line-crossing ones (slot ->
+    whether its access crosses a line) and the constant-base ones (slot -> whether its base is
+    set to a constant; the standard mode sets none), the last two applying where the slot is a
+    memory data access; None when this attempt found no values that meet them (the greedy
+    choice of 8.1.5 may fail where a solution exists: callers retry)."""
     _check_mode(mode)
     crossing = crossing or {}
+    constant = constant or {}
     comp = [compiled(f, isa) for f in forms]
     written = set().union(*(c.writes for c in comp)) if comp else set()
     bases = tuple(b for b in BASE_REGISTERS if b not in written)
@@ -379,12 +484,18 @@ def instantiate(forms: Sequence[str], rng, must: Sequence[Pair] = (),
                 return None                         # must and must-not at once
             apart[ga].add(gb)
             apart[gb].add(ga)
+    settable = frozenset()                          # bases the block may set to a constant
+    if mode == MEMORY_BLOCKS:
+        settable = _draw_constant(bases, [w for (i, k), w in constant.items()
+                                          if (i, k) in parent and comp[i].slots[k].kind == MEM],
+                                  rng)
     options: dict[Position, tuple] = {}
     for g, members in groups.items():
         allowed = None
         for i, k in members:
             slot = comp[i].slots[k]
             cand = _meeting_crossing(slot, _candidates(slot, bases, mode), crossing.get((i, k)))
+            cand = _meeting_constant(slot, cand, settable, constant.get((i, k)))
             if allowed is None:
                 allowed = cand
             else:
@@ -421,7 +532,9 @@ def instantiate(forms: Sequence[str], rng, must: Sequence[Pair] = (),
         lines.append(_render(c, values))
         if lines[-1] is None:
             return None
-    return ConcreteBlock(tuple(lines), tuple(forms))
+    used = {chosen[find(p)][0] for p in parent if comp[p[0]].slots[p[1]].kind == MEM}
+    return ConcreteBlock(tuple(lines), tuple(forms),
+                         tuple(b for b in BASE_REGISTERS if b in settable and b in used))
 
 
 def _render(c: CompiledForm, values: dict) -> str | None:
@@ -454,7 +567,7 @@ def _render(c: CompiledForm, values: dict) -> str | None:
 def random_block(schemes: Sequence, length: int, rng, attempts: int = 20,
                  isa: str = "x86", mode: str = STANDARD_BLOCKS) -> ConcreteBlock | None:
     """A block of `length` schemes drawn uniformly (with repetition), registers (and, in the
-    memory mode, places) at random."""
+    memory mode, places and constant bases) at random."""
     for _ in range(attempts):
         forms = [schemes[int(j)].form for j in rng.integers(len(schemes), size=length)]
         block = instantiate(forms, rng, isa=isa, mode=mode)

@@ -37,6 +37,14 @@ data access; beta records one for every memory data slot in the memory mode (nev
 standard mode, whose accesses all stay within a line), and an expansion drops one, as it drops
 an aliasing constraint.
 
+Constant-base constraints are built the same way for the memory mode's constant bases (a block
+that sets a base register to a constant address at its top: concrete.py): per memory slot,
+CONSTANT (the block sets the slot's base to its constant) or NOT_CONSTANT (the harness's base,
+never written); a slot not listed is TOP. The `mov` that sets a base is no instruction of the
+abstract block: like line crossing, constancy is a property of a memory operand's base, so
+beta records one for every memory data slot in the memory mode (never in the standard mode),
+sampling meets them, subsumption and covering compare them, and an expansion drops one.
+
 Subsumption (8.1.6) comes in two strengths: `subsumes(a, b)` is the domain's order (the same
 length, instruction by instruction: gamma(b) within gamma(a)); `covers(a, b)` is Definition
 8.7, which the campaign uses: a's instructions map injectively onto b's, in b's order up to a
@@ -52,8 +60,9 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from pmpredict.anica.concrete import (MEMORY, STANDARD_BLOCKS, ConcreteBlock, Pair, Position,
-                                      alias_class, alias_pairs, block_values, instantiate,
-                                      matching, memory_crossings)
+                                      alias_class, alias_pairs, block_values,
+                                      constant_base_slots, instantiate, matching,
+                                      memory_crossings)
 from pmpredict.anica.schemes import Scheme, scheme_of
 from pmpredict.isa.forms import OperandKind, parse_form
 
@@ -61,6 +70,8 @@ TOP = None
 NONE = "none"                           # subset-or-none: the scheme has no such thing
 MUST, MUST_NOT = "must", "must-not"
 CROSSES, WITHIN = "crosses", "within"    # a memory access crosses a cache line, or stays in one
+# a memory operand's base is set to a constant by the block, or is the harness's
+CONSTANT, NOT_CONSTANT = "constant", "not-constant"
 MNEMONIC_MAX_DISTANCE = 3               # the dissertation's K for the mnemonic abstraction
 # a sampling attempt may fail (greedy register choice, 8.1.5): at most this many failures
 # plus SAMPLE_RETRIES_PER_BLOCK per block asked for, then fewer blocks are returned
@@ -251,11 +262,13 @@ def _pair(a: Position, b: Position) -> Pair:
 @dataclass(frozen=True)
 class AbstractBlock:
     """Abstract instructions, aliasing constraints ((i, k), (j, l), MUST or MUST_NOT), pairs
-    ordered, sorted; a pair not listed is TOP; and line-crossing constraints ((i, k), CROSSES
-    or WITHIN), sorted; a slot not listed is TOP."""
+    ordered, sorted; a pair not listed is TOP; line-crossing constraints ((i, k), CROSSES or
+    WITHIN) and constant-base constraints ((i, k), CONSTANT or NOT_CONSTANT), each sorted; a
+    slot not listed is TOP."""
     instructions: tuple[AbstractInstruction, ...]
     aliasing: tuple[tuple[Position, Position, str], ...] = ()
     crossing: tuple[tuple[Position, str], ...] = ()
+    constant_base: tuple[tuple[Position, str], ...] = ()
 
     def __len__(self) -> int:
         return len(self.instructions)
@@ -277,18 +290,29 @@ class AbstractBlock:
         """slot -> whether its access must cross a line (instantiate's `crossing`)."""
         return {p: r == CROSSES for p, r in self.crossing}
 
+    def constant_base_of(self, p: Position) -> str | None:
+        return next((r for q, r in self.constant_base if q == p), TOP)
+
+    def constant_wanted(self) -> dict[Position, bool]:
+        """slot -> whether its base must be set to a constant (instantiate's `constant`)."""
+        return {p: r == CONSTANT for p, r in self.constant_base}
+
     def to_json(self) -> dict:
         out = {"type": "abstract", "instructions": [ai.to_json() for ai in self.instructions],
                "aliasing": [[list(p), list(q), r] for p, q, r in self.aliasing]}
         if self.crossing:                    # standard-mode blocks read as they always did
             out["crossing"] = [[list(p), r] for p, r in self.crossing]
+        if self.constant_base:
+            out["constant_base"] = [[list(p), r] for p, r in self.constant_base]
         return out
 
     @classmethod
     def from_json(cls, data: dict) -> "AbstractBlock":
         return cls(tuple(AbstractInstruction.from_json(d) for d in data["instructions"]),
                    sorted_aliasing((tuple(p), tuple(q), r) for p, q, r in data["aliasing"]),
-                   sorted_crossing((tuple(p), r) for p, r in data.get("crossing", ())))
+                   sorted_crossing((tuple(p), r) for p, r in data.get("crossing", ())),
+                   sorted_constant_base((tuple(p), r)
+                                        for p, r in data.get("constant_base", ())))
 
 
 def sorted_aliasing(items) -> tuple:
@@ -301,15 +325,25 @@ def sorted_aliasing(items) -> tuple:
     return tuple(sorted((p, q, r) for (p, q), r in out.items()))
 
 
+def _sorted_slot_constraints(items, what: str, values: tuple[str, str]) -> tuple:
+    out = {}
+    for p, r in items:
+        if r not in values:
+            raise ValueError(f"{what} constraint {r!r}: {values[0]} or {values[1]}")
+        out[tuple(p)] = r
+    return tuple(sorted(out.items()))
+
+
 def sorted_crossing(items) -> tuple:
     """Line-crossing constraints ((i, k), CROSSES or WITHIN) as AbstractBlock keeps them: one
     per slot (the last given), sorted."""
-    out = {}
-    for p, r in items:
-        if r not in (CROSSES, WITHIN):
-            raise ValueError(f"line-crossing constraint {r!r}: {CROSSES} or {WITHIN}")
-        out[tuple(p)] = r
-    return tuple(sorted(out.items()))
+    return _sorted_slot_constraints(items, "line-crossing", (CROSSES, WITHIN))
+
+
+def sorted_constant_base(items) -> tuple:
+    """Constant-base constraints ((i, k), CONSTANT or NOT_CONSTANT) as AbstractBlock keeps
+    them: one per slot (the last given), sorted."""
+    return _sorted_slot_constraints(items, "constant-base", (CONSTANT, NOT_CONSTANT))
 
 
 # --- beta, gamma ---------------------------------------------------------------------------
@@ -320,16 +354,21 @@ def _aliases(x, y) -> bool:
 
 def abstract(block: ConcreteBlock, mode: str = STANDARD_BLOCKS) -> AbstractBlock:
     """beta: the most specific abstract block representing `block` (eq. 8.6, 8.16) among the
-    blocks of `mode`: in the memory mode, with whether each memory access crosses a line."""
+    blocks of `mode`: in the memory mode, with whether each memory access crosses a line and
+    whether each memory operand's base is set to a constant."""
     values = block_values(block)
     aliasing = []
     for a, b in alias_pairs(block.forms):
         same = _aliases(values[a[0]][a[1]], values[b[0]][b[1]])
         aliasing.append((a, b, MUST if same else MUST_NOT))
-    crossing = () if mode == STANDARD_BLOCKS else sorted_crossing(
-        (p, CROSSES if crosses else WITHIN) for p, crosses in memory_crossings(block).items())
+    crossing = constant = ()
+    if mode != STANDARD_BLOCKS:
+        crossing = sorted_crossing((p, CROSSES if crosses else WITHIN)
+                                   for p, crosses in memory_crossings(block).items())
+        constant = sorted_constant_base((p, CONSTANT if is_constant else NOT_CONSTANT)
+                                        for p, is_constant in constant_base_slots(block).items())
     return AbstractBlock(tuple(abstract_instruction(scheme_of(f)) for f in block.forms),
-                         sorted_aliasing(aliasing), crossing)
+                         sorted_aliasing(aliasing), crossing, constant)
 
 
 def _constraints_hold(abs_block: AbstractBlock, block: ConcreteBlock, values=None) -> bool:
@@ -344,6 +383,10 @@ def _constraints_hold(abs_block: AbstractBlock, block: ConcreteBlock, values=Non
     for p, r in abs_block.crossing:
         if p in crossings and crossings[p] != (r == CROSSES):
             return False                               # (no such memory slot: void)
+    constants = constant_base_slots(block) if abs_block.constant_base else {}
+    for p, r in abs_block.constant_base:
+        if p in constants and constants[p] != (r == CONSTANT):
+            return False
     return True
 
 
@@ -403,6 +446,21 @@ def _crossing_implied(a: AbstractBlock, b: AbstractBlock, mapping: Sequence[int]
     return True
 
 
+def _constant_implied(a: AbstractBlock, b: AbstractBlock, mapping: Sequence[int]) -> bool:
+    """C3 for constant bases, as for line crossing."""
+    for p, r in a.constant_base:
+        pb = (mapping[p[0]], p[1])
+        if b.constant_base_of(pb) != r and not _never_memory(b, pb):
+            return False
+    return True
+
+
+def _slots_implied(a: AbstractBlock, b: AbstractBlock, mapping: Sequence[int]) -> bool:
+    """C3: every constraint of a on the mapped slots of b."""
+    return _aliasing_implied(a, b, mapping) and _crossing_implied(a, b, mapping) and \
+        _constant_implied(a, b, mapping)
+
+
 def subsumes(a: AbstractBlock, b: AbstractBlock) -> bool:
     """gamma(b) within gamma(a), soundly (a yes is true): the same length, instruction by
     instruction, and every constraint of a also in b (or void there)."""
@@ -410,7 +468,7 @@ def subsumes(a: AbstractBlock, b: AbstractBlock) -> bool:
         return False
     if not all(instruction_subsumes(x, y) for x, y in zip(a.instructions, b.instructions)):
         return False
-    return _aliasing_implied(a, b, range(len(b))) and _crossing_implied(a, b, range(len(b)))
+    return _slots_implied(a, b, range(len(b)))
 
 
 def covers(a: AbstractBlock, b: AbstractBlock | ConcreteBlock,
@@ -432,8 +490,7 @@ def covers(a: AbstractBlock, b: AbstractBlock | ConcreteBlock,
             mapping = [0] * n
             for t, pos in enumerate(positions):
                 mapping[(start + t) % n] = pos
-            if all(fits[i][mapping[i]] for i in range(n)) and \
-                    _aliasing_implied(a, b, mapping) and _crossing_implied(a, b, mapping):
+            if all(fits[i][mapping[i]] for i in range(n)) and _slots_implied(a, b, mapping):
                 return True
     return False
 
@@ -515,8 +572,10 @@ def same_concretisation(a: AbstractBlock, b: AbstractBlock, schemes) -> bool:
     differ = set(a.aliasing) ^ set(b.aliasing)
     if not all(not _may_match(u, a, p, q) and not _may_match(u, b, p, q) for p, q, _ in differ):
         return False
+    differ_slots = (set(a.crossing) ^ set(b.crossing)) | \
+        (set(a.constant_base) ^ set(b.constant_base))
     return all(not _may_be_memory(u, a, p) and not _may_be_memory(u, b, p)
-               for p, _ in set(a.crossing) ^ set(b.crossing))
+               for p, _ in differ_slots)
 
 
 # --- expansions ----------------------------------------------------------------------------
@@ -526,9 +585,9 @@ def _encoded(value) -> str:
 
 
 def expansions(abs_block: AbstractBlock) -> list[tuple[str, AbstractBlock]]:
-    """Every one-step generalisation (eq. 8.7, 8.12, 8.17 and its analogue for line crossing):
-    (name, expanded block). The name identifies the expansion function (instruction, feature,
-    from, to; or the constraint)."""
+    """Every one-step generalisation (eq. 8.7, 8.12, 8.17 and its analogues for line crossing
+    and constant bases): (name, expanded block). The name identifies the expansion function
+    (instruction, feature, from, to; or the constraint)."""
     out = []
     for i, ai in enumerate(abs_block.instructions):
         for f in FEATURES:
@@ -546,12 +605,17 @@ def expansions(abs_block: AbstractBlock) -> list[tuple[str, AbstractBlock]]:
         name = f"crossing {_slot_name(p)} {r} -> TOP"
         out.append((name, replace(abs_block,
                                   crossing=abs_block.crossing[:n] + abs_block.crossing[n + 1:])))
+    for n, (p, r) in enumerate(abs_block.constant_base):
+        name = f"base {_slot_name(p)} {r} -> TOP"
+        out.append((name, replace(abs_block, constant_base=abs_block.constant_base[:n] +
+                                  abs_block.constant_base[n + 1:])))
     return out
 
 
 def expansion_feature(name: str) -> str:
-    """The feature an expansion (by its name) lifts, "alias" or "crossing" for a constraint."""
-    for constraint in ("alias", "crossing"):
+    """The feature an expansion (by its name) lifts, "alias", "crossing" or "base" for a
+    constraint."""
+    for constraint in ("alias", "crossing", "base"):
         if name.startswith(constraint):
             return constraint
     return name.split(":", 1)[0].split(".", 1)[1]
@@ -570,12 +634,13 @@ def sample(abs_block: AbstractBlock, schemes, rng, n: int,
     if not options or not all(options):
         return []
     must, must_not = abs_block.must(), abs_block.must_not()
-    crossing = abs_block.crossing_wanted()
+    crossing, constant = abs_block.crossing_wanted(), abs_block.constant_wanted()
     out: list[ConcreteBlock] = []
     failures, allowed = 0, SAMPLE_RETRIES + SAMPLE_RETRIES_PER_BLOCK * n
     while len(out) < n and failures < allowed:
         forms = [opts[int(rng.integers(len(opts)))].form for opts in options]
-        block = instantiate(forms, rng, must, must_not, mode=mode, crossing=crossing)
+        block = instantiate(forms, rng, must, must_not, mode=mode, crossing=crossing,
+                            constant=constant)
         if block is None:
             failures += 1
         else:
@@ -663,13 +728,23 @@ def describe_crossing(p: Position, relation: str) -> str:
     return f"{where} stays within a cache line"
 
 
+def describe_constant_base(p: Position, relation: str) -> str:
+    """"instruction 2's memory operand's base is set to a constant address"."""
+    where = f"instruction {p[0] + 1}'s memory operand's base"
+    if relation == CONSTANT:
+        return f"{where} is set to a constant address"
+    return f"{where} is not set by the block"
+
+
 def describe(abs_block: AbstractBlock) -> str:
     """A short description: the instructions, then the constraints (`#1.op1 = #2.op2`,
-    "instruction 2's memory operand crosses a cache line")."""
+    "instruction 2's memory operand crosses a cache line", "instruction 2's memory operand's
+    base is set to a constant address")."""
     parts = [describe_instruction(ai) for ai in abs_block.instructions]
     parts += [f"{_slot_name(p)} {'=' if r == MUST else '!='} {_slot_name(q)}"
               for p, q, r in abs_block.aliasing]
     parts += [describe_crossing(p, r) for p, r in abs_block.crossing]
+    parts += [describe_constant_base(p, r) for p, r in abs_block.constant_base]
     return " ; ".join(parts)
 
 
@@ -690,7 +765,8 @@ def from_json(data: dict):
     raise ValueError("not a block: no type 'abstract' or 'concrete'")
 
 
-__all__ = ["TOP", "NONE", "MUST", "MUST_NOT", "CROSSES", "WITHIN", "FEATURES",
+__all__ = ["TOP", "NONE", "MUST", "MUST_NOT", "CROSSES", "WITHIN", "CONSTANT", "NOT_CONSTANT",
+           "FEATURES",
            "AbstractInstruction", "AbstractBlock", "Universe", "abstract", "abstract_instruction", "contains",
            "subsumes", "covers", "instruction_subsumes", "same_concretisation", "expansions",
            "sample", "describe", "describe_form", "to_json", "from_json", "universe"]

@@ -110,7 +110,7 @@ class Evaluator:
         self.cached = [0] * len(predictors)
 
     def __call__(self, blocks) -> np.ndarray:
-        lines = [tuple(b.instructions) for b in blocks]
+        lines = [b.lines() for b in blocks]           # with the lines setting constant bases
         out = np.full((len(lines), len(self.predictors)), np.nan)
         pending = []                                 # (column, rows, collect)
         for col, (predictor, identity) in enumerate(zip(self.predictors, self.identities)):

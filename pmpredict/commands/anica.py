@@ -53,7 +53,8 @@ def register(sub):
     # concrete.BLOCK_MODES, spelt out: parsing the command line loads no campaign code
     p.add_argument("--blocks", choices=("standard", "memory"), default="standard",
                    help="memory: accesses that cross cache lines, one place at two widths, "
-                        "4 vector registers to chain domains (default standard)")
+                        "bases set to constant addresses, 4 vector registers to chain domains "
+                        "(default standard)")
     p.add_argument("--budget-s", type=float_in(0.0, 1e9, low_open=True), metavar="SEC",
                    help=f"stop after SEC seconds (default {DEFAULT_BUDGET_S:g} without "
                         "--budget-calls)")
@@ -185,9 +186,9 @@ def run(args):
 
 def _check_resumable(path: str, saved: dict, config) -> None:
     """InputError unless the checkpoint is of a campaign with these settings (one from before
-    block modes is a standard one)."""
+    block modes is a standard one) that this version can resume."""
     # deferred: the campaign's configuration, when resuming
-    from pmpredict.anica.campaign import CampaignConfig
+    from pmpredict.anica.campaign import CampaignConfig, state_problem
     try:
         theirs = CampaignConfig.from_json(saved["campaign"]["config"])
     except (KeyError, TypeError, ValueError):
@@ -195,6 +196,9 @@ def _check_resumable(path: str, saved: dict, config) -> None:
     if theirs.blocks != config.blocks:
         raise InputError(path, f"this checkpoint is of a campaign with --blocks {theirs.blocks}, "
                                f"not {config.blocks}: give the same flags as its first run")
+    problem = state_problem(saved["campaign"])
+    if problem:
+        raise InputError(path, problem)
     if theirs != config:
         raise InputError(path, "this checkpoint is of a campaign with other settings: "
                                "give the same flags as its first run")

@@ -2,8 +2,9 @@
 
 Discoveries come ranked (most sampled blocks covered first, then the larger mean disagreement);
 each shows its abstract description, how often sampled members stayed interesting, and up to
-three witness blocks with every predictor's cycles. Failures of predictors are a finding of
-their own and are listed apart.
+three witness blocks with every predictor's cycles (a block's lines as the predictors saw them:
+a memory-mode block's `mov` setting a base to its constant first). Failures of predictors are a
+finding of their own and are listed apart.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def discovery_json(d, labels: list[str], rank: int) -> dict:
         "samples": d.samples,
         "mean_disagreement": number(d.mean_disagreement, 4),
         "covered": d.covered,
-        "witnesses": [{"instructions": list(block.instructions),
+        "witnesses": [{"instructions": list(block.lines()),
                        "cycles": dict(zip(labels, _cycles(row)))}
                       for block, row in d.witnesses[:WITNESSES]],
         "abstract": d.abstract.to_json(),
@@ -86,7 +87,7 @@ def text(outcome) -> str:
                    f"mean relative difference {d.mean_disagreement:.2f}")
         for block, row in d.witnesses[:WITNESSES]:
             cycles = "  ".join(f"{label} {_fmt(x)}" for label, x in zip(labels, row))
-            out.append(f"    witness: {' ; '.join(block.instructions)}")
+            out.append(f"    witness: {' ; '.join(block.lines())}")
             out.append(f"             {cycles}")
         out.append("")
     if outcome.failures:
@@ -138,7 +139,7 @@ def html(outcome) -> str:
         parts.append("<table><tr><th>witness</th>" +
                      "".join(f"<th>{esc(x)}</th>" for x in labels) + "</tr>")
         for block, row in d.witnesses[:WITNESSES]:
-            parts.append(f"<tr><td class='code'>{esc(chr(10).join(block.instructions))}</td>" +
+            parts.append(f"<tr><td class='code'>{esc(chr(10).join(block.lines()))}</td>" +
                          "".join(f"<td>{esc(_fmt(x))}</td>" for x in row) + "</tr>")
         parts.append("</table></div>")
     if outcome.failures:
