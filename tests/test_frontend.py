@@ -42,7 +42,7 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
                          paired_within=0, window=224, paired_width=8,
                          paired_vector=True, store_commits=1, leftover_shared=True,
                          nops_share=(), reads_sync=True, split_extra=(1, 1),
-                         forwarded_pair=True, store_split=64) -> dict:
+                         forwarded_pair=True, store_split=64, upper_merge=True) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -53,7 +53,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     of one cycle, that a read of rsp waits for if `reads_sync`; copies of the window probe
     overlap up to `window` instructions; two loads a cycle and a load or store across a line
     runs its access `split_extra` (loads, stores) times more, a store across a `store_split`-byte
-    block as across a line; stores that loads read back pair if `forwarded_pair`."""
+    block as across a line; stores that loads read back pair if `forwarded_pair`; a legacy-SSE
+    load beside a 256-bit write waits for its register's old value if `upper_merge`."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
               "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
@@ -83,6 +84,9 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
         cycles[_split_probe(kind, True)] = 4 * each * (1 + extra)
     for block in STORE_SPLIT_BLOCKS:
         cycles[_sub_line_probe(block)] = 4.0 * (1 + split_extra[1] * (block >= store_split))
+    # three instructions a copy on four slots; merged, the load and the paddd a 2-cycle chain
+    cycles["upper: clean"] = 0.75
+    cycles["upper: dirty"] = 2.0 if upper_merge else 0.75
     for name, _, _ in NOP_SUBJECTS:     # twice a copy: six fillers, the subject (and a nop)
         cycles[_nop_probe(name, False)] = 14 / 4
         cycles[_nop_probe(name, True)] = (14 if name in nops_share else 16) / 4
@@ -113,7 +117,7 @@ def test_a_four_wide_core_read_from_its_timings():
                               "vector_load_op_slots": 1, "indexed_vector_load_op_slots": 2,
                               "paired_stores": 0, "store_commits": 1,
                               "split_load_extra": 1, "split_store_extra": 1,
-                              "store_split_bytes": 64, "nop_fusion": 0, "nop_fusion_vector": 0,
+                              "store_split_bytes": 64, "sse_upper_merge": 1, "nop_fusion": 0, "nop_fusion_vector": 0,
                               "stack_sync_latency": 1.0, "stack_sync_reads": 1,
                               "window": 219, "taken_branch": 1.0}
     assert set(front.how) == set(front.pipeline)          # each says what it rests on
@@ -133,6 +137,15 @@ def test_the_block_a_store_splits_at_is_read_from_the_sub_line_probes(store_spli
     # stores whose split costs nothing (none, or a core that pairs them) say nothing of it
     assert "store_split_bytes" not in read_frontend(
         skylake_like_timings(split_extra=(1, 0), store_split=store_split)).pipeline
+
+
+@pytest.mark.parametrize("merges", [True, False])
+def test_whether_a_legacy_sse_write_waits_for_the_upper_half_is_read_from_two_probes(merges):
+    """Zen 4: the legacy load and paddd beside vpaddd ymm 2.00 cycles a copy, beside vpaddd
+    xmm 0.50: the load waited for xmm0's old value."""
+    front = read_frontend(skylake_like_timings(upper_merge=merges))
+    assert front.pipeline["sse_upper_merge"] == int(merges)
+    assert front.details["upper_cycles"]["clean"] == 0.75
 
 
 def test_one_loop_read_below_the_others_does_not_set_the_taken_branch():
@@ -634,6 +647,7 @@ def test_facts_of_every_recent_x86_core(measured):
         assert front.pipeline["split_load_extra"] in (1, 2), front.details["split_ratio"]
         assert front.pipeline.get("split_store_extra", 1) in (0, 1, 2, 3)
         assert front.pipeline.get("store_split_bytes", 64) in (16, 32, 64)
+    assert front.pipeline["sse_upper_merge"] in (0, 1)
     # the stack engine's sync: a cycle or so (push; add rsp at least the add's cycle)
     assert 0 <= front.pipeline["stack_sync_latency"] <= 3
     # the read probe's premise: its reference, a pop and a register move, runs well under a
@@ -765,6 +779,24 @@ def test_a_store_split_at_a_block_inside_a_line_shows_in_a_vector_store_timed_by
         pytest.skip("a 32-byte store did not reproduce in five tries (a busy machine)")
     extra = front.pipeline.get("split_store_extra", 1)
     assert across == pytest.approx(inside * (1 + extra), rel=0.15), (inside, across)
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_the_upper_merge_fact_shows_in_a_256_bit_chain_timed_by_itself(measured):
+    """A 256-bit add through ymm1 and a legacy-SSE load into xmm1, timed as a block in AT&T
+    syntax: where the probes read that the load waits for its register's old value, the add's
+    chain runs through the load (at least the add's latency, 3 or more on every core, and the
+    merge: Zen 4 4.00 cycles); where they read that it does not, the load breaks the chain
+    (at most a cycle and a half)."""
+    from pmpredict.measure import measure_block
+    merges = measured.facts.pipeline["sse_upper_merge"]
+    readings = [measure_block("vaddps %ymm1, %ymm1, %ymm1\nmovdqu 64(%rsi), %xmm1\n", "att")
+                for _ in range(3)]
+    good = [r.cycles for r in readings if r.stable and r.cycles]
+    if not good:
+        pytest.skip("the block did not reproduce in three tries (a busy machine)")
+    assert (min(good) >= 3.5) if merges else (min(good) <= 1.5), (merges, good)
 
 
 def test_a_width_that_is_not_whole_is_in_doubt():

@@ -600,3 +600,22 @@ def test_bhive_blocks_are_known():
     ("sfence", ""), ("pause", "")])
 def test_atomics_and_barriers_cost_more_than_a_form_says(text, beyond):
     assert sem(text).beyond_model == beyond
+
+
+@pytest.mark.parametrize("text, upper", [
+    ("vaddps %ymm1, %ymm2, %ymm3", "dirties"),       # VEX.256 write: upper halves dirty
+    ("vfmadd231ps %zmm0, %zmm1, %zmm2", "dirties"),
+    ("vaddps %xmm1, %xmm2, %xmm3", ""),              # VEX.128 zeroes its register's upper bits
+    ("vmovdqu (%rsi), %xmm1", ""),
+    ("vzeroupper", "cleans"),
+    ("vzeroall", "cleans"),
+    ("movdqu (%rsi), %xmm1", "keeps"),               # legacy SSE: bits 255:128 kept (SDM)
+    ("movaps %xmm2, %xmm1", "keeps"),
+    ("addps %xmm2, %xmm1", "keeps"),
+    ("movdqu %xmm1, (%rsi)", ""),                    # a store writes no register
+    ("vmovdqu %ymm1, (%rsi)", ""),
+    ("addq %rax, %rbx", ""),
+    ("paddd %mm1, %mm0", ""),                        # MMX registers are not the vector file's
+])
+def test_what_an_instruction_does_to_the_upper_halves(text, upper):
+    assert sem(text).upper == upper

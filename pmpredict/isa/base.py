@@ -88,6 +88,11 @@ class MemAccess:
         return (self.base, self.index, self.scale, self.disp, self.symbols)
 
 
+# what InstructionSemantics.upper says of the upper halves of the vector registers (x86): a
+# 256/512-bit AVX write leaves them dirty, vzeroupper/vzeroall clean them, a legacy-SSE write of
+# an xmm register keeps its register's (architecturally: it reads them)
+UPPER_DIRTIES, UPPER_CLEANS, UPPER_KEEPS = "dirties", "cleans", "keeps"
+
 # what InstructionSemantics.beyond_model says
 ATOMIC = "an atomic read-modify-write"
 BARRIER = "a barrier: it waits for earlier instructions"
@@ -125,6 +130,8 @@ class InstructionSemantics:
     # With them the dependency engine sees `lea rdi, [r15 + 464]; mov [rdi - 8], r13` store
     # beside `mov [r15 + 448], r13`
     copies: tuple[tuple[str, str, int], ...] = ()
+    # the upper halves of the vector registers: UPPER_DIRTIES, UPPER_CLEANS, UPPER_KEEPS or ""
+    upper: str = ""
 
     # asked for again and again per kernel (annotation, pairing, kinds): found once
     @cached_property

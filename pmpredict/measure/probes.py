@@ -53,6 +53,10 @@ cycle of eight), the slot readings (fusion, load-ops, nops) are in doubt and say
   line's end): how many times more a split access runs; then the four stores 28 and 12 bytes
   in (across a 32- and a 16-byte block inside the line): the smallest block whose stores cost
   at least halfway to a line split splits a store (measured on Zen 4: 32).
+* **Upper halves** (`sse_upper_merge`): a legacy-SSE load into xmm0 and `paddd xmm0, xmm0`,
+  beside `vpaddd ymm8, ymm9, ymm9` (the upper halves dirty) and beside the xmm form (clean):
+  where the load waits for xmm0's old value, the dirty probe runs the load and the add as a
+  chain (measured on Zen 4: 2.00 cycles a copy, clean 1.00).
 * **Stack sync** (`stack_sync_latency`): `push r8; add rsp, 8` against `sub rsp, 8; add rsp,
   8`. The push updates rsp in the stack engine; the add names rsp, so a sync uop applies
   the engine's offset first: the loop-carried chain is sync + add, against two plain ALU
@@ -385,10 +389,27 @@ def _loop_probes() -> list[Probe]:
             for k in range(MAX_LOOP_BODY + 1)]
 
 
+# a legacy-SSE load into xmm0 and an operation on it, beside a 256-bit AVX write (the upper
+# halves dirty) and beside a 128-bit one (clean); the AVX writes chain nothing: where the load
+# waits for xmm0's old value, its chain with the paddd is 2 cycles a copy (sse_upper_merge;
+# measured on Zen 4: 2.00 against 1.00)
+UPPER_LINES = ("movdqu xmm0, xmmword ptr [rsi + 64]", "paddd xmm0, xmm0")
+UPPER_MERGE_ABOVE = 0.75        # dirty this many cycles slower than clean: the load waited
+
+
+def _upper_probe(dirty: bool) -> str:
+    return f"upper: {'dirty' if dirty else 'clean'}"
+
+
+def _upper_probes() -> list[Probe]:
+    return [Probe(_upper_probe(dirty), (f"vpaddd {w}8, {w}9, {w}9",) + UPPER_LINES,
+                  family="upper") for dirty, w in ((True, "ymm"), (False, "xmm"))]
+
+
 def probes() -> tuple[Probe, ...]:
     return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
                  + _split_probes() + _nop_probes() + _stack_probes() + _loop_probes()
-                 + _window_probes())
+                 + _window_probes() + _upper_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------
@@ -462,6 +483,7 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     # the facts that need no width: stores, the stack engine, the window
     _read_stores(cycles, out)
     _read_splits(cycles, out)
+    _read_upper(cycles, out)
     _read_stack(cycles, out)
     _read_window(cycles, out)
     _read_loops(cycles, out)
@@ -742,6 +764,19 @@ def _read_sub_line_splits(cycles, within: float, across: float, out: ProbeReadin
     out.how["store_split_bytes"] = (f"four 8-byte stores within lines {within:.2f} cycles a "
                                     f"copy, across lines {across:.2f}"
                                     + (f", {', '.join(said)}" if said else ""))
+
+
+@produces("upper", "sse_upper_merge")
+def _read_upper(cycles, out: ProbeReading) -> None:
+    """Whether the legacy-SSE load waited for its register's old value: the dirty probe
+    UPPER_MERGE_ABOVE cycles or more slower than the clean one."""
+    dirty, clean = cycles.get(_upper_probe(True)), cycles.get(_upper_probe(False))
+    if dirty is None or clean is None:
+        return
+    out.details["upper_cycles"] = {"dirty": _round(dirty), "clean": _round(clean)}
+    out.pipeline["sse_upper_merge"] = int(dirty - clean >= UPPER_MERGE_ABOVE)
+    out.how["sse_upper_merge"] = (f"{'; '.join(UPPER_LINES)} beside vpaddd ymm {dirty:.2f} "
+                                  f"cycles a copy, beside vpaddd xmm {clean:.2f}")
 
 
 @produces("stack", "stack_sync_latency", "stack_sync_reads")

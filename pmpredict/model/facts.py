@@ -162,6 +162,13 @@ FACTS: tuple[Fact, ...] = (
          "access once (64: a line; 32 or 16 where a store across such a block inside a line "
          "costs what a store across a line does)", 64,
          "stores split only at a cache line's end", probe="splits"),
+    # Zen 4: `vpaddd ymm8, ymm9, ymm9; movdqu xmm0, [m]; paddd xmm0, xmm0` 2.00 cycles a loop,
+    # the same with vpaddd xmm8 1.00 (the legacy movdqu merges into xmm0's old value)
+    Fact("sse_upper_merge", FLAG, "1 if a legacy-SSE write of an xmm register waits for the "
+         "register's old value (its upper half) while a 256- or 512-bit AVX write has left the "
+         "upper halves dirty (no vzeroupper since), else 0", 0,
+         "a legacy-SSE write after 256-bit AVX (no vzeroupper) taken as not waiting for its "
+         "register's upper half", probe="upper"),
     Fact("store_commits", COUNT, "stores committed to the cache a cycle apart from pairing, "
          "whatever their forms (the engine gives each store a uop on that many commit ports)",
          0, probe="store commits"),

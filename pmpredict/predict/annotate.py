@@ -24,7 +24,8 @@ from types import MappingProxyType
 
 from pmpredict.predict.deps import Forwarding, MemRef, Node, Source
 from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, MERGE, InstructionSemantics
-from pmpredict.isa.base import ATOMIC, BARRIER, VECTOR
+from pmpredict.isa.base import (ATOMIC, BARRIER, UPPER_CLEANS, UPPER_DIRTIES, UPPER_KEEPS, VECTOR,
+                                RegAccess)
 from pmpredict.model.defaults import ASSUMED
 from pmpredict.model.facts import (BY_KEY, FORWARDING_KEYS, RMW_CHAIN_KEYS, FactReader, fact_value,
                                    fusion_key)
@@ -236,8 +237,15 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
         if machine is None:
             machine = memo[("machine facts", loop)] = machine_facts(model, loop)
     reader = machine.reader()
+    # a block repeats whether or not it ends in its own branch: cyclic, as the stack syncs
+    merging = _upper_merges(semantics)
+    if merging and not int(reader.value("sse_upper_merge")):
+        merging = {}
     out = []
     for i, (form, sem) in enumerate(zip(forms, semantics)):
+        if i in merging:                 # made afresh: the read depends on the kernel
+            out.append(_one(i, form, merging[i], model, machine, stack_engine))
+            continue
         if memo is None:
             out.append(_one(i, form, sem, model, machine, stack_engine))
             continue
@@ -304,6 +312,31 @@ def _fuse(a: Annotated, machine: MachineFacts, reader: FactReader) -> bool:
     if not given:
         reader.assume(fusion_key(mnemonic), int(fused))
     return fused
+
+
+def _upper_merges(semantics) -> dict[int, InstructionSemantics]:
+    """Instruction index -> its semantics with a MERGE read of its vector register, for each
+    legacy-SSE write of an xmm register (UPPER_KEEPS) that does not read the register already
+    and runs while the upper halves are dirty: the last 256/512-bit AVX write before it
+    (cyclically) came after the last vzeroupper. A core that keeps the upper half merges
+    the new low half into the old register (sse_upper_merge; measured on Zen 4)."""
+    if not any(s.upper == UPPER_DIRTIES for s in semantics):
+        return {}
+    out, n = {}, len(semantics)
+    for i, sem in enumerate(semantics):
+        if sem.upper != UPPER_KEEPS:
+            continue
+        before = [semantics[(i - d) % n] for d in range(1, n + 1)]
+        last = next((s.upper for s in before if s.upper in (UPPER_DIRTIES, UPPER_CLEANS)), None)
+        if last != UPPER_DIRTIES:
+            continue
+        kept = [w for w in sem.writes if w.kind == VECTOR and w.width == 128
+                and w.name.startswith("v")
+                and not any(r.name == w.name and r.role in (DATA, MERGE) for r in sem.reads)]
+        if kept:
+            out[i] = replace(sem, reads=sem.reads + tuple(
+                RegAccess(w.name, VECTOR, w.operand, MERGE, 256) for w in kept))
+    return out
 
 
 def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,

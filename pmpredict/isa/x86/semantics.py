@@ -15,8 +15,9 @@ Decisions worth knowing:
   leaves the flags unchanged: such forms read the flags they write (noted).
 * Partial writes: an 8/16-bit general-purpose destination also reads its family (role
   MERGE); a 32-bit destination zero-extends (a full write). Legacy-SSE writes of an xmm
-  register keep the upper ymm/zmm bits; that is not modelled (compilers separate SSE and
-  AVX code with vzeroupper); scalar SSE operations that keep the upper lanes of their
+  register keep the upper ymm/zmm bits: said as `upper` (UPPER_KEEPS), with the AVX writes
+  that dirty those bits and the vzeroupper that cleans them; whether a core then waits for
+  the old register is its fact (sse_upper_merge, predict/annotate.py); scalar SSE operations that keep the upper lanes of their
   destination (sqrtsd, cvtsi2sd, cvtss2sd, roundsd, rcpss, movss/movsd between registers)
   read it: this false dependency is real. VEX and EVEX writes are full writes. AVX-512
   merge masking (`{k1}`) reads the destination and the mask; zero masking (`{z}`) reads
@@ -71,7 +72,8 @@ from pmpredict.isa.forms import FormTemplate, form_isa, parse_form
 from pmpredict.isa.syntax import Immediate, Indirect, Memory, Register, Rounding, Symbol
 from pmpredict.isa.base import (ADDRESS, ADDRESS_ONLY, ATOMIC, BARRIER, DATA, DIVIDER, FLAG,
                                 FP_ADD, FP_MULTIPLY, GPR, INT_MULTIPLY, LOAD, MASK, MERGE,
-                                NO_MEMORY, OTHER, READ_MODIFY_WRITE, SHUFFLES, STORE, VECTOR,
+                                NO_MEMORY, OTHER, READ_MODIFY_WRITE, SHUFFLES, STORE, UPPER_CLEANS,
+                                UPPER_DIRTIES, UPPER_KEEPS, VECTOR,
                                 FormSemantics, InstructionSemantics, IsaSemantics, MemAccess,
                                 OsacaVocabulary, RegAccess, access_pattern, expand_mnemonics,
                                 placeholder_access)
@@ -1169,7 +1171,21 @@ class _Builder:
             fusion=self._fusion(), trap=self._trap(), known=res.known,
             notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(),
             copies=self._copies(),
-            beyond_model=beyond)
+            beyond_model=beyond, upper=self._upper(writes))
+
+    def _upper(self, writes) -> str:
+        """What the instruction does to the vector registers' upper halves: a VEX/EVEX write
+        of a ymm/zmm register dirties them, vzeroupper/vzeroall clean them, a legacy-SSE write
+        of an xmm register keeps its register's."""
+        m = self.res.mnemonic
+        if m in ("vzeroupper", "vzeroall"):
+            return UPPER_CLEANS
+        vector = [w for w in writes if w.kind == VECTOR and w.name.startswith("v")]
+        if not vector:
+            return ""
+        if m.startswith("v"):
+            return UPPER_DIRTIES if any((w.width or 0) > 128 for w in vector) else ""
+        return UPPER_KEEPS if any(w.width == 128 for w in vector) else ""
 
     def _offsets(self) -> tuple[tuple[str, int], ...]:
         """A 64-bit register set to itself plus a constant (32-bit writes zero-extend: their
