@@ -762,8 +762,8 @@ def test_the_measured_nop_facts_predict_a_block_of_nops_timed_by_itself(measured
 def test_a_store_split_at_a_block_inside_a_line_shows_in_a_vector_store_timed_by_itself(
         measured):
     """Where the probes read stores splitting at a 32-byte block (8-byte stores, Zen 4), a
-    32-byte store 16 bytes into a line, timed as a block in AT&T syntax, runs its access as
-    many times more as across a line (Zen 4: 2.00 cycles against 1.00 at 32 bytes in)."""
+    32-byte store 16 bytes into a line, timed as a block in AT&T syntax, splits too: it costs at
+    least half as much again as one 32 bytes in (Zen 4: 2.00 cycles against 1.00)."""
     from pmpredict.measure import measure_block
     front = measured.facts
     if "splits" in front.suspect_families or front.pipeline.get("store_split_bytes", 64) > 32:
@@ -777,26 +777,25 @@ def test_a_store_split_at_a_block_inside_a_line_shows_in_a_vector_store_timed_by
     across = reproduced("vmovdqu %ymm0, 16(%rbx)\n")
     if inside is None or across is None:
         pytest.skip("a 32-byte store did not reproduce in five tries (a busy machine)")
-    extra = front.pipeline.get("split_store_extra", 1)
-    assert across == pytest.approx(inside * (1 + extra), rel=0.15), (inside, across)
+    assert across >= 1.5 * inside, (inside, across)
 
 
 @ON_X86_LINUX
 @pytest.mark.slow
-def test_the_upper_merge_fact_shows_in_a_256_bit_chain_timed_by_itself(measured):
-    """A 256-bit add through ymm1 and a legacy-SSE load into xmm1, timed as a block in AT&T
-    syntax: where the probes read that the load waits for its register's old value, the add's
-    chain runs through the load (at least the add's latency, 3 or more on every core, and the
-    merge: Zen 4 4.00 cycles); where they read that it does not, the load breaks the chain
-    (at most a cycle and a half)."""
+def test_the_upper_merge_fact_shows_in_a_legacy_chain_timed_by_itself(measured):
+    """A legacy-SSE load into xmm3 and a shift of it, beside a 256-bit op on registers of its
+    own, timed as a block in AT&T syntax (other registers, another operation and another cache
+    key than the probe's): where the probes read that the load waits for its register's old
+    value, load and shift form a chain of two cycles or more (Zen 4: 2.00); where they read
+    that it does not, the three instructions run at a cycle and a half or less."""
     from pmpredict.measure import measure_block
     merges = measured.facts.pipeline["sse_upper_merge"]
-    readings = [measure_block("vaddps %ymm1, %ymm1, %ymm1\nmovdqu 64(%rsi), %xmm1\n", "att")
-                for _ in range(3)]
+    body = "vpaddd %ymm10, %ymm10, %ymm11\nmovdqu 128(%rsi), %xmm3\npsllq $1, %xmm3\n"
+    readings = [measure_block(body, "att") for _ in range(3)]
     good = [r.cycles for r in readings if r.stable and r.cycles]
     if not good:
         pytest.skip("the block did not reproduce in three tries (a busy machine)")
-    assert (min(good) >= 3.5) if merges else (min(good) <= 1.5), (merges, good)
+    assert (min(good) >= 1.75) if merges else (min(good) <= 1.5), (merges, good)
 
 
 def test_a_width_that_is_not_whole_is_in_doubt():

@@ -605,34 +605,23 @@ def test_read_modify_write_chains_spaced_apart_are_read_as_a_block_times_them():
 
 
 @needs_host
-def test_forwarding_into_a_narrower_load_is_read_as_a_block_times_it():
-    """The narrower-load forwarding fact (a byte of a stored qword, Intel syntax) agrees with
-    the same link timed as a block in AT&T syntax, within half a cycle (or the range the
-    harness reports, where the core has two steady states); on every core a part of a stored
-    word forwards no faster than the whole word (Zen 3: 6 against 0, renamed)."""
+@pytest.mark.parametrize("fact, link", [
+    # a byte of a stored qword (Zen 3: 6 against 0, renamed)
+    ("store_forward_latency_narrow", "movq %rax, 64(%rbx)\nmovzbl 64(%rbx), %eax\n"),
+    # a stored word loaded back (Zen 4: 6.6 against 0, renamed)
+    ("store_forward_latency_short", "movw %ax, 64(%rbx)\nmovzwl 64(%rbx), %eax\n"),
+])
+def test_a_forwarding_fact_of_its_own_is_read_as_a_block_times_it(fact, link):
+    """The forwarding facts of a narrower load and of a word store (reference chains closed by
+    imul, Intel syntax) agree with the same link timed as a block in AT&T syntax, within half a
+    cycle (or the range the harness reports, where the core has two steady states); on every
+    core such a forwarding is no faster than a whole qword's."""
     from pmpredict.measure.block import measure_block
     from pmpredict.measure.latency import measure_latencies
     refs = measure_latencies([], cache_dir=None).references
-    assert refs["store_forward_latency_narrow"] >= refs["store_forward_latency"] - 0.5, refs
-    block = measure_block("movq %rax, 64(%rbx)\nmovzbl 64(%rbx), %eax\nimulq %rbx, %rax\n",
-                          "att")
-    expected = refs["store_forward_latency_narrow"] + refs["imul"]
-    assert measured_close(block, expected, 0.5), (block.to_json(), refs)
-
-
-@needs_host
-def test_forwarding_from_a_word_store_is_read_as_a_block_times_it():
-    """The word-store forwarding fact (mov word [m]; movzx r32, word [m]; imul, Intel syntax)
-    agrees with the same link timed as a block in AT&T syntax, within half a cycle; on every
-    core a stored word forwards no faster than a stored qword (Zen 4: 6.6 against 0, renamed)."""
-    from pmpredict.measure.block import measure_block
-    from pmpredict.measure.latency import measure_latencies
-    refs = measure_latencies([], cache_dir=None).references
-    assert refs["store_forward_latency_short"] >= refs["store_forward_latency"] - 0.5, refs
-    block = measure_block("movw %ax, 64(%rbx)\nmovzwl 64(%rbx), %eax\nimulq %rbx, %rax\n",
-                          "att")
-    expected = refs["store_forward_latency_short"] + refs["imul"]
-    assert measured_close(block, expected, 0.5), (block.to_json(), refs)
+    assert refs[fact] >= refs["store_forward_latency"] - 0.5, refs
+    block = measure_block(link + "imulq %rbx, %rax\n", "att")
+    assert measured_close(block, refs[fact] + refs["imul"], 0.5), (block.to_json(), refs)
 
 
 @needs_host

@@ -436,29 +436,23 @@ def _never_memory(b: AbstractBlock, p: Position) -> bool:
     return _known_class(b.instructions[p[0]], p[1]) not in ("?", MEMORY)
 
 
-def _crossing_implied(a: AbstractBlock, b: AbstractBlock, mapping: Sequence[int]) -> bool:
-    """C3 for line crossing: b constrains each mapped memory slot as a does (a must-cross in a
-    is implied only by a must-cross in b, or by b's slot never being a memory access)."""
-    for p, r in a.crossing:
+def _memory_slots_implied(constraints, of_b, b: AbstractBlock,
+                          mapping: Sequence[int]) -> bool:
+    """C3 for a constraint per memory slot (line crossing, constant base): b constrains each
+    mapped memory slot as a does (`constraints`: a's; `of_b`: b's for a slot), or b's slot is
+    never a memory access (a must-cross in a is implied only by a must-cross in b)."""
+    for p, r in constraints:
         pb = (mapping[p[0]], p[1])
-        if b.crossing_of(pb) != r and not _never_memory(b, pb):
-            return False
-    return True
-
-
-def _constant_implied(a: AbstractBlock, b: AbstractBlock, mapping: Sequence[int]) -> bool:
-    """C3 for constant bases, as for line crossing."""
-    for p, r in a.constant_base:
-        pb = (mapping[p[0]], p[1])
-        if b.constant_base_of(pb) != r and not _never_memory(b, pb):
+        if of_b(pb) != r and not _never_memory(b, pb):
             return False
     return True
 
 
 def _slots_implied(a: AbstractBlock, b: AbstractBlock, mapping: Sequence[int]) -> bool:
     """C3: every constraint of a on the mapped slots of b."""
-    return _aliasing_implied(a, b, mapping) and _crossing_implied(a, b, mapping) and \
-        _constant_implied(a, b, mapping)
+    return _aliasing_implied(a, b, mapping) and \
+        _memory_slots_implied(a.crossing, b.crossing_of, b, mapping) and \
+        _memory_slots_implied(a.constant_base, b.constant_base_of, b, mapping)
 
 
 def subsumes(a: AbstractBlock, b: AbstractBlock) -> bool:
