@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pmpredict.isa import semantics
 from pmpredict.model.experiments import Experiment, ExperimentSet
 from pmpredict.errors import InputError
-from pmpredict.isa.forms import parse_form
+from pmpredict.isa.forms import is_split_variant, parse_form
 from pmpredict.model.machine import structure_problem, timing_problem
 
 # Latency of a form the model has no measurement for. PMEvo infers port usage
@@ -33,6 +33,15 @@ class ExportError(InputError):
 def model_source(model) -> str:
     prov = model.provenance or {}
     return str(prov.get("file") or prov.get("path") or f"model {model.name!r}")
+
+
+def instruction_forms(model):
+    """The model without its split variants (pmpredict.isa.forms.split_variant: what a form
+    runs when its load crosses a line, measured by the host model): no other tool has such a
+    form, so the exports carry the instruction forms only."""
+    if not any(is_split_variant(f) for f in model.uops):
+        return model
+    return model.with_uops({f: u for f, u in model.uops.items() if not is_split_variant(f)})
 
 
 def check_exportable(model) -> None:

@@ -40,8 +40,8 @@ from pmpredict.isa.forms import parse_form
 from pmpredict.formats.files import write_atomic
 
 from pmpredict.exporters.common import (ExportError, ExportResult, Latency, check_exportable,
-                                        latency_of, representative, singleton_cycles,
-                                        tablegen_identifier)
+                                        instruction_forms, latency_of, representative,
+                                        singleton_cycles, tablegen_identifier)
 from pmpredict.exporters.opcodes import Resolution, resolve_opcodes
 from pmpredict.exporters.render import render_template
 
@@ -257,6 +257,7 @@ def plan_llvm(model, version: int = 19, resolutions: dict[str, Resolution] | Non
               name: str | None = None) -> LlvmPlan:
     if version not in CYCLES_FIELD:
         raise ExportError(model, f"unsupported LLVM version {version} (14 or 19)")
+    model = instruction_forms(model)
     check_exportable(model)
     prefix = "Pmp" + _camel(name or model.name)
     if resolutions is None:
@@ -308,6 +309,7 @@ def _pipeline_note(model, key: str) -> str:
 
 def render_llvm(model, version: int = 19, self_contained: bool = False, source: str = "",
                 resolutions=None, name: str | None = None) -> tuple[str, LlvmPlan]:
+    model = instruction_forms(model)
     plan = plan_llvm(model, version, resolutions, name)
     if not plan.writes:
         why = plan.unresolved[0][1] if plan.unresolved else "no forms"

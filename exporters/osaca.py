@@ -56,8 +56,8 @@ from pmpredict.isa.osaca_forms import WILD, UnsupportedForm, is_foreign, osaca_i
 from pmpredict.formats.files import write_atomic
 
 from pmpredict.exporters.common import (DEFAULT_LATENCY, DEFAULT_LOAD_LATENCY, ExportResult,
-                                        check_exportable, latency_of, representative,
-                                        singleton_cycles)
+                                        check_exportable, instruction_forms, latency_of,
+                                        representative, singleton_cycles)
 from pmpredict.exporters.opcodes import resolve_opcodes
 from pmpredict.exporters.render import render_template
 
@@ -169,6 +169,7 @@ def _flow(value) -> str:
 
 def osaca_context(model, source: str = "") -> dict:
     """Everything the template prints, decided and formatted."""
+    model = instruction_forms(model)
     check_exportable(model)
     tp = singleton_cycles(model)
     # printed spellings from the opcode table (shipped / cached; llvm-mc is not run here)

@@ -424,3 +424,30 @@ def test_push_and_pop_are_measured_in_experiments():
     alone_push, alone_pop, both = (e.cycles for e in out.experiments)
     assert 0.22 <= alone_pop <= 0.55 and 0.45 <= alone_push <= 1.1
     assert both >= 0.95 * max(alone_push, alone_pop)
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_a_load_across_a_line_is_predicted_as_its_split_variant_measured(cache, tmp_path):
+    """A kernel whose load crosses a line on every iteration gets its form's split variant
+    measured into the model (isa.forms.split_variant) and predicted from it; the prediction
+    agrees with the kernel timed as a block (a second path: `pmpredict measure`, the load at
+    one place), and costs at least what the same load within a line does (every core)."""
+    from pmpredict.isa.forms import split_variant
+    env = {**os.environ, "PMPREDICT_CACHE": cache}
+    run = lambda *args: subprocess.run([sys.executable, "-m", "pmpredict", *args],
+                                       capture_output=True, text=True, env=env, timeout=600)
+    across, within = tmp_path / "across.s", tmp_path / "within.s"
+    across.write_text("movq 60(%rsi), %rax\n")
+    within.write_text("movq 48(%rsi), %rax\n")
+    proc = run("predict", str(across), "--model", "host", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["host"]["measured"] == [split_variant(LOAD)]
+    assert any("as its form measured across a line" in a for a in out["assumptions"])
+    timed = run("measure", str(across), "--json")
+    assert timed.returncode == 0, timed.stderr
+    block = json.loads(timed.stdout)["cycles"]
+    assert out["cycles"] == pytest.approx(block, rel=0.12)
+    plain = json.loads(run("predict", str(within), "--model", "host", "--json").stdout)
+    assert plain["host"]["measured"] == [] and out["cycles"] >= 0.95 * plain["cycles"]

@@ -35,7 +35,7 @@ from enum import Enum
 from pmpredict.isa import semantics
 from pmpredict.isa.osaca_forms import (FOREIGN_PREFIX, is_foreign, operand_tokens, osaca_fits,
                                        osaca_pattern, parse_foreign_form_name)
-from pmpredict.isa.forms import parse_form
+from pmpredict.isa.forms import is_split_variant, parse_form
 from pmpredict.isa.keys import FormKey, render_key
 
 class Approximation(str, Enum):
@@ -251,8 +251,8 @@ class FormMatcher:
             if is_foreign(name):
                 self._add_osaca(order, name)
         for name in sorted(forms):
-            if is_foreign(name):
-                continue
+            if is_foreign(name) or is_split_variant(name):
+                continue                      # a split variant stands for no instruction text
             try:
                 template = parse_form(name, isa)
             except ValueError:

@@ -67,13 +67,14 @@ def _host_model(sources, budget_s: float | None = DEFAULT_MEASURE_BUDGET):
     """This machine's model with the forms of every kernel measured into it."""
     # deferred: predict_files loads lark and the engines, host.model ~9 ms; --help imports this
     from pmpredict.host.model import host_model
-    from pmpredict.commands.predict_files import host_forms
+    from pmpredict.commands.predict_files import host_forms, split_variants
 
     forms, left_out, kernels = host_forms(sources)
     display = ProgressDisplay()
     model, update = host_model(forms, kernels=kernels, progress=display,
                                notify=lambda text: display.note(f"pmpredict: {text}"),
-                               budget_s=budget_s)
+                               budget_s=budget_s,
+                               variants=lambda model: split_variants(model, sources))
     display.close()
     update.left_out = left_out
     return model, update

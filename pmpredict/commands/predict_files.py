@@ -26,7 +26,7 @@ from pmpredict.host.model import kernel_forms, load_cached
 from pmpredict.measure.cpu import HARNESS_ISA, harness_runs_here
 from pmpredict.model.machine import HOST_MODEL
 from pmpredict import models as builtin_models
-from pmpredict.predict.predictor import Predictor
+from pmpredict.predict.predictor import STAGES, Predictor
 
 STDIN = "-"
 # from this many instructions to simulate (over all kernels) on, the simulation runs compiled
@@ -140,6 +140,23 @@ def host_forms(sources) -> tuple[list[str], list, list[list[str]]]:
             left_out += left
             kernels.append(more)
     return forms, left_out, kernels
+
+
+# the stages that say which loads split (no bounds, no simulation)
+ANNOTATION_STAGES = tuple(s for s in STAGES if s.name in ("matched", "annotated"))
+
+
+def split_variants(model, sources) -> list[list[str]]:
+    """The split variants (isa.forms.split_variant) of each kernel's forms whose load crosses
+    a line on every iteration, as the predictor finds them with `model`: one list per kernel,
+    in host_forms' order."""
+    predictor = Predictor(model, criticality=False, stages=ANNOTATION_STAGES, derived=())
+    out = []
+    for src in sources:
+        for k in src.kernels:
+            annotated = predictor.predict(k, src.syntax, src.path).stage("annotated")
+            out.append(list(annotated.split_variants) if annotated is not None else [])
+    return out
 
 
 def with_fallback(spec: str, model):

@@ -16,7 +16,9 @@ cache directory, `<cache_dir>/host-<hash of the CPU identity>.json`, and grows w
   instruction; branches and system instructions cannot be measured on their own and are
   listed) are measured alone and beside the model's blockers (pmpredict/host/extend.py), fitted with
   every existing form's uops fixed, and their latencies measured. Forms the CPU cannot run
-  (SIGILL) are remembered and not tried again.
+  (SIGILL) are remembered and not tried again. Then the split variants the kernels' loads
+  across a line need (isa.forms.split_variant: which loads split, only a model with the
+  kernels' forms can say), the same way, and the pairs each kernel uses.
 
 Two processes never write the model at once: an exclusive lock (`fcntl.flock` on
 `host-<hash>.lock`) is held while the model is read, measured and written, and every write is
@@ -36,7 +38,7 @@ from dataclasses import dataclass, field, replace
 
 from pmpredict.errors import InputError
 from pmpredict.isa import semantics
-from pmpredict.isa.forms import parse_form
+from pmpredict.isa.forms import is_split_variant, parse_form
 from pmpredict.isa.keys import render_key
 from pmpredict.formats.jsonio import rounded
 from pmpredict.formats.model_files import load_model, save_model
@@ -240,7 +242,8 @@ class MeasureBudget:
 
 
 def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=None,
-               core=None, seed_builtin: bool = True, kernels=(), budget_s: float | None = None):
+               core=None, seed_builtin: bool = True, kernels=(), budget_s: float | None = None,
+               variants=None):
     """(this machine's model with `forms` in it where they can be measured, HostUpdate).
 
     kernels: the forms of each kernel (lists): every pair of forms one kernel uses together
@@ -251,7 +254,9 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
     model measured on this very CPU when there is one. budget_s: seconds the forms and pairs
     the kernels need may take (MeasureBudget); what it leaves unmeasured is recorded in the
     model (provenance.host.unmeasured), said in each prediction that depends on it, and
-    measured by the next call with time to spare."""
+    measured by the next call with time to spare. variants(model): the split variants each
+    kernel's loads need (isa.forms.split_variant; lists, one per kernel), which only a model
+    with the kernels' forms can say: measured next, and then with each kernel's other forms."""
     # deferred: pmpredict.measure loads numpy and the harness
     from pmpredict.measure import HostError, default_cache_dir
 
@@ -281,6 +286,14 @@ def host_model(forms=(), *, cache_dir: str | None = None, progress=None, notify=
                 beside = [f for f in dict.fromkeys(forms) if f in model.uops and f not in new]
                 model = _extend(model, new, cache_dir, progress, update, beside, budget)
                 save_model(model, path)
+            if variants is not None:
+                wanted = variants(model)
+                kernels = [list(k) + list(v) for k, v in zip(kernels, wanted)] or kernels
+                more = [f for f in dict.fromkeys(f for v in wanted for f in v)
+                        if (f not in model.uops or f in partial) and f not in left]
+                if more:
+                    model = _extend(model, more, cache_dir, progress, update, (), budget)
+                    save_model(model, path)
             if kernels:
                 checked = model
                 model = _check_kernel_pairs(model, kernels, cache_dir, progress, update, budget)
@@ -392,7 +405,8 @@ def _measure_latencies_again(model, cache_dir, progress, update: HostUpdate):
     # deferred: measuring loads numpy and the harness
     from pmpredict.measure.latency import measure_latencies
     started = time.monotonic()
-    table = measure_latencies(list(model.uops), cache_dir=cache_dir, progress=progress)
+    table = measure_latencies([f for f in model.uops if not is_split_variant(f)],
+                              cache_dir=cache_dir, progress=progress)
     update.latencies_again = time.monotonic() - started
     facts = {k: v for k, v in _host_facts(model).items()
              if k not in ("barriers_measured", "pipeline_facts_measured")}  # older markers
@@ -491,7 +505,9 @@ def _extend(model, new, cache_dir, progress, update: HostUpdate, beside=(),
             both = both.concat(measure("new forms together", together))
             fit = fit_new_forms(model.uops, len(model.ports), both, usable, r_max=model.r_max,
                                 start=fit.uops)
-        table = measure_latencies(list(fit.uops), cache_dir=cache_dir, progress=progress)
+        # a split variant's latency is its form's (the engine reads the form's)
+        table = measure_latencies([f for f in fit.uops if not is_split_variant(f)],
+                                  cache_dir=cache_dir, progress=progress)
         model = _add_forms(model, fit.uops, table)
     added = dict(fit.uops) if fit else {}
     seconds = time.monotonic() - started

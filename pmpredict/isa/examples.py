@@ -27,6 +27,8 @@ def example_instance(template: FormTemplate) -> str:
             return base
         if ph.kind == "MIMM":
             return displacement
+        if ph.kind == "MSPLIT":          # across a line from an aligned base (forms.split_variant)
+            return "60"
         if ph.kind == "IMM":
             return str(2 ** (ph.width - 8) + 42) if ph.width and ph.width > 8 else "42"
         cls = ph.reg_class if ph.kind == "REG" else "G"

@@ -34,6 +34,7 @@ class Placeholder:
     """One ``((KIND:...))`` slot of a form string.
 
     kind: REG (register), MEM (base register of an address), MIMM (displacement),
+    MSPLIT (a displacement that puts the access across a cache line: split_variant),
     IMM (immediate), DIV (index register of an address / bit offset register).
     """
     kind: str
@@ -50,7 +51,7 @@ class Placeholder:
                 raise ValueError(f"malformed register placeholder (({body}))")
             width = None if parts[3] == "VEC" else int(parts[3])
             return cls(kind, parts[1], parts[2], width)
-        if kind in ("MEM", "MIMM", "IMM", "DIV"):
+        if kind in ("MEM", "MIMM", "MSPLIT", "IMM", "DIV"):
             if len(parts) != 2:
                 raise ValueError(f"malformed placeholder (({body}))")
             return cls(kind, "R" if kind in ("MEM", "DIV") else "", "G" if kind in ("MEM", "DIV") else "",
@@ -118,6 +119,32 @@ class FormTemplate:
         counter = iter(range(10**6))
         return _PLACEHOLDER_BODY.sub(lambda m: fill(Placeholder.parse(m.group(1)), next(counter)),
                                      self.text)
+
+
+# A form's *split variant*: the same instruction with its displacement placed so that the
+# access crosses a cache line. The host model measures it like any form (a form of its own,
+# whose uops say what the instruction runs when its load splits), where a kernel's load
+# splits on every iteration; the matcher never matches an instruction to it, and exporters
+# leave it out (an instruction form of no other tool).
+PLAIN_DISPLACEMENT = "((MIMM:16))"
+SPLIT_DISPLACEMENT = "((MSPLIT:16))"
+
+
+def split_variant(form: str) -> str | None:
+    """The split variant of an x86 form with one displacement placeholder (None if it has
+    none, or is one already)."""
+    if form.count(PLAIN_DISPLACEMENT) != 1:
+        return None
+    return form.replace(PLAIN_DISPLACEMENT, SPLIT_DISPLACEMENT)
+
+
+def is_split_variant(form: str) -> bool:
+    return SPLIT_DISPLACEMENT in form
+
+
+def split_base(form: str) -> str:
+    """The form a split variant is of (a plain form: itself)."""
+    return form.replace(SPLIT_DISPLACEMENT, PLAIN_DISPLACEMENT)
 
 
 def form_text(name: str) -> str:

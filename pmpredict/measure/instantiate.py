@@ -256,6 +256,18 @@ class _Lines:
         return page * PAGE + (PAGE // 2 if self.region == "W" else 0) + line * LINE + offset
 
 
+    def take_split(self, width_bits: int | None = None) -> int:
+        """A displacement whose access of `width_bits` crosses the end of a line by half its
+        bytes into the next (a split variant's: forms.split_variant); both lines are the
+        region's and no other access's (two are taken)."""
+        half = max(1, (width_bits or 64) // 16)
+        while True:
+            first, second = self.take(), self.take()
+            start = first - first % LINE
+            if second - second % LINE == start + LINE:
+                return start + LINE - half
+
+
 @dataclass(frozen=True)
 class _Slot:
     """A placeholder of the form text and the access of its register (R, W, RW)."""
@@ -370,6 +382,7 @@ def _instantiate(counts, lengths) -> list[Window]:
     read_pools = {c: _Pool(p[0]) for c, p in pools.items()}
     write_pools = {c: _Pool(p[1]) for c, p in pools.items()}
     lines = {"R": _Lines("R"), "W": _Lines("W"), "D": _Lines("D")}
+    split_places: dict[str, int] = {}           # split variant loaded -> its one place
     vector_width = 0
     out, words = [], {}
     built: dict[int, Window] = {}
@@ -387,6 +400,19 @@ def _instantiate(counts, lengths) -> list[Window]:
                 nonlocal vector_width
                 if ph.kind == "MEM":
                     return BASE_REGISTER
+                if ph.kind == "MSPLIT":
+                    if division or access == "":
+                        raise ValueError(f"{f}: a split variant of a division or of an "
+                                         f"address is not measured")
+                    # the loads of one variant read one place, as a block's load of a fixed
+                    # address does: split loads of different lines all meet in the first and
+                    # last banks of a line (measured on Zen 4: an 8-byte split load 0.74
+                    # cycles over many lines, 0.67 at one place, as the block measures)
+                    disp = split_places.get(f) if access == "R" else None
+                    if disp is None:
+                        disp = split_places[f] = lines[access].take_split(mem_width)
+                    (mwrites if access == "W" else mreads).append(disp)
+                    return str(disp)
                 if ph.kind == "MIMM":
                     if access == "":
                         return "64"

@@ -132,6 +132,36 @@ def split_notes(split: Split, line: int = LINE_BYTES) -> Note:
                             f"iterations (its base taken as {line}-byte aligned): not counted")
 
 
+def measured_splits(annotated: list[Annotated], splits: list[Split], node_rows: list[int],
+                    variant_uops) -> tuple[list[Annotated], list[Split], tuple[str, ...]]:
+    """The instructions whose load crosses a line on every iteration run as their form's
+    split variant was measured (pmpredict.isa.forms.split_variant; `variant_uops(form)`: its
+    uops in the model, None where the model lacks it): (the instructions, the splits left to
+    apply_splits, the split variants such loads want, in the model or not). An instruction
+    that also stores (a read-modify-write) is left to the rule: its variant would hide which
+    of its accesses split."""
+    out, rest, wanted = list(annotated), [], []
+    for split in splits:
+        row = node_rows[split.node]
+        a = out[row]
+        if split.store or split.share < 1.0 or not a.form or a.semantics.stores:
+            rest.append(split)
+            continue
+        variant, uops = variant_uops(a.form)
+        if variant is None:
+            rest.append(split)
+            continue
+        wanted.append(variant)
+        if not uops:
+            rest.append(split)
+            continue
+        note = Note(LINE_SPLIT, f"its load crosses a {split.boundary}-byte line, its base taken "
+                                f"as {LINE_BYTES}-byte aligned: as its form measured across a "
+                                f"line")
+        out[row] = replace(a, uops=tuple(uops), assumed=a.assumed + (note,))
+    return out, rest, tuple(dict.fromkeys(wanted))
+
+
 def apply_splits(annotated: list[Annotated], splits: list[Split], node_rows: list[int],
                  access_uops, extra_load: int, extra_store: int) -> list[Annotated]:
     """The instructions with their split accesses run as the core does: an access that splits

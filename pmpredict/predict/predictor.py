@@ -52,11 +52,11 @@ from pmpredict.predict.bottlenecks import FRONTEND_BOTTLENECK, Bounds, Evidence,
 from pmpredict.predict.criticality import Criticality, analyse, slack
 from pmpredict.predict.deps import (Cycle, Graph, Path, SymbolicAddresses, build_graph,
                                     critical_path, loop_carried_chains)
-from pmpredict.isa.forms import parse_form
+from pmpredict.isa.forms import parse_form, split_variant
 from pmpredict.model.facts import STORE_SPLIT_BLOCKS, FactReader
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
 from pmpredict.predict.line_splits import (apply_splits, could_split, line_splits,
-                                          sub_line_store_splits)
+                                          measured_splits, sub_line_store_splits)
 from pmpredict.predict import simulation_native
 from pmpredict.predict.simulation import Body, Run
 from pmpredict.predict.simulation import CoreLimits
@@ -101,6 +101,9 @@ class Annotation:
     nodes: tuple
     node_rows: tuple[int, ...]
     mains: tuple[bool, ...]             # the node is its instruction's (not an address update)
+    # the split variants (isa.forms.split_variant) of the forms whose load crosses a line on
+    # every iteration: what the host model measures for the kernel (in the model or not)
+    split_variants: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -557,6 +560,8 @@ class Predictor:
         store_block = int(reader.value("store_split_bytes")) if addresses is not None and \
             sub_line_store_splits(nodes, STORE_SPLIT_BLOCKS, addresses) else None
         splits = line_splits(nodes, addresses, store_block=store_block)
+        annotated, splits, variants = measured_splits(annotated, splits, node_rows,
+                                                      self._split_variant)
         if any(s.share >= 1.0 for s in splits):
             extra = {store: int(reader.value(key)) if any(
                 s.store == store and s.share >= 1.0 for s in splits) else 0
@@ -566,7 +571,13 @@ class Predictor:
         elif splits:
             annotated = apply_splits(annotated, splits, node_rows, self._access_uops, 0, 0)
         return Annotation(tuple(annotated), facts, reader.assumptions(), tuple(nodes),
-                          tuple(node_rows), tuple(mains))
+                          tuple(node_rows), tuple(mains), variants)
+
+    def _split_variant(self, form: str):
+        """(the split variant of `form`, its uops in the model or None); (None, None) for a
+        form without one."""
+        variant = split_variant(form)
+        return (variant, self.model.uops.get(variant)) if variant else (None, None)
 
     def _bounds(self, matched: Matched, annotation: Annotation) -> BoundsFound:
         """Stage 3, "bounds": the port schedule, the dependence graph's chains and critical
