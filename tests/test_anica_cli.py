@@ -292,3 +292,28 @@ def test_sigterm_stops_with_a_checkpoint_and_the_resumed_campaign_ends_as_an_unb
     assert a["counters"]["calls"] == b["counters"]["calls"]
     assert [d["description"] for d in a["discoveries"]] == \
         [d["description"] for d in b["discoveries"]]
+
+
+def test_a_memory_campaign_with_the_host_model_measures_the_split_variants_first(monkeypatch):
+    """--blocks memory puts loads across lines: with pmpredict:host among the predictors, the
+    split variants of the loading forms the blocks are made of are measured into this
+    machine's model before the campaign (and only then; no other form, no pairs)."""
+    from pmpredict.anica.predictors import parse_spec
+    from pmpredict.anica.schemes import schemes_for
+    from pmpredict.commands import anica
+    from pmpredict.isa.forms import split_variant
+    calls = []
+    monkeypatch.setattr("pmpredict.host.model.host_model",
+                        lambda forms=(), **kw: calls.append((forms, kw["variants"](None))))
+    load = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    load_op = "ADD_((REG:RW:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+    store = "MOV_qword_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:G:64))"
+    add = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
+    schemes = schemes_for([load, load_op, store, add])
+    host = [parse_spec("pmpredict:host", 60.0), parse_spec("measure", 60.0)]
+    anica._measure_split_variants(host, schemes, quiet=True)
+    (forms, (variants,)), = calls
+    assert forms == () and sorted(variants) == sorted([split_variant(load), split_variant(load_op)])
+    calls.clear()
+    anica._measure_split_variants([parse_spec("pmpredict:skl", 60.0), host[1]], schemes, True)
+    assert calls == []

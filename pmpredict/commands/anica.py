@@ -107,6 +107,30 @@ def _schemes(args, predictors):
     return schemes
 
 
+def _measure_split_variants(predictors, schemes, quiet: bool) -> None:
+    """Memory blocks put loads across lines: where a pmpredict predictor is this machine's
+    model, the split variants of every loading form the blocks use (isa.forms.split_variant)
+    are measured into it first, as `predict --model host` does for its kernels (known ones
+    are not measured again)."""
+    # deferred: the host model and the harness, when a memory campaign predicts with host
+    from pmpredict.anica.predictors import PmpredictPredictor
+    from pmpredict.commands.progress import ProgressDisplay
+    from pmpredict.host.model import host_model
+    from pmpredict.isa.forms import split_variant
+    if not any(isinstance(p, PmpredictPredictor) and p.model_spec == "host" for p in predictors):
+        return
+    variants = [v for v in (split_variant(s.form) for s in schemes if s.memory == "load") if v]
+    if not variants:
+        return
+    display = None if quiet else ProgressDisplay()
+    try:
+        host_model(variants=lambda model: [variants], progress=display,
+                   notify=(lambda text: display.note(f"pmpredict: {text}")) if display else None)
+    finally:
+        if display:
+            display.close()
+
+
 def _settings_digest(args) -> str:
     # deferred: hashing only to name the default checkpoint
     import hashlib
@@ -151,6 +175,8 @@ def run(args):
 
     predictors = [parse_spec(s, args.timeout) for s in args.predictor]
     schemes = _schemes(args, predictors)
+    if args.blocks == "memory":
+        _measure_split_variants(predictors, schemes, args.quiet)
     config = CampaignConfig(threshold=args.threshold, min_length=args.min_length,
                             max_length=args.max_length, samples=args.samples,
                             accept_ratio=args.accept, batch=args.batch, seed=args.seed,
