@@ -14,7 +14,7 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
-from pmpredict.measure.probes import (FORWARDED_STORE_PAIR, FUSION_SUBJECTS, LEFTOVER_STORES,
+from pmpredict.measure.probes import (FLAG_STORE_PAIR, FORWARDED_STORE_PAIR, FUSION_SUBJECTS, LEFTOVER_STORES,
                                       MAX_LOOP_BODY, NOP_SLOTS_PLAUSIBLE, NOP_SUBJECTS, STORE_COMMITS,
                                       STORE_PAIRS, STORE_SPLIT_BLOCKS,
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
@@ -42,7 +42,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
                          paired_within=0, window=224, paired_width=8,
                          paired_vector=True, store_commits=1, leftover_shared=True,
                          nops_share=(), reads_sync=True, split_extra=(1, 1),
-                         forwarded_pair=True, store_split=64, upper_merge=True) -> dict:
+                         forwarded_pair=True, store_split=64, upper_merge=True,
+                         flag_pair=True) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -53,7 +54,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     of one cycle, that a read of rsp waits for if `reads_sync`; copies of the window probe
     overlap up to `window` instructions; two loads a cycle and a load or store across a line
     runs its access `split_extra` (loads, stores) times more, a store across a `store_split`-byte
-    block as across a line; stores that loads read back pair if `forwarded_pair`; a legacy-SSE
+    block as across a line; stores that loads read back pair if `forwarded_pair`, stores of a
+    condition (setcc) if `flag_pair`; a legacy-SSE
     load beside a 256-bit write waits for its register's old value if `upper_merge`."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
@@ -75,6 +77,7 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     # accesses on three address ports), else a store a cycle
     cycles[f"stores: {FORWARDED_STORE_PAIR}"] = 4 / 3 if 32 <= paired_within and \
         forwarded_pair else 2.0
+    cycles[f"stores: {FLAG_STORE_PAIR}"] = 1.0 if 32 <= paired_within and flag_pair else 2.0
     for block in LEFTOVER_STORES:    # one store, then three in the next block
         cycles[f"stores: {_leftover_probe(block)}"] = (
             4.0 if not paired_within else 2.0 if leftover_shared or block != paired_within
@@ -301,6 +304,19 @@ def test_whether_a_store_a_load_reads_back_still_pairs():
     assert "paired_store_forwarded" not in read_frontend(skylake_like_timings()).pipeline
     between = {**skylake_like_timings(paired_within=32), f"stores: {FORWARDED_STORE_PAIR}": 1.6}
     assert any("each read back: between" in d for d in doubts(read_frontend(between)))
+
+
+def test_whether_a_store_of_a_condition_pairs():
+    """setne; sete to one 32-byte block: 1.00 cycles a copy where they pair, 2.00 where each
+    commits alone (Zen 4)."""
+    pairs = read_frontend(skylake_like_timings(paired_within=32))
+    assert pairs.pipeline["paired_store_flags"] == 1
+    alone = read_frontend(skylake_like_timings(paired_within=32, flag_pair=False))
+    assert alone.pipeline["paired_store_flags"] == 0 and doubts(alone) == []
+    assert alone.how["paired_store_flags"].endswith("1.00 cycles each")
+    assert "paired_store_flags" not in read_frontend(skylake_like_timings()).pipeline
+    between = {**skylake_like_timings(paired_within=32), f"stores: {FLAG_STORE_PAIR}": 1.6}
+    assert any("setcc) in one 32-byte block: between" in d for d in doubts(read_frontend(between)))
 
 
 def test_the_stack_sync_is_the_push_chain_minus_an_alu_operation():
@@ -638,6 +654,7 @@ def test_facts_of_every_recent_x86_core(measured):
     # where stores pair, whether one a load reads back does is read, 0 or 1
     if front.pipeline["paired_stores"] and front.pipeline["paired_store_bytes"] >= 32:
         assert front.pipeline["paired_store_forwarded"] in (0, 1)
+        assert front.pipeline["paired_store_flags"] in (0, 1)
     # stores of different forms in lines of their own: one a cycle (Skylake, Zen 4) or two
     # (Intel's two store data ports since Ice Lake), never fewer
     assert front.pipeline["store_commits"] in (1, 2)
@@ -796,6 +813,24 @@ def test_the_upper_merge_fact_shows_in_a_legacy_chain_timed_by_itself(measured):
     if not good:
         pytest.skip("the block did not reproduce in three tries (a busy machine)")
     assert (min(good) >= 1.75) if merges else (min(good) <= 1.5), (merges, good)
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_the_flag_store_fact_shows_in_a_setcc_store_timed_by_itself(measured):
+    """One `setae` to one place a copy, timed as a block in AT&T syntax (another condition,
+    another place and one store where the probe has two): where the probes read that a
+    store of a condition pairs, it pairs with itself an iteration later (0.65 cycles or
+    less); where they read that it does not, a store a cycle at least (Zen 4: 1.00)."""
+    from pmpredict.measure import measure_block
+    flags = measured.facts.pipeline.get("paired_store_flags")
+    if flags is None:
+        return                         # stores do not pair within 32 bytes: nothing read
+    readings = [measure_block("setae 200(%rbx)\n", "att") for _ in range(3)]
+    good = [r.cycles for r in readings if r.stable and r.cycles]
+    if not good:
+        pytest.skip("the block did not reproduce in three tries (a busy machine)")
+    assert (min(good) <= 0.65) if flags else (min(good) >= 0.85), (flags, good)
 
 
 def test_a_width_that_is_not_whole_is_in_doubt():

@@ -43,6 +43,10 @@ cycle of eight), the slot readings (fusion, load-ops, nops) are in doubt and say
   scope), two where they do: the largest reach that pairs is the block (measured on Zen 4:
   32 bytes; a core that commits two stores to one line together: 64; stores 192 bytes apart
   pairing: anywhere, a page for the engine).
+* **Stores of a condition** (`paired_store_flags`): `setne byte ptr [rsi + 8]; sete byte ptr
+  [rsi + 16]`: whether two stores whose bytes the instructions make from the flags pair with
+  each other as two `mov byte ptr [m], r8b` do (measured on Zen 4: no, a store a cycle; a
+  setcc store beside a register's store pairs).
 * **Store commits** (`store_commits`): four stores of different forms a copy (a 64-bit
   register, a 32-bit immediate, a vector register's low 64 bits, a byte register), each in a
   line of its own: how many stores commit a cycle whatever their forms (measured on Zen 4:
@@ -234,6 +238,14 @@ FORWARDED_STORE_LINES = ("mov qword ptr [rsi + 8], r8", "mov r10, qword ptr [rsi
                          "mov qword ptr [rsi + 16], r9", "mov r11, qword ptr [rsi + 16]")
 
 
+# two stores of a condition a copy (setcc to memory), in one 32-byte block: whether two stores
+# whose bytes the instructions make from the flags pair with each other (paired_store_flags;
+# measured on Zen 4: no, a store a cycle, where two `mov byte ptr [m], r8b` pair, and so does
+# a setcc store with a register's)
+FLAG_STORE_PAIR = "two condition stores (setcc) in one 32-byte block"
+FLAG_STORE_LINES = ("setne byte ptr [rsi + 8]", "sete byte ptr [rsi + 16]")
+
+
 # four stores of different forms a copy, each in a line of its own (192 bytes apart: no two
 # pair): how many stores the core commits a cycle whatever their forms (store_commits;
 # measured on Zen 4: one, where the forms' own ports would allow more: an inferred mapping
@@ -273,11 +285,12 @@ def _store_probes() -> list[Probe]:
     commits = [Probe(f"stores: {STORE_COMMITS}", STORE_COMMIT_LINES, family="stores")]
     forwarded = [Probe(f"stores: {FORWARDED_STORE_PAIR}", FORWARDED_STORE_LINES,
                        family="stores")]
+    flags = [Probe(f"stores: {FLAG_STORE_PAIR}", FLAG_STORE_LINES, family="stores")]
     leftover = [Probe(f"stores: {_leftover_probe(block)}",
                       tuple(f"mov qword ptr [rsi + {d}], {r}"
                             for d, r in zip(offsets, LEFTOVER_REGISTERS)), family="stores")
                 for block, offsets in LEFTOVER_STORES.items()]
-    return narrow + wide + vector + commits + forwarded + leftover
+    return narrow + wide + vector + commits + forwarded + flags + leftover
 
 
 # four loads, and four stores, a copy, each in a line of its own, first at the line's start,
@@ -630,6 +643,7 @@ def _read_stores(cycles, out: ProbeReading) -> None:
     _read_wide_stores(cycles, size, out)
     _read_leftover_stores(cycles, size, out)
     _read_forwarded_stores(cycles, size, out)
+    _read_flag_stores(cycles, size, out)
 
 
 @produces("leftover stores", "paired_store_leftover")
@@ -668,6 +682,23 @@ def _read_forwarded_stores(cycles, block: int, out: ProbeReading) -> None:
     out.how["paired_store_forwarded"] = (f"{FORWARDED_STORE_PAIR} "
                                          f"({'; '.join(FORWARDED_STORE_LINES)}) "
                                          f"{each:.2f} cycles each")
+
+
+@produces("flag stores", "paired_store_flags")
+def _read_flag_stores(cycles, block: int, out: ProbeReading) -> None:
+    """Whether two stores of a condition (setcc to memory) pair with each other: two in one
+    32-byte block, under a store a cycle each where they pair; a reading between is suspect. A core whose pairing
+    block is smaller than 32 bytes leaves the fact unsaid."""
+    c = cycles.get(f"stores: {FLAG_STORE_PAIR}")
+    if c is None or block < 32:
+        return
+    each = c / 2
+    out.details.setdefault("cycles_per_store", {})[FLAG_STORE_PAIR] = _round(each)
+    if _unclear(each):
+        _suspect(out, "stores", f"{FLAG_STORE_PAIR}: between one and two a cycle")
+    out.pipeline["paired_store_flags"] = int(each < PAIRED_BELOW)
+    out.how["paired_store_flags"] = (f"{FLAG_STORE_PAIR} ({'; '.join(FLAG_STORE_LINES)}) "
+                                     f"{each:.2f} cycles each")
 
 
 @produces("store commits", "store_commits")

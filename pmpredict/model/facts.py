@@ -143,6 +143,12 @@ FACTS: tuple[Fact, ...] = (
     Fact("paired_store_forwarded", FLAG, "1 if a store that a later load reads (forwarded or "
          "renamed) pairs as others do, 0 if it commits alone", 1,
          "a store a load reads back pairs as others do", probe="forwarded stores"),
+    # Zen 4: 0, `setne byte ptr [rdi + 445]` alone 1.00 cycles (`mov byte ptr [rdi + 445], al`
+    # 0.50, paired with itself), `setne; sete` into one block 2.00, `mov; setne` 1.00
+    Fact("paired_store_flags", FLAG, "1 if two stores of a condition (setcc to memory: a byte "
+         "made from the flags) pair with each other as other stores do, 0 if not (each still "
+         "pairs with another kind of store)", 1,
+         "stores of a condition (setcc to memory) pair with each other", probe="flag stores"),
     Fact("nop_fusion", FLAG, "1 if a nop shares the front-end slot of the general-purpose "
          "instruction (or nop) before it, one nop a slot (two nops one slot), else 0", 0,
          "a nop takes a front-end slot of its own", probe="nops"),

@@ -449,10 +449,15 @@ def _memory_refs(sem: InstructionSemantics, mem_latency: dict, base: float,
     """The instruction's memory accesses as the dependence graph sees them."""
     vector = any(r.kind == VECTOR and r.role == DATA for r in sem.reads) if sem.stores and \
         not sem.loads else any(w.kind == VECTOR for w in sem.writes)
+    # setcc to memory: the stored byte is made from the flags, no register holds it
+    flags_data = sem.stores and not sem.loads and \
+        any(r.role == DATA and r.kind == FLAG for r in sem.reads) and \
+        not any(r.role == DATA and r.kind != FLAG for r in sem.reads)
     return tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
                         m.store, mem_latency.get(m.operand, 0.0), m.operand is None, vector,
                         0.0 if pure_load else base,
-                        m.load and not m.store and not sem.stores and not pure_load)
+                        m.load and not m.store and not sem.stores and not pure_load,
+                        flags_data and m.store)
                  for m in sem.memory)
 
 

@@ -79,6 +79,8 @@ class MemRef:
     # operation: 0 for vmovss, the addition's for vaddss xmm, xmm, [m])
     beyond_load: float = 0.0
     load_op: bool = False         # the load of a load-op (add r, [m]; not mov r, [m], add [m], r)
+    flags_data: bool = False      # a store of a condition the instruction reads off the flags
+                                  # (setcc to memory), no register's data
 
 
 @dataclass(frozen=True)

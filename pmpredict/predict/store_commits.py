@@ -10,7 +10,9 @@ Two facts of a model's pipeline (model/facts.py) say how its stores leave for th
   * paired_stores: whether two consecutive stores into one aligned block commit at once, and
     then paired_store_bytes (the block), paired_store_width (the widest store that pairs),
     paired_store_vector (whether a vector register's data pairs), paired_store_leftover
-    (whether the stores a run of same-block stores leaves over share commits).
+    (whether the stores a run of same-block stores leaves over share commits),
+    paired_store_forwarded (whether a store a load reads back pairs), paired_store_flags
+    (whether a store of a condition, setcc to memory, pairs).
 `store_commit_rule(facts)` reads them and returns the rule the engines ask (StoreCommitRule):
 CommitsAlone where stores do not pair, PairedWithinBlock where they do. The rule's `commit`
 gives the instructions with their paired stores' uops, and the facts its decisions used, in
@@ -98,13 +100,18 @@ class PairedWithinBlock(StoreCommitRule):
     commits: int = 0
     commit_mask: int = 0
     forwarded: bool = True
+    flags: bool = True
 
     def pairs(self, nodes: list[Node], alone: frozenset = frozenset()
               ) -> tuple[dict[int, int], bool]:
         """paired_stores with this rule's facts: where the commit is a port of its own,
-        pushes pair as other stores do; the stores in `alone` commit alone."""
+        pushes pair as other stores do; the stores in `alone` commit alone; two stores of a
+        condition do not pair with each other where paired_store_flags says so."""
+        apart = frozenset() if self.flags else frozenset(
+            (i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
+            if ref.flags_data)
         return paired_stores(nodes, self.block_bytes, self.max_width, self.vector,
-                             bool(self.commit_mask), self.leftover, alone)
+                             bool(self.commit_mask), self.leftover, alone, apart)
 
     def commit(self, annotated, nodes, node_rows, address) -> Committed:
         # a store a load reads back commits alone where paired_store_forwarded is 0
@@ -123,6 +130,8 @@ class PairedWithinBlock(StoreCommitRule):
             used.append("paired_store_width")
         if any(ref.store and ref.vector for n in nodes for ref in n.memory):
             used.append("paired_store_vector")
+        if any(ref.flags_data for n in nodes for ref in n.memory):
+            used.append("paired_store_flags")
         return Committed(annotated, tuple(used))
 
 
@@ -138,7 +147,8 @@ def store_commit_rule(facts: MachineFacts) -> StoreCommitRule:
                              bool(facts.value("paired_store_vector")),
                              bool(facts.value("paired_store_leftover")),
                              commits, facts.commit_mask,
-                             bool(facts.value("paired_store_forwarded")))
+                             bool(facts.value("paired_store_forwarded")),
+                             bool(facts.value("paired_store_flags")))
 
 
 def _pair_stores(annotated: list[Annotated], paired: tuple[dict[int, int], bool],
@@ -189,7 +199,8 @@ def uop_cycles(a: Annotated) -> tuple[int, ...]:
 
 def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = None,
                   vector: bool = True, implicit: bool = False, leftover: bool = False,
-                  alone: frozenset = frozenset()) -> tuple[dict[int, int], bool]:
+                  alone: frozenset = frozenset(), apart: frozenset = frozenset()
+                  ) -> tuple[dict[int, int], bool]:
     """Stores that commit together with the store before them, on a core that commits two
     consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
     paired_store_bytes; measured on Zen 4: 0.5 cycles per store for two stores at [rbp + 8],
@@ -221,7 +232,10 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
     measured on Zen 4: they do not pair, whatever their width). The stores of `alone` ((node,
     access): on Zen 4 the stores a load of the loop reads back, forwarded_stores) do not pair
     and end a run: two such stores into one block 2.00 cycles a copy, where pairing says 1.00.
-    Nor does a store whose bytes pass its block's end (its base taken as aligned)."""
+    Nor does a store whose bytes pass its block's end (its base taken as aligned). No two
+    stores of `apart` pair with each other (on Zen 4 stores of a condition, setcc to memory:
+    `setne [m]; sete [m + 8]` 2.00 cycles, `mov [m], r14; setne [m + 8]` 1.00 as a pair;
+    one setne to one place 1.00, not paired with itself)."""
     addresses = SymbolicAddresses(nodes)
     stores = [(i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
               if ref.store]
@@ -262,8 +276,12 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
         width = nodes[i].memory[k].width
         return max_width is None or width is None or width <= 8 * max_width
 
-    same = [wrap and narrow(0) and narrow(m - 1)] + [
-        same_block(at(j), at(j - 1)) and narrow(j) and narrow(j - 1) for j in range(1, m)]
+    def both_apart(j: int, before: int) -> bool:
+        return stores[j] in apart and stores[before] in apart
+
+    same = [wrap and narrow(0) and narrow(m - 1) and not both_apart(0, m - 1)] + [
+        same_block(at(j), at(j - 1)) and narrow(j) and narrow(j - 1) and not both_apart(j, j - 1)
+        for j in range(1, m)]
     out: dict[int, int] = {}
     if all(same):
         for j, (i, _) in enumerate(stores):
