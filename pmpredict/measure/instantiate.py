@@ -255,7 +255,6 @@ class _Lines:
         offset = (k * size) % LINE if size < LINE else 0
         return page * PAGE + (PAGE // 2 if self.region == "W" else 0) + line * LINE + offset
 
-
     def take_split(self, width_bits: int | None = None) -> int:
         """A displacement whose access of `width_bits` crosses the end of a line by half its
         bytes into the next (a split variant's: forms.split_variant); both lines are the
