@@ -311,7 +311,9 @@ def test_a_memory_campaign_with_the_host_model_measures_the_split_variants_first
     add = "ADD_((REG:RW:G:64)),_((REG:R:G:64))"
     schemes = schemes_for([load, load_op, store, add])
     host = [parse_spec("pmpredict:host", 60.0), parse_spec("measure", 60.0)]
+    host[0]._model = "the model as read for the schemes"
     anica._measure_split_variants(host, schemes, quiet=True)
+    assert host[0]._model is None               # read again, with the variants
     (forms, (variants,)), = calls
     assert forms == () and sorted(variants) == sorted([split_variant(load), split_variant(load_op)])
     calls.clear()

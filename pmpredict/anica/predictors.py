@@ -98,6 +98,11 @@ class PmpredictPredictor(BlockPredictor):
             self._model = load_model(self.model_spec, host=load_cached)
         return self._model
 
+    def reload(self) -> None:
+        """Forget the model read so far: the next use reads it again (this machine's model,
+        after a measurement added to it)."""
+        self._model, self._predictor = None, None
+
     def identity(self) -> str:
         # deferred: the version is read once per campaign
         from pmpredict import __version__

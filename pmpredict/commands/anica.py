@@ -117,7 +117,8 @@ def _measure_split_variants(predictors, schemes, quiet: bool) -> None:
     from pmpredict.commands.progress import ProgressDisplay
     from pmpredict.host.model import host_model
     from pmpredict.isa.forms import split_variant
-    if not any(isinstance(p, PmpredictPredictor) and p.model_spec == "host" for p in predictors):
+    host = [p for p in predictors if isinstance(p, PmpredictPredictor) and p.model_spec == "host"]
+    if not host:
         return
     variants = [v for v in (split_variant(s.form) for s in schemes if s.memory == "load") if v]
     if not variants:
@@ -129,6 +130,8 @@ def _measure_split_variants(predictors, schemes, quiet: bool) -> None:
     finally:
         if display:
             display.close()
+    for p in host:                 # read before (the schemes' forms): read again with them
+        p.reload()
 
 
 def _settings_digest(args) -> str:
