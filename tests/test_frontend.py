@@ -292,31 +292,23 @@ def test_store_readings_that_do_not_nest_or_sit_between_are_in_doubt():
     assert doubts(front) == ["stores read between one and two a cycle: one 32-byte block"]
 
 
-def test_whether_a_store_a_load_reads_back_still_pairs():
-    """Two stores into one 32-byte block, each read back: 1.33 cycles a copy where they pair
-    (the accesses' address ports), 2.00 where each commits alone (Zen 4)."""
+@pytest.mark.parametrize("key, probe, flag", [
+    # two stores into one 32-byte block, each read back: 1.33 cycles a copy where they pair
+    # (the accesses' address ports), 2.00 where each commits alone (Zen 4)
+    ("paired_store_forwarded", FORWARDED_STORE_PAIR, "forwarded_pair"),
+    # setne; sete to one 32-byte block: 1.00 where they pair, 2.00 where not (Zen 4)
+    ("paired_store_flags", FLAG_STORE_PAIR, "flag_pair"),
+])
+def test_whether_two_stores_of_a_kind_pair(key, probe, flag):
     pairs = read_frontend(skylake_like_timings(paired_within=32))
-    assert pairs.pipeline["paired_store_forwarded"] == 1
-    alone = read_frontend(skylake_like_timings(paired_within=32, forwarded_pair=False))
-    assert alone.pipeline["paired_store_forwarded"] == 0 and doubts(alone) == []
-    assert alone.how["paired_store_forwarded"].endswith("1.00 cycles each")
+    assert pairs.pipeline[key] == 1
+    alone = read_frontend(skylake_like_timings(paired_within=32, **{flag: False}))
+    assert alone.pipeline[key] == 0 and doubts(alone) == []
+    assert alone.how[key].endswith("1.00 cycles each")
     # a core that pairs nothing, or only within 16 bytes, says nothing of it
-    assert "paired_store_forwarded" not in read_frontend(skylake_like_timings()).pipeline
-    between = {**skylake_like_timings(paired_within=32), f"stores: {FORWARDED_STORE_PAIR}": 1.6}
-    assert any("each read back: between" in d for d in doubts(read_frontend(between)))
-
-
-def test_whether_a_store_of_a_condition_pairs():
-    """setne; sete to one 32-byte block: 1.00 cycles a copy where they pair, 2.00 where each
-    commits alone (Zen 4)."""
-    pairs = read_frontend(skylake_like_timings(paired_within=32))
-    assert pairs.pipeline["paired_store_flags"] == 1
-    alone = read_frontend(skylake_like_timings(paired_within=32, flag_pair=False))
-    assert alone.pipeline["paired_store_flags"] == 0 and doubts(alone) == []
-    assert alone.how["paired_store_flags"].endswith("1.00 cycles each")
-    assert "paired_store_flags" not in read_frontend(skylake_like_timings()).pipeline
-    between = {**skylake_like_timings(paired_within=32), f"stores: {FLAG_STORE_PAIR}": 1.6}
-    assert any("setcc) in one 32-byte block: between" in d for d in doubts(read_frontend(between)))
+    assert key not in read_frontend(skylake_like_timings()).pipeline
+    between = {**skylake_like_timings(paired_within=32), f"stores: {probe}": 1.6}
+    assert any(f"{probe}: between" in d for d in doubts(read_frontend(between)))
 
 
 def test_the_stack_sync_is_the_push_chain_minus_an_alu_operation():

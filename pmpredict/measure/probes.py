@@ -668,37 +668,33 @@ def _read_leftover_stores(cycles, block: int, out: ProbeReading) -> None:
 
 @produces("forwarded stores", "paired_store_forwarded")
 def _read_forwarded_stores(cycles, block: int, out: ProbeReading) -> None:
-    """Whether a store a load reads back pairs: two such stores in one 32-byte block, under a
-    store a cycle each where they pair; a reading between is suspect. A core whose pairing
-    block is smaller than 32 bytes leaves the fact unsaid."""
-    c = cycles.get(f"stores: {FORWARDED_STORE_PAIR}")
-    if c is None or block < 32:
-        return
-    each = c / 2
-    out.details.setdefault("cycles_per_store", {})[FORWARDED_STORE_PAIR] = _round(each)
-    if FORWARDED_UNCLEAR[0] < each < FORWARDED_UNCLEAR[1]:
-        _suspect(out, "stores", f"{FORWARDED_STORE_PAIR}: between one and two a cycle")
-    out.pipeline["paired_store_forwarded"] = int(each < PAIRED_BELOW)
-    out.how["paired_store_forwarded"] = (f"{FORWARDED_STORE_PAIR} "
-                                         f"({'; '.join(FORWARDED_STORE_LINES)}) "
-                                         f"{each:.2f} cycles each")
+    """Whether a store a load reads back pairs: two such stores in one 32-byte block."""
+    _read_store_pair(cycles, block, out, "paired_store_forwarded", FORWARDED_STORE_PAIR,
+                     FORWARDED_STORE_LINES, FORWARDED_UNCLEAR)
 
 
 @produces("flag stores", "paired_store_flags")
 def _read_flag_stores(cycles, block: int, out: ProbeReading) -> None:
     """Whether two stores of a condition (setcc to memory) pair with each other: two in one
-    32-byte block, under a store a cycle each where they pair; a reading between is suspect. A core whose pairing
-    block is smaller than 32 bytes leaves the fact unsaid."""
-    c = cycles.get(f"stores: {FLAG_STORE_PAIR}")
+    32-byte block."""
+    _read_store_pair(cycles, block, out, "paired_store_flags", FLAG_STORE_PAIR,
+                     FLAG_STORE_LINES, UNCLEAR_STORES)
+
+
+def _read_store_pair(cycles, block: int, out: ProbeReading, key: str, name: str, lines,
+                     unclear: tuple[float, float]) -> None:
+    """A flag of two stores in one 32-byte block: 1 under PAIRED_BELOW cycles a store (they
+    pair), else 0; a reading inside `unclear` is suspect. A core whose pairing block is
+    smaller than 32 bytes leaves the fact unsaid."""
+    c = cycles.get(f"stores: {name}")
     if c is None or block < 32:
         return
     each = c / 2
-    out.details.setdefault("cycles_per_store", {})[FLAG_STORE_PAIR] = _round(each)
-    if _unclear(each):
-        _suspect(out, "stores", f"{FLAG_STORE_PAIR}: between one and two a cycle")
-    out.pipeline["paired_store_flags"] = int(each < PAIRED_BELOW)
-    out.how["paired_store_flags"] = (f"{FLAG_STORE_PAIR} ({'; '.join(FLAG_STORE_LINES)}) "
-                                     f"{each:.2f} cycles each")
+    out.details.setdefault("cycles_per_store", {})[name] = _round(each)
+    if unclear[0] < each < unclear[1]:
+        _suspect(out, "stores", f"{name}: between one and two a cycle")
+    out.pipeline[key] = int(each < PAIRED_BELOW)
+    out.how[key] = f"{name} ({'; '.join(lines)}) {each:.2f} cycles each"
 
 
 @produces("store commits", "store_commits")
