@@ -250,21 +250,29 @@ def _two_operands_at_one_place(b) -> bool:
     return len(places) != len(set(places))
 
 
-def test_a_memory_mode_campaign_finds_line_crossing_as_the_planted_class():
-    """P1 charges accesses that cross a line: the standard mode never makes one, the memory
-    mode often does, and every discovery keeps the crossing as a constraint."""
-    standard = Campaign(schemes("skl"), Predictors(crosses_a_line), CONFIG)
+def _memory_campaign(planted, seed: int):
+    """A standard-mode campaign against `planted` finds nothing (it never makes such a block);
+    then a memory-mode one, 128 blocks: (the campaign, every block it evaluated, its
+    recording evaluator)."""
+    standard = Campaign(schemes("skl"), Predictors(planted), CONFIG)
     standard.run(finished(standard, 128))
     assert standard.counters["interesting"] == 0 and not standard.discoveries
-    evaluate = Predictors(crosses_a_line)
+    evaluate = Predictors(planted)
     made = []
 
     def recording(blocks):
         made.extend(blocks)
         return evaluate(blocks)
-    config = CampaignConfig(samples=20, batch=64, seed=5, blocks="memory")
-    campaign = Campaign(schemes("skl"), recording, config)
+    campaign = Campaign(schemes("skl"), recording,
+                        CampaignConfig(samples=20, batch=64, seed=seed, blocks="memory"))
     campaign.run(finished(campaign, 128))
+    return campaign, made, recording
+
+
+def test_a_memory_mode_campaign_finds_line_crossing_as_the_planted_class():
+    """P1 charges accesses that cross a line: the standard mode never makes one, the memory
+    mode often does, and every discovery keeps the crossing as a constraint."""
+    campaign, made, recording = _memory_campaign(crosses_a_line, 5)
     random_blocks = made[:64]                           # the first round's
     assert sum(any(memory_crossings(b).values()) for b in random_blocks) > 10
     assert sum(_two_operands_at_one_place(b) for b in random_blocks) > 3
@@ -303,18 +311,7 @@ def test_a_memory_mode_campaign_finds_constant_bases_as_the_planted_class():
     """P1 charges accesses through a base the block sets to a constant: the standard mode never
     sets one, the memory mode often does; every discovery keeps the constant as a constraint,
     and its witnesses show the line that sets it."""
-    standard = Campaign(schemes("skl"), Predictors(through_a_constant_base), CONFIG)
-    standard.run(finished(standard, 128))
-    assert standard.counters["interesting"] == 0 and not standard.discoveries
-    evaluate = Predictors(through_a_constant_base)
-    made = []
-
-    def recording(blocks):
-        made.extend(blocks)
-        return evaluate(blocks)
-    campaign = Campaign(schemes("skl"), recording,
-                        CampaignConfig(samples=20, batch=64, seed=7, blocks="memory"))
-    campaign.run(finished(campaign, 128))
+    campaign, made, recording = _memory_campaign(through_a_constant_base, 7)
     assert sum(bool(b.constant_bases) for b in made[:64]) > 15      # the first round's
     assert campaign.discoveries and campaign.counters["interesting"] > 30
     for d in campaign.discoveries:
