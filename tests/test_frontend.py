@@ -18,7 +18,8 @@ from pmpredict.measure.probes import (FLAG_STORE_PAIR, FORWARDED_STORE_PAIR, FUS
                                       MAX_LOOP_BODY, NOP_SLOTS_PLAUSIBLE, NOP_SUBJECTS, STORE_COMMITS,
                                       STORE_PAIRS, STORE_SPLIT_BLOCKS,
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
-                                      _leftover_probe, _nop_probe, _split_probe, _sub_line_probe,
+                                      _leftover_probe, _nop_probe, _split_probe, _stream_probe,
+                                      _sub_line_probe,
                                       doubted_probes, doubts,
                                       probes,
                                       read_frontend, snap_width)
@@ -43,7 +44,7 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
                          paired_vector=True, store_commits=1, leftover_shared=True,
                          nops_share=(), reads_sync=True, split_extra=(1, 1),
                          forwarded_pair=True, store_split=64, upper_merge=True,
-                         flag_pair=True) -> dict:
+                         flag_pair=True, stream_bytes=None) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -56,7 +57,9 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     runs its access `split_extra` (loads, stores) times more, a store across a `store_split`-byte
     block as across a line; stores that loads read back pair if `forwarded_pair`, stores of a
     condition (setcc) if `flag_pair`; a legacy-SSE
-    load beside a 256-bit write waits for its register's old value if `upper_merge`."""
+    load beside a 256-bit write waits for its register's old value if `upper_merge`; two
+    32-byte loads and a 32-byte store a cycle, loads and stores together at most
+    `stream_bytes` bytes a cycle (None: no such limit)."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
               "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
@@ -89,6 +92,9 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
         cycles[_sub_line_probe(block)] = 4.0 * (1 + split_extra[1] * (block >= store_split))
     # three instructions a copy on four slots; merged, the load and the paddd a 2-cycle chain
     cycles["upper: clean"] = 0.75
+    # eight 32-byte loads (two a cycle) and four stores (one a cycle), together 384 bytes
+    cycles[_stream_probe("loads")] = cycles[_stream_probe("stores")] = 4.0
+    cycles[_stream_probe("groups")] = max(4.0, 384 / stream_bytes) if stream_bytes else 4.0
     cycles["upper: dirty"] = 2.0 if upper_merge else 0.75
     for name, _, _ in NOP_SUBJECTS:     # twice a copy: six fillers, the subject (and a nop)
         cycles[_nop_probe(name, False)] = 14 / 4
@@ -120,7 +126,8 @@ def test_a_four_wide_core_read_from_its_timings():
                               "vector_load_op_slots": 1, "indexed_vector_load_op_slots": 2,
                               "paired_stores": 0, "store_commits": 1,
                               "split_load_extra": 1, "split_store_extra": 1,
-                              "store_split_bytes": 64, "sse_upper_merge": 1, "nop_fusion": 0, "nop_fusion_vector": 0,
+                              "store_split_bytes": 64, "sse_upper_merge": 1, "nop_fusion": 0,
+                              "nop_fusion_vector": 0, "memory_bytes_per_cycle": 0,
                               "stack_sync_latency": 1.0, "stack_sync_reads": 1,
                               "window": 219, "taken_branch": 1.0}
     assert set(front.how) == set(front.pipeline)          # each says what it rests on
@@ -149,6 +156,32 @@ def test_whether_a_legacy_sse_write_waits_for_the_upper_half_is_read_from_two_pr
     front = read_frontend(skylake_like_timings(upper_merge=merges))
     assert front.pipeline["sse_upper_merge"] == int(merges)
     assert front.details["upper_cycles"]["clean"] == 0.75
+
+
+@pytest.mark.parametrize("stream_bytes, expected", [(None, 0), (58, 58), (80, 80)])
+def test_the_l1_bytes_a_cycle_are_read_where_groups_of_loads_and_a_store_run_slower(
+        stream_bytes, expected):
+    """The issue's Zen 3 daxpy (16 loads and 8 stores of 32 bytes, 13.3 cycles: 58 bytes a
+    cycle) against Zen 4 (the groups 4.00 cycles a copy, as the loads alone and the stores
+    alone): a limit only where the groups run slower than both parts."""
+    front = read_frontend(skylake_like_timings(stream_bytes=stream_bytes))
+    assert front.pipeline["memory_bytes_per_cycle"] == pytest.approx(expected, rel=0.01)
+    assert front.details["stream_cycles"]["loads"] == 4.0
+    assert ("no limit beyond the ports" in front.how["memory_bytes_per_cycle"]) == (not expected)
+    assert "streams" not in front.suspect_families
+
+
+def test_groups_of_loads_and_a_store_barely_slower_than_their_parts_are_suspect():
+    """Noise only slows a probe: groups 7% slower than their parts are read as a limit, and
+    in doubt (timed again); 2% slower is no limit, and no doubt."""
+    timings = skylake_like_timings()
+    timings[_stream_probe("groups")] = 4.28
+    front = read_frontend(timings)
+    assert front.pipeline["memory_bytes_per_cycle"] == pytest.approx(384 / 4.28, rel=0.01)
+    assert any(p.startswith("streams:") for p in doubted_probes(front))
+    timings[_stream_probe("groups")] = 4.08
+    front = read_frontend(timings)
+    assert front.pipeline["memory_bytes_per_cycle"] == 0 and not front.suspect
 
 
 def test_one_loop_read_below_the_others_does_not_set_the_taken_branch():
@@ -823,6 +856,38 @@ def test_the_flag_store_fact_shows_in_a_setcc_store_timed_by_itself(measured):
     if not good:
         pytest.skip("the block did not reproduce in three tries (a busy machine)")
     assert (min(good) <= 0.65) if flags else (min(good) >= 0.85), (flags, good)
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_the_l1_rate_shows_in_streams_timed_by_themselves(measured):
+    """Every core: groups of two loads and a store run no faster than their loads alone or
+    their stores alone. Then, by a second path (three groups of 32-byte loads and stores in
+    AT&T syntax, other registers and offsets, each part timed as a block): where the probes
+    read a rate, the groups take at least their bytes over it; where they read none, the
+    groups run as fast as their slower part (Zen 4: 3.00 cycles, as each part)."""
+    from pmpredict.measure import measure_block
+    front = measured.facts
+    streams = front.details["stream_cycles"]
+    assert streams["groups"] >= max(streams["loads"], streams["stores"]) * 0.97, streams
+    rate = front.pipeline["memory_bytes_per_cycle"]
+    loads = [f"vmovups {128 * k + h}(%rbx), %ymm{2 * k + h // 32}\n" for k in range(3)
+             for h in (0, 32)]
+    stores = [f"vmovups %ymm{12 + k}, {2048 + 96 * k}(%rbx)\n" for k in range(3)]
+    groups = "".join(loads[2 * k] + loads[2 * k + 1] + stores[k] for k in range(3))
+
+    def fastest(body):
+        good = [r.cycles for r in (measure_block(body, "att") for _ in range(3))
+                if r.stable and r.cycles]
+        if not good:
+            pytest.skip("a block did not reproduce in three tries (a busy machine)")
+        return min(good)
+    together = fastest(groups)
+    if rate:
+        assert together >= 0.9 * 288 / rate, (rate, together)
+    else:
+        assert together <= 1.1 * max(fastest("".join(loads)), fastest("".join(stores))), \
+            (streams, together)
 
 
 def test_a_width_that_is_not_whole_is_in_doubt():

@@ -57,6 +57,12 @@ cycle of eight), the slot readings (fusion, load-ops, nops) are in doubt and say
   line's end): how many times more a split access runs; then the four stores 28 and 12 bytes
   in (across a 32- and a 16-byte block inside the line): the smallest block whose stores cost
   at least halfway to a line split splits a store (measured on Zen 4: 32).
+* **Streams** (`memory_bytes_per_cycle`): four groups of two 32-byte loads and a 32-byte
+  store a copy (loads in four lines, stores in four others, no alias), against the eight loads
+  alone and the four stores alone: where the groups run slower than both, the L1 serves fewer
+  bytes a cycle than the forms' ports allow (the issue's Zen 3 daxpy: 13.3 cycles where its
+  ports allow 8); the fact is the group's bytes a cycle, 0 where no such limit shows
+  (measured on Zen 4: 4.00 cycles a copy, as the loads alone and the stores alone).
 * **Upper halves** (`sse_upper_merge`): a legacy-SSE load into xmm0 and `paddd xmm0, xmm0`,
   beside `vpaddd ymm8, ymm9, ymm9` (the upper halves dirty) and beside the xmm form (clean):
   where the load waits for xmm0's old value, the dirty probe runs the load and the add as a
@@ -335,6 +341,37 @@ def _split_probes() -> list[Probe]:
     return out
 
 
+# four groups of two 32-byte loads and a 32-byte store, interleaved as compilers emit a
+# stream's loads and stores (on Zen 4 the loads all first, then the stores, ran 4.50 cycles a
+# copy, interleaved 4.00): loads from four lines, stores to four others a page-offset apart
+# from them (no 4K aliasing), from registers no probe line writes
+STREAM_LOADS = tuple((f"ymm{k}", 64 * (k // 2) + 32 * (k % 2)) for k in range(8))
+STREAM_STORES = tuple((f"ymm{8 + k}", 1024 + 64 * k) for k in range(4))
+STREAM_BYTES = 32
+STREAM_SLOWER = 0.05            # the groups this much slower (relative) than both parts: a limit
+
+
+def _stream_probe(part: str) -> str:
+    return f"streams: {part}"
+
+
+def _stream_lines(loads: bool, stores: bool) -> tuple[str, ...]:
+    out = []
+    for k, (data, at) in enumerate(STREAM_STORES):
+        if loads:
+            out += [f"vmovdqu {reg}, ymmword ptr [rsi + {d}]"
+                    for reg, d in STREAM_LOADS[2 * k:2 * k + 2]]
+        if stores:
+            out.append(f"vmovdqu ymmword ptr [rsi + {at}], {data}")
+    return tuple(out)
+
+
+def _stream_probes() -> list[Probe]:
+    return [Probe(_stream_probe(part), _stream_lines(loads, stores), family="streams")
+            for part, loads, stores in (("groups", True, True), ("loads", True, False),
+                                        ("stores", False, True))]
+
+
 # the instruction a nop follows, by class: whether the nop shares its slot (nop_fusion: a
 # general-purpose instruction; nop_fusion_vector: a vector one)
 NOP_SUBJECTS = (("integer", "lea r10, [r9 + 8]", "nop_fusion"),
@@ -422,7 +459,7 @@ def _upper_probes() -> list[Probe]:
 def probes() -> tuple[Probe, ...]:
     return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
                  + _split_probes() + _nop_probes() + _stack_probes() + _loop_probes()
-                 + _window_probes() + _upper_probes())
+                 + _window_probes() + _upper_probes() + _stream_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------
@@ -497,6 +534,7 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     _read_stores(cycles, out)
     _read_splits(cycles, out)
     _read_upper(cycles, out)
+    _read_streams(cycles, out)
     _read_stack(cycles, out)
     _read_window(cycles, out)
     _read_loops(cycles, out)
@@ -804,6 +842,31 @@ def _read_upper(cycles, out: ProbeReading) -> None:
     out.pipeline["sse_upper_merge"] = int(dirty - clean >= UPPER_MERGE_ABOVE)
     out.how["sse_upper_merge"] = (f"{'; '.join(UPPER_LINES)} beside vpaddd ymm {dirty:.2f} "
                                   f"cycles a copy, beside vpaddd xmm {clean:.2f}")
+
+
+@produces("streams", "memory_bytes_per_cycle")
+def _read_streams(cycles, out: ProbeReading) -> None:
+    """The L1's bytes a cycle for loads and stores together: the groups' bytes a cycle where
+    they run STREAM_SLOWER slower than both their loads alone and their stores alone (the
+    forms' ports do not hold them), else 0 (no limit beyond the ports seen). A reading near
+    the threshold is suspect (noise only slows a probe)."""
+    groups, loads, stores = (cycles.get(_stream_probe(p)) for p in ("groups", "loads", "stores"))
+    if not (groups and loads and stores):
+        return
+    out.details["stream_cycles"] = {"groups": _round(groups), "loads": _round(loads),
+                                    "stores": _round(stores)}
+    parts = max(loads, stores)
+    moved = STREAM_BYTES * (len(STREAM_LOADS) + len(STREAM_STORES))
+    slower = groups / parts - 1
+    limited = slower > STREAM_SLOWER
+    out.pipeline["memory_bytes_per_cycle"] = _round(moved / groups) if limited else 0
+    if STREAM_SLOWER / 2 < slower < 2 * STREAM_SLOWER:
+        _suspect(out, "streams", f"{_stream_probe('groups')}: {groups:.2f} cycles a copy, "
+                                 f"{slower:.0%} slower than its parts ({parts:.2f})")
+    out.how["memory_bytes_per_cycle"] = (
+        f"four groups of two 32-byte loads and a 32-byte store {groups:.2f} cycles a copy, "
+        f"the loads alone {loads:.2f}, the stores alone {stores:.2f}"
+        + (f": {moved / groups:.1f} bytes a cycle" if limited else ": no limit beyond the ports"))
 
 
 @produces("stack", "stack_sync_latency", "stack_sync_reads")

@@ -175,6 +175,12 @@ FACTS: tuple[Fact, ...] = (
          "upper halves dirty (no vzeroupper since), else 0", 0,
          "a legacy-SSE write after 256-bit AVX (no vzeroupper) taken as not waiting for its "
          "register's upper half", probe="upper"),
+    # the issue's Zen 3 daxpy: 16 loads and 8 stores of 32 bytes, 13.3 cycles where the
+    # forms' ports allow 8; Zen 4: the probe's group as fast as its loads alone, no limit
+    Fact("memory_bytes_per_cycle", BYTES, "bytes of loads and stores together the L1 serves "
+         "a cycle, where groups of two 32-byte loads and a 32-byte store run slower than their "
+         "loads alone and their stores alone (0: no such limit seen, the ports hold it)", 0,
+         probe="streams"),
     Fact("store_commits", COUNT, "stores committed to the cache a cycle apart from pairing, "
          "whatever their forms (the engine gives each store a uop on that many commit ports)",
          0, probe="store commits"),

@@ -10,6 +10,8 @@ Engine layer: plain data, no I/O.
   loop-carried  the worst dependency cycle (max ratio)     the chain's latencies set to 0
   front end     dispatch slots / width, a taken branch     unlimited width, no branch cost
   window        (none: only the simulation sees it)        an unlimited reorder buffer
+  memory        bytes loaded and stored / the L1's rate    (none: the simulation does not
+                (where the model measured a limit)          see it, the prediction is at least it)
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class Evidence:
     width: float | None = None        # the issue width (R_max)
     taken_branch: float = 0.0
     window: int | None = None
+    memory_bytes: float = 0.0         # bytes one iteration loads and stores
+    memory_rate: float = 0.0          # the L1's bytes a cycle for them (0: no limit measured)
 
 
 class Bottleneck:
@@ -73,6 +77,7 @@ class Bottleneck:
         raise NotImplementedError
 
     def bound_text(self, value: float | None) -> str:
+        """The bound in the "Bounds:" line ("" where the kind has nothing to say)."""
         return f"{self.bound_name} {value:.2f}"
 
 
@@ -142,7 +147,32 @@ class Window(Bottleneck):
         ideal.window = None
 
 
-BOTTLENECKS: tuple[Bottleneck, ...] = (Ports(), LoopCarried(), FrontEnd(), Window())
+class Memory(Bottleneck):
+    """The bytes a core's L1 serves a cycle for loads and stores together, where it measured
+    fewer than the forms' ports allow (pipeline memory_bytes_per_cycle; the issue's Zen 3
+    daxpy: 16 loads and 8 stores of 32 bytes, 13.3 cycles where the ports allow 8). No event:
+    the simulation does not see the limit, so criticality cannot make it ideal; the
+    prediction is at least the bound."""
+    key, event_kind, event_rank = "memory", "memory", 4
+    bound_name, limit_name = "L1 bandwidth", "the L1's bytes a cycle"
+
+    def bound(self, evidence):
+        if not evidence.memory_rate:
+            return None
+        return evidence.memory_bytes / evidence.memory_rate
+
+    def bound_text(self, value):
+        return f"{self.bound_name} {value:.2f}" if value is not None else ""
+
+
+def bytes_moved(nodes) -> float:
+    """Bytes one iteration of the dependence graph's nodes loads and stores (a
+    read-modify-write both; an access of unknown width none)."""
+    return sum((ref.load + ref.store) * ref.width / 8
+               for node in nodes for ref in node.memory if ref.width)
+
+
+BOTTLENECKS: tuple[Bottleneck, ...] = (Ports(), LoopCarried(), FrontEnd(), Window(), Memory())
 BY_EVENT_KIND = {b.event_kind: b for b in BOTTLENECKS}
 BOUND_KINDS = tuple(b for b in BOTTLENECKS if b.key is not None)
 

@@ -48,7 +48,8 @@ from pmpredict.asm.match import APPROX_LOAD, FormMatcher, form_pattern
 from pmpredict.isa.keys import render_key
 from pmpredict.isa.syntax import Instruction
 from pmpredict.predict.port_bound import optimum
-from pmpredict.predict.bottlenecks import FRONTEND_BOTTLENECK, Bounds, Evidence, event_classes
+from pmpredict.predict.bottlenecks import (FRONTEND_BOTTLENECK, Bounds, Evidence, bytes_moved,
+                                          event_classes)
 from pmpredict.predict.criticality import Criticality, analyse, slack
 from pmpredict.predict.deps import (Cycle, Graph, Path, SymbolicAddresses, build_graph,
                                     critical_path, loop_carried_chains)
@@ -593,7 +594,8 @@ class Predictor:
                                                        for i in path_.nodes)))
         evidence = Evidence(schedule.cycles, schedule.neck, tuple(self._names(schedule.neck)),
                             chains, sum(a.slot for a in annotation.annotated), model.r_max,
-                            facts.taken_branch, facts.window)
+                            facts.taken_branch, facts.window, bytes_moved(annotation.nodes),
+                            float(reader.value("memory_bytes_per_cycle") or 0))
         return BoundsFound(Bounds.of(evidence), evidence, schedule.balance, schedule.pressure,
                            schedule.load, graph, chains, path_, reader.assumptions())
 

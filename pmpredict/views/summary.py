@@ -229,7 +229,8 @@ def text(report) -> str:
         b = report.bounds
         if b is not None:
             cp = report.critical_path.length if report.critical_path else 0.0
-            told = ", ".join(kind.bound_text(getattr(b, kind.key)) for kind in BOUND_KINDS)
+            told = ", ".join(filter(None, (kind.bound_text(getattr(b, kind.key))
+                                           for kind in BOUND_KINDS)))
             out.append(f"Bounds:     {told}; one iteration's critical path {cp:.2f} cycles")
             out.append(f"Verdict:    {verdict(report)}")
             # the historical lines, kept for scripts that grep them
