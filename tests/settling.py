@@ -40,3 +40,12 @@ def settled_reproduced(measure, expected: float, rel: float, first=None,
         readings.append(measure())
     good = [c for c, ok in readings if ok and c is not None]
     return min(good) if good else None
+
+
+def fastest_block(body: str, syntax: str = "att", tries: int = 3) -> float | None:
+    """The fastest of `tries` readings of a block that the harness reported reproduced
+    (None: none did, a busy machine; the caller skips)."""
+    from pmpredict.measure.block import measure_block
+    good = [r.cycles for r in (measure_block(body, syntax) for _ in range(tries))
+            if r.stable and r.cycles]
+    return min(good) if good else None

@@ -26,7 +26,7 @@ from pmpredict.model.machine import MachineModel
 from pmpredict.predict.predictor import Predictor
 
 from hostcores import known_core, measured_close
-from settling import settled, settled_reproduced
+from settling import fastest_block, settled, settled_reproduced
 
 X86 = semantics.get("x86")
 IMUL = "IMUL_((REG:RW:G:64)),_((REG:R:G:64))"
@@ -640,3 +640,27 @@ def test_forwarding_into_a_load_op_is_read_as_a_latency_of_its_own():
     expected = refs["store_forward_latency_load_op"] + refs["add"]
     assert refs["store_forward_latency_load_op"] >= refs["store_forward_latency"] - 0.5
     assert measured_close(block, expected, 0.5), (block.to_json(), refs)
+
+
+@needs_host
+@pytest.mark.parametrize("fact, producer, consumer", [
+    ("bypass_vector_fp", "vpand %ymm1, %ymm0, %ymm0", "vaddps %ymm1, %ymm0, %ymm0"),
+    ("bypass_vector_shuffle", "vpand %ymm1, %ymm0, %ymm0", "vpshufd $27, %ymm0, %ymm0"),
+    ("bypass_fp_shuffle", "vaddps %ymm1, %ymm0, %ymm0", "vshufps $27, %ymm0, %ymm0, %ymm0"),
+])
+def test_a_bypass_fact_is_read_in_a_chain_of_other_forms_timed_as_a_block(fact, producer,
+                                                                        consumer):
+    """Every core: no bypass fact is negative (a round trip is never faster than its two
+    self-chains). By a second path: two forms of the fact's kinds on ymm, AT&T (the reference
+    chains are xmm, Intel, vmulps), chained through each other and timed as a block, take
+    their self-chains (each timed alone) plus twice the fact, within half a cycle (Zen 4:
+    every fact 0; vpand; vaddps 4.00 = 1 + 3). The values stay ordinary floats (vpand with
+    1.0f's bits keeps 0, 1.0f or clears 2.0f; the shuffles move equal lanes)."""
+    from pmpredict.measure.latency import measure_latencies
+    refs = measure_latencies([], cache_dir=None).references
+    assert refs[fact] >= 0.0
+    pair = fastest_block(f"{producer}\n{consumer}\n")
+    alone = [fastest_block(f"{line}\n") for line in (producer, consumer)]
+    if pair is None or None in alone:
+        pytest.skip("a block did not reproduce in three tries (a busy machine)")
+    assert pair == pytest.approx(sum(alone) + 2 * refs[fact], abs=0.5), (pair, alone, refs[fact])

@@ -197,6 +197,27 @@ def _reference_list() -> tuple[Reference, ...]:
                               f"vpaddd {prefix}: self-chain"))
         refs.append(Reference(f"vmulps{width}", Chain((f"vmulps {prefix}0, {prefix}0, {prefix}1",)),
                               f"vmulps {prefix}: self-chain"))
+    # a vector value between kinds of operation (model/facts.py BYPASS_KEYS): each pair's
+    # round trip less the two self-chains, half of it a way (timing alone cannot split it).
+    # vpand, not vpaddd, and shuffles of one value: the harness's 1.0f stays 1.0f, so vmulps
+    # never meets a denormal (an assist on Intel)
+    refs += [
+        Reference("vpand128", Chain(("vpand xmm0, xmm0, xmm1",)), "vpand xmm: self-chain"),
+        Reference("vpshufd128", Chain(("vpshufd xmm0, xmm0, 27",)), "vpshufd xmm: self-chain"),
+        Reference("vshufps128", Chain(("vshufps xmm0, xmm0, xmm0, 27",)),
+                  "vshufps xmm: self-chain"),
+        Reference("bypass_vector_fp", Chain(("vpand xmm0, xmm0, xmm1", "vmulps xmm0, xmm0, xmm1"),
+                                            companions=("vpand128", "vmulps128")),
+                  "vector ALU <-> FP: half of vpand; vmulps, minus both", share=0.5),
+        Reference("bypass_vector_shuffle",
+                  Chain(("vpand xmm0, xmm0, xmm1", "vpshufd xmm0, xmm0, 27"),
+                        companions=("vpand128", "vpshufd128")),
+                  "vector ALU <-> shuffle: half of vpand; vpshufd, minus both", share=0.5),
+        Reference("bypass_fp_shuffle",
+                  Chain(("vmulps xmm0, xmm0, xmm1", "vshufps xmm0, xmm0, xmm0, 27"),
+                        companions=("vmulps128", "vshufps128")),
+                  "FP <-> shuffle: half of vmulps; vshufps, minus both", share=0.5),
+    ]
     return tuple(refs)
 
 

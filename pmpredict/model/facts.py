@@ -97,6 +97,22 @@ FACTS: tuple[Fact, ...] = (
          "rmw_chain_1 through the stack pointer (add [rsp + 64], 1 repeated; rmw_chain_1 where "
          "absent, assumed)", wording="read-modify-writes through rsp: as through other registers",
          falls_back_to="rmw_chain_1", probe="chains:rmw_chain_stack"),
+    # a vector value between operations of two kinds (vector ALU, FP arithmetic, shuffles)
+    # may take a cycle more on some cores (the issue's Zen 3 reduction tails: movhlps,
+    # shufps, addps and addss 6.9-7.1 cycles where the forms' latencies sum to 5); Zen 4: 0
+    Fact("bypass_vector_fp", CYCLES, "cycles a vector value takes beyond the latencies "
+         "between a vector ALU operation (vpand, vpaddd) and an FP one (vmulps, vaddps), "
+         "either way (half the round trip vpand; vmulps)", 0.0,
+         "a vector value between vector ALU and FP operations: no extra cycle",
+         probe="chains:bypass_vector_fp"),
+    Fact("bypass_vector_shuffle", CYCLES, "the same between a vector ALU operation and a "
+         "shuffle (half the round trip vpand; vpshufd)", 0.0,
+         "a vector value between vector ALU operations and shuffles: no extra cycle",
+         probe="chains:bypass_vector_shuffle"),
+    Fact("bypass_fp_shuffle", CYCLES, "the same between an FP operation and a shuffle (half "
+         "the round trip vmulps; vshufps)", 0.0,
+         "a vector value between FP operations and shuffles: no extra cycle",
+         probe="chains:bypass_fp_shuffle"),
     # one taken branch a cycle: a loop iteration takes at least a cycle
     Fact("taken_branch", CYCLES, "front-end cycles a taken loop branch costs at least per "
          "iteration", 1.0, "a taken loop branch {:g} cycle", probe="loops"),
@@ -210,6 +226,12 @@ FORWARDING_KEYS = {f.key[len("store_forward_latency_"):]: f.key for f in FACTS
 # the facts of a read-modify-write chain through one place, by program-order distance between
 # its links (1, 2, 3 or more instructions) and through rsp: predict.deps.Forwarding.rmw
 RMW_CHAIN_KEYS = ("rmw_chain_1", "rmw_chain_2", "rmw_chain_3", "rmw_chain_stack")
+# the vector operations' domains a value may take extra cycles between (predict/kinds.py
+# bypass_domain), and the fact of each pair, either way
+VECTOR_ALU_DOMAIN, FP_DOMAIN, SHUFFLE_DOMAIN = "vector ALU", "FP", "shuffles"
+BYPASS_KEYS = {frozenset((VECTOR_ALU_DOMAIN, FP_DOMAIN)): "bypass_vector_fp",
+               frozenset((VECTOR_ALU_DOMAIN, SHUFFLE_DOMAIN)): "bypass_vector_shuffle",
+               frozenset((FP_DOMAIN, SHUFFLE_DOMAIN)): "bypass_fp_shuffle"}
 # the aligned blocks inside a line the split probes try a store across (store_split_bytes)
 STORE_SPLIT_BLOCKS = (32, 16)
 # the facts measured by a latency chain (measure/chains.py: the reference of the same name)

@@ -23,12 +23,13 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from pmpredict.predict.deps import Forwarding, MemRef, Node, Source
+from pmpredict.predict.kinds import bypass_domain
 from pmpredict.isa.semantics import ADDRESS, DATA, FLAG, MERGE, InstructionSemantics
 from pmpredict.isa.base import (ATOMIC, BARRIER, UPPER_CLEANS, UPPER_DIRTIES, UPPER_KEEPS, VECTOR,
                                 RegAccess)
 from pmpredict.model.defaults import ASSUMED
-from pmpredict.model.facts import (BY_KEY, FORWARDING_KEYS, RMW_CHAIN_KEYS, FactReader, fact_value,
-                                   fusion_key)
+from pmpredict.model.facts import (BY_KEY, BYPASS_KEYS, FORWARDING_KEYS, RMW_CHAIN_KEYS,
+                                   FactReader, fact_value, fusion_key)
 
 # what atomics read and write besides their operands, in the dependency graph: the core runs
 # them one after another (each waits for the one before, in this iteration or the last), so
@@ -152,6 +153,11 @@ class MachineFacts:
     def atomic_cycles(self) -> float | None:
         return float(self.pipeline["atomic_cycles"]) if self.pipeline.get("atomic_cycles") \
             else None
+
+    def bypass(self) -> dict[frozenset, float]:
+        """The extra cycles of a vector value between each pair of domains (deps.build_graph;
+        the assumed 0 where the model lacks a pair: said where a kernel crosses it)."""
+        return {pair: float(self.value(key)) for pair, key in BYPASS_KEYS.items()}
 
     def forwarding(self) -> Forwarding:
         """The forwarding latency of each kind the model gives (None: it does not)."""
@@ -375,8 +381,9 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,
         writes += (order,)
     bumps = tuple((r, d) for r, d in sem.offsets if r not in updated)
     copies = tuple(c for c in sem.copies if c[0] not in updated)
+    domain = None if eliminated or idiom else bypass_domain(model.isa, sem)
     node = Node(tuple(sources), writes, _memory_refs(sem, mem_latency, base, pure_load), latency,
-                bumps, copies)
+                bumps, copies, domain)
     update = _update_node(sem, updated, stack_engine, machine) if updated else None
     if not sem.known:
         notes.append(Note(SEMANTICS, "reads/writes guessed (instruction not in the semantics "

@@ -42,6 +42,7 @@ forever (build_graph makes none: its distance-0 edges go forward).
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
@@ -93,6 +94,9 @@ class Node:
     offsets: tuple[tuple[str, int], ...] = ()   # written registers that become themselves + c
     # written registers that become another register + c: (written, source, c)
     copies: tuple[tuple[str, str, int], ...] = ()
+    # the kind of vector operation (model/facts.py: vector ALU, FP, shuffles; None: none or a
+    # data movement) a value may take extra cycles to reach from another kind (bypass)
+    domain: str | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +207,7 @@ class Graph:
     n: int
     edges: list[Edge] = field(default_factory=list)
     forwarded: set = field(default_factory=set)     # Forwarding.kind of every memory edge
+    crossed: set = field(default_factory=set)       # domain pairs a register edge crosses
 
     def in_edges(self) -> list[list[Edge]]:
         out = [[] for _ in range(self.n)]
@@ -330,7 +335,11 @@ def _overlaps(store: tuple, store_width, load: tuple, load_width) -> bool:
 
 
 def build_graph(nodes: list[Node], load_latency: float,
-                store_forward_latency: "Forwarding | float") -> Graph:
+                store_forward_latency: "Forwarding | float",
+                bypass: Mapping[frozenset, float] | None = None) -> Graph:
+    """The dependence graph: register, flag and memory edges within an iteration and into the
+    next. `bypass`: the extra cycles of a value between two domains of vector operation (a
+    frozenset of the two Node.domain), added to every register edge that crosses them."""
     forwarding = store_forward_latency if isinstance(store_forward_latency, Forwarding) \
         else Forwarding(float(store_forward_latency))
     n = len(nodes)
@@ -345,9 +354,13 @@ def build_graph(nodes: list[Node], load_latency: float,
     for i, node in enumerate(nodes):
         for s in node.reads:
             if s.resource in current:
-                graph.edges.append(Edge(current[s.resource], i, s.latency, 0, s.resource))
+                j, distance = current[s.resource], 0
             elif s.resource in last_writer:
-                graph.edges.append(Edge(last_writer[s.resource], i, s.latency, 1, s.resource))
+                j, distance = last_writer[s.resource], 1
+            else:
+                continue
+            graph.edges.append(Edge(j, i, s.latency + _bypass(nodes[j], node, bypass, graph),
+                                    distance, s.resource))
         for k, ref in enumerate(node.memory):
             if not ref.load:
                 continue
@@ -380,6 +393,16 @@ def build_graph(nodes: list[Node], load_latency: float,
         for r in node.writes:
             current[r] = i
     return graph
+
+
+def _bypass(producer: Node, consumer: Node, bypass, graph: Graph) -> float:
+    """The extra cycles of a value from `producer` to `consumer` (0 within one domain, or
+    where either is no vector operation); the pair recorded as crossed."""
+    if producer.domain is None or consumer.domain is None or producer.domain == consumer.domain:
+        return 0.0
+    pair = frozenset((producer.domain, consumer.domain))
+    graph.crossed.add(pair)
+    return float((bypass or {}).get(pair, 0.0))
 
 
 def forwarded_stores(nodes: list[Node], addresses: SymbolicAddresses | None = None

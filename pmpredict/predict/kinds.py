@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from pmpredict.isa import semantics
-from pmpredict.isa.base import BRANCHES, INT_ALU, LOADS, STORES, UOP_KINDS, VECTOR, VECTOR_ALU
+from pmpredict.isa.base import (BRANCHES, DIVIDER, FP_ADD, FP_MULTIPLY, INT_ALU, INT_MULTIPLY,
+                                LOADS, SHUFFLES, STORES, UOP_KINDS, VECTOR, VECTOR_ALU)
 from pmpredict.isa.forms import parse_form
 from pmpredict.isa.osaca_forms import FOREIGN_PREFIX
+from pmpredict.model.facts import FP_DOMAIN, SHUFFLE_DOMAIN, VECTOR_ALU_DOMAIN
 
 # a port lists the kinds with at least this share of its uop mass
 SHOWN_SHARE = 0.1
@@ -79,6 +81,31 @@ def instruction_kinds(isa: str, sem) -> tuple[str, ...]:
     vector = any(a.kind == VECTOR for a in sem.reads + sem.writes)
     return classify(isa, sem.mnemonic.lower(), loads=sem.loads, stores=sem.stores,
                     branch=sem.branch is not None, vector=vector)
+
+
+# the domain of each kind of vector operation a value may take extra cycles between
+# (model/facts.py BYPASS_KEYS): integer vector work with the vector ALU's
+_DOMAINS = {VECTOR_ALU: VECTOR_ALU_DOMAIN, INT_MULTIPLY: VECTOR_ALU_DOMAIN, FP_ADD: FP_DOMAIN,
+            FP_MULTIPLY: FP_DOMAIN, DIVIDER: FP_DOMAIN, SHUFFLES: SHUFFLE_DOMAIN}
+
+
+def bypass_domain(isa: str, sem) -> str | None:
+    """The domain of a vector operation (vector ALU, FP, shuffles) from its kind; None for an
+    instruction without a vector register and for a data movement (vmovaps, a broadcast
+    load), which a core may eliminate or run in either domain."""
+    if not any(a.kind == VECTOR for a in sem.reads + sem.writes):
+        return None
+    mnemonic = sem.mnemonic.lower()
+    moves = False
+    for kind, pattern in _table(isa):
+        if pattern.fullmatch(mnemonic):
+            if kind is None:                     # a data movement, unless a later kind says
+                if sem.loads or sem.stores:      # more (movhlps: a shuffle), as classify
+                    return None
+                moves = True
+                continue
+            return _DOMAINS.get(kind)
+    return None if moves else VECTOR_ALU_DOMAIN
 
 
 def _add_spread(acc: list[float], mask: int, count: float) -> None:

@@ -54,7 +54,7 @@ from pmpredict.predict.criticality import Criticality, analyse, slack
 from pmpredict.predict.deps import (Cycle, Graph, Path, SymbolicAddresses, build_graph,
                                     critical_path, loop_carried_chains)
 from pmpredict.isa.forms import parse_form, split_variant
-from pmpredict.model.facts import STORE_SPLIT_BLOCKS, FactReader
+from pmpredict.model.facts import BYPASS_KEYS, STORE_SPLIT_BLOCKS, FactReader
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
 from pmpredict.predict.line_splits import (apply_splits, could_split, line_splits,
                                           measured_splits, sub_line_store_splits)
@@ -585,9 +585,12 @@ class Predictor:
         path, and every bound kind's value (bottlenecks.BOUND_KINDS)."""
         model, facts = self.model, annotation.facts
         schedule = self._port_schedule(annotation.annotated)
-        graph = build_graph(list(annotation.nodes), facts.load_latency, facts.forwarding())
+        graph = build_graph(list(annotation.nodes), facts.load_latency, facts.forwarding(),
+                            facts.bypass())
         reader = FactReader(facts.pipeline)
         assume_forwarding(reader, graph.forwarded)
+        for pair in sorted(graph.crossed, key=sorted):
+            reader.value(BYPASS_KEYS[pair])             # said where the model lacks it
         chains = tuple(_on_rows(c, annotation.node_rows) for c in loop_carried_chains(graph))
         path_ = critical_path(graph, [node.latency for node in annotation.nodes])
         path_ = Path(path_.length, tuple(dict.fromkeys(annotation.node_rows[i]
