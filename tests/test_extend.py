@@ -160,6 +160,18 @@ def test_kernel_pairs_are_the_pairs_one_kernel_uses_with_a_form_that_can_move():
         [tuple(sorted((ADD, SUB))), tuple(sorted((IMUL, SUB)))]
 
 
+def test_a_pair_still_off_after_its_fit_has_its_other_form_fitted_next():
+    """partners_to_fit: of the kernel pairs a fit left off, the forms it did not move (the
+    core form beside a fitted one), once each, never a split variant."""
+    from pmpredict.host.extend import partners_to_fit
+    from pmpredict.isa.forms import split_variant
+    still = [Experiment.of({SUB: 1, IMUL: 1}), Experiment.of({SUB: 1, ADD: 2}),
+             Experiment.of({IMUL: 1, split_variant(LOAD): 1})]
+    assert partners_to_fit(still, [SUB]) == sorted([ADD, IMUL])
+    assert partners_to_fit(still, [SUB, ADD, IMUL]) == []
+    assert partners_to_fit([], [SUB]) == []
+
+
 def test_each_form_takes_the_candidate_its_own_experiments_prefer():
     """per_form: of the uops two fits gave, each form takes those closest on the experiments
     it is in, the other forms as they stand: a fit that got sub right and vpsubd wrong and one

@@ -453,11 +453,21 @@ def test_a_load_across_a_line_is_predicted_as_its_split_variant_measured(cache, 
     model = load_cached(cache)
     assert out["cycles"] == pytest.approx(predicted_cycles(model.uops, ((variant, 1),),
                                                            model.r_max), rel=0.01)
-    # the variant alone, as the extension measured it (from the measurement cache)
-    alone = measure_experiment_set(ExperimentSet((variant,), (Experiment(((variant, 1),)),),
-                                                 "x86", "t"), cache_dir=cache).experiments[0]
-    timed = run("measure", str(across), "--json")
-    assert timed.returncode == 0, timed.stderr
-    assert alone.cycles == pytest.approx(json.loads(timed.stdout)["cycles"], rel=0.12)
+    # the variant alone, as the extension measured it (from the measurement cache), against
+    # the block timed by `pmpredict measure`; where they disagree, each is timed again (no
+    # cache) and the fastest kept: a busy tenant only slows a reading
+    experiment = ExperimentSet((variant,), (Experiment(((variant, 1),)),), "x86", "t")
+    alone = lambda c: measure_experiment_set(experiment, cache_dir=c).experiments[0].cycles
+
+    def block():
+        timed = run("measure", str(across), "--json")
+        assert timed.returncode == 0, timed.stderr
+        return json.loads(timed.stdout)["cycles"]
+    harness, measured = alone(cache), block()
+    for _ in range(3):
+        if harness == pytest.approx(measured, rel=0.12):
+            break
+        harness, measured = min(harness, alone(None)), min(measured, block())
+    assert harness == pytest.approx(measured, rel=0.12)
     plain = json.loads(run("predict", str(within), "--model", "host", "--json").stdout)
     assert plain["host"]["measured"] == [] and out["cycles"] >= 0.95 * plain["cycles"]

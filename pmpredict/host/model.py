@@ -552,7 +552,7 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
     # deferred: measuring loads numpy and the harness, fitting numba
     from pmpredict.host.extend import (PAIRS_PER_CALL, blockers_of, earlier_pairs,
                                        extension_experiments, kernel_pairs, mispredicted,
-                                       model_throughput, pair_digest, refit)
+                                       model_throughput, pair_digest, partners_to_fit, refit)
     from pmpredict.infer.design import balanced_pair
     from pmpredict.infer.singletons_and_pairs import singleton_experiments
     from pmpredict.model.experiments import ExperimentSet
@@ -584,22 +584,45 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
     wrong = mispredicted(model.uops, together.experiments, model.r_max)
     forms = sorted({f for e in wrong for f, _ in e.counts if f in movable})
     moved, experiments = {}, sum(1 for e in together.experiments if e.cycles is not None)
-    if forms:
+
+    def fit_again(forms, core=()):
+        """The forms fitted again on their singletons, blocker pairs and kernel pairs (now
+        and by earlier checks: a fit on this check's alone could undo them), and the core
+        training experiments `core` that have them; the model with what moved, and whether
+        the budget cut the measuring short."""
+        nonlocal model, experiments
         blockers = blockers_of(model.uops, throughput)
-        # with the pairs earlier checks measured: a fit on this check's alone could undo them
         earlier = earlier_pairs(forms, model.uops, checked)
         alone = measure("forms fitted again", singleton_experiments(forms)
                         + extension_experiments(forms, blockers, throughput)
                         + [balanced_pair(a, b, throughput) for a, b in earlier])
         theirs = [e for e in together.experiments if any(f in forms for f, _ in e.counts)]
+        theirs += [e for e in core if any(f in forms for f, _ in e.counts)
+                   and all(f in model.uops for f, _ in e.counts)]
         measured = alone.concat(ExperimentSet(together.forms, tuple(theirs), HARNESS_ISA,
                                               "kernel pairs"))
         experiments += sum(1 for e in alone.experiments if e.cycles is not None)
-        moved = refit(model.uops, len(model.ports), measured, forms, r_max=model.r_max)
-        if moved:
-            model = model.with_uops({**model.uops, **moved})
-        if any(e.cycles is None and e.other.get("error") == "not measured"
-               for e in alone.experiments):
+        fitted = refit(model.uops, len(model.ports), measured, forms, r_max=model.r_max)
+        if fitted:
+            model = model.with_uops({**model.uops, **fitted})
+            moved.update(fitted)
+        return any(e.cycles is None and e.other.get("error") == "not measured"
+                   for e in alone.experiments)
+    cut = fit_again(forms) if forms else False
+    # a pair still off whose own forms could not mend it: its other form (a core form, or
+    # one not in the pair's kernel extension) is fitted again too, on the same experiments
+    # (Zen 4: `vmovq r64, xmm` beside `shl r32, imm8` 1.50 cycles a pair, the core form's
+    # uops kept it at 1.20 however shl moved)
+    partners = partners_to_fit(mispredicted(model.uops, together.experiments, model.r_max),
+                               forms)
+    if partners and not cut:
+        # a core form keeps what the core's own pairs say of it (from the measurement cache)
+        from pmpredict.host.training import measure_training_set
+        from pmpredict.measure.host_forms import packaged_forms
+        core = measure_training_set(packaged_forms("core"), cache_dir=cache_dir).combined()
+        cut = fit_again(partners, core.experiments)
+    if forms or partners:
+        if cut:
             # the budget cut the refit short: the pairs it was for are checked again (and
             # said to be unmeasured meanwhile) by the next call
             still = [tuple(sorted(f for f, _ in e.counts)) for e in
