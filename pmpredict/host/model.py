@@ -547,12 +547,15 @@ def _measure_within(name: str, exps, cache_dir, progress, budget: MeasureBudget)
 def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
                         budget: MeasureBudget = MeasureBudget()):
     """The model with the pairs of forms its kernels use together measured (those not checked
-    before), and the extension forms of the pairs it predicts wrongly fitted again
-    (host.extend, step 4); the model itself where there is nothing new to check."""
+    before), and the extension forms of the pairs it predicts wrongly fitted again, then the
+    other forms of the pairs still off (host.extend, step 4); the model itself where there is
+    nothing new to check."""
     # deferred: measuring loads numpy and the harness, fitting numba
     from pmpredict.host.extend import (PAIRS_PER_CALL, blockers_of, earlier_pairs,
                                        extension_experiments, kernel_pairs, mispredicted,
                                        model_throughput, pair_digest, partners_to_fit, refit)
+    from pmpredict.host.training import measure_training_set
+    from pmpredict.measure.host_forms import packaged_forms
     from pmpredict.infer.design import balanced_pair
     from pmpredict.infer.singletons_and_pairs import singleton_experiments
     from pmpredict.model.experiments import ExperimentSet
@@ -617,8 +620,6 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
                                forms)
     if partners and not cut:
         # a core form keeps what the core's own pairs say of it (from the measurement cache)
-        from pmpredict.host.training import measure_training_set
-        from pmpredict.measure.host_forms import packaged_forms
         core = measure_training_set(packaged_forms("core"), cache_dir=cache_dir).combined()
         cut = fit_again(partners, core.experiments)
     if forms or partners:
