@@ -644,18 +644,19 @@ def test_forwarding_into_a_load_op_is_read_as_a_latency_of_its_own():
 
 @needs_host
 @pytest.mark.parametrize("fact, producer, consumer", [
-    ("bypass_vector_fp", "vpand %ymm1, %ymm0, %ymm0", "vaddps %ymm1, %ymm0, %ymm0"),
-    ("bypass_vector_shuffle", "vpand %ymm1, %ymm0, %ymm0", "vpshufd $27, %ymm0, %ymm0"),
-    ("bypass_fp_shuffle", "vaddps %ymm1, %ymm0, %ymm0", "vshufps $27, %ymm0, %ymm0, %ymm0"),
+    ("bypass_vector_fp", "vpand %xmm1, %xmm0, %xmm0", "vaddps %xmm1, %xmm0, %xmm0"),
+    ("bypass_vector_shuffle", "vpand %xmm1, %xmm0, %xmm0", "vpshufd $27, %xmm0, %xmm0"),
+    ("bypass_fp_shuffle", "vaddps %xmm1, %xmm0, %xmm0", "vshufps $27, %xmm0, %xmm0, %xmm0"),
 ])
 def test_a_bypass_fact_is_read_in_a_chain_of_other_forms_timed_as_a_block(fact, producer,
                                                                         consumer):
     """Every core: no bypass fact is negative (a round trip is never faster than its two
-    self-chains). By a second path: two forms of the fact's kinds on ymm, AT&T (the reference
-    chains are xmm, Intel, vmulps), chained through each other and timed as a block, take
-    their self-chains (each timed alone) plus twice the fact, within half a cycle (Zen 4:
-    every fact 0; vpand; vaddps 4.00 = 1 + 3). The values stay ordinary floats (vpand with
-    1.0f's bits keeps 0, 1.0f or clears 2.0f; the shuffles move equal lanes)."""
+    self-chains). By a second path: two forms of the fact's kinds, AT&T, timed as a block
+    (the reference chains are Intel syntax, with vmulps where these add), chained through
+    each other, take their self-chains (each timed alone) plus twice the fact, within half a
+    cycle (Zen 4: every fact 0; vpand; vaddps 4.00 = 1 + 3). xmm, as the references measure
+    it (the engine takes one fact for every width). The values stay ordinary floats (vpand with 1.0f's bits
+    keeps 0, 1.0f or clears 2.0f; the shuffles move equal lanes)."""
     from pmpredict.measure.latency import measure_latencies
     refs = measure_latencies([], cache_dir=None).references
     assert refs[fact] >= 0.0
