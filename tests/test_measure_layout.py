@@ -15,8 +15,8 @@ from pmpredict.errors import InputError
 from pmpredict.measure.block import (division_note, instruction_semantics, prepare_block,
                                     registers_touched)
 from pmpredict.measure.instantiate import DIVIDEND, DIVISOR
-from pmpredict.measure.layout import (NORMAL_FILL, POINTEE_BASE, REGION_BYTES, GPR_FAMILIES,
-                                      WINDOW_BYTES, page_lines)
+from pmpredict.measure.layout import (NORMAL_FILL, POINTEE_BASE, REGION_BYTES, SHIFT_COUNT,
+                                      GPR_FAMILIES, WINDOW_BYTES, page_lines)
 from pmpredict.asm.parse import parse
 
 
@@ -130,6 +130,23 @@ def test_index_registers_start_small_and_implicit_data_at_zero():
     assert regs["rax"] == DIVIDEND and regs["rbx"] == 1     # x / 1 keeps x: no overflow
     _, regs = address_registers("rep stosq\n")
     assert regs["rcx"] == 0                                # nothing to repeat: no hang
+
+
+@pytest.mark.parametrize("text, count", [
+    ("shll %cl, %eax\ncmovgeq (%rsi), %r10\n", "rcx"),
+    ("shrdq %cl, %rbx, %rax\n", "rcx"),
+    ("rorl %cl, %r9d\nsete %r8b\n", "rcx"),
+])
+def test_a_shift_count_in_a_register_is_not_zero(text, count):
+    """A line-aligned home would shift by 0, which leaves the flags unchanged (Zen 4: `shl
+    eax, cl; cmovge` 36 cycles a loop with cl 0, 1.00 with 3): the count starts at 3, for
+    32- and 64-bit shifts alike; an address register keeps its aligned home."""
+    _, regs = address_registers(text)
+    assert regs[count] % 32 == SHIFT_COUNT and regs[count] % 64 == SHIFT_COUNT
+    _, regs = address_registers("shlq %cl, %rax\nmovq 8(%rcx), %rbx\n")
+    assert regs["rcx"] % 64 == 0                          # an address: its home, aligned
+    _, regs = address_registers("shlq $3, %rax\naddq %rcx, %rbx\n")
+    assert regs["rcx"] % 64 == 0                          # no shift count: as before
 
 
 def is_normal_or_zero(bits: int, width: int) -> bool:

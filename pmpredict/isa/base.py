@@ -132,6 +132,9 @@ class InstructionSemantics:
     copies: tuple[tuple[str, str, int], ...] = ()
     # the upper halves of the vector registers: UPPER_DIRTIES, UPPER_CLEANS, UPPER_KEEPS or ""
     upper: str = ""
+    # the register family a shift or rotate takes its count from ("" for an immediate count
+    # or no shift): a count of 0 leaves the flags unchanged, a case a harness must not make
+    shift_count: str = ""
 
     # asked for again and again per kernel (annotation, pairing, kinds): found once
     @cached_property

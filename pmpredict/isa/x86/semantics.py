@@ -1171,7 +1171,9 @@ class _Builder:
             fusion=self._fusion(), trap=self._trap(), known=res.known,
             notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(),
             copies=self._copies(),
-            beyond_model=beyond, upper=self._upper(writes))
+            beyond_model=beyond, upper=self._upper(writes),
+            shift_count=family(ops[-1].name) if spec is not None
+            and _shift_count_in_register(spec, ops) else "")
 
     def _upper(self, writes) -> str:
         """What the instruction does to the vector registers' upper halves: a VEX/EVEX write
