@@ -298,11 +298,12 @@ class MeasurePredictor(BlockPredictor):
             check_host()
         except Exception as exc:
             raise InputError("<host>", f"cannot measure on this machine: {exc}") from None
-        # deferred: the harness version, part of what a timing depends on
-        from pmpredict.measure.codegen import HARNESS_VERSION
+        # deferred: the harness versions, part of what a block's timing depends on
+        from pmpredict.measure.codegen import BLOCK_LOOP_VERSION, HARNESS_VERSION
         # the CPU identity ends in its feature flags (a kilobyte): a digest says the same
         vendor, family, model, stepping, name, *rest = cpu_identity().split("|")
-        return (f"measure {HARNESS_ISA} harness {HARNESS_VERSION} {name} ({vendor} family "
+        return (f"measure {HARNESS_ISA} harness {HARNESS_VERSION}.{BLOCK_LOOP_VERSION} {name} "
+                f"({vendor} family "
                 f"{family} model {model} stepping {stepping}) {_digest('|'.join(rest))}")
 
     def predict(self, blocks):
