@@ -613,11 +613,14 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
                    for e in alone.experiments)
     cut = fit_again(forms) if forms else False
     # a pair still off whose own forms could not mend it: its other form (a core form, or
-    # one not in the pair's kernel extension) is fitted again too, on the same experiments
-    # (Zen 4: `vmovq r64, xmm` beside `shl r32, imm8` 1.50 cycles a pair, the core form's
-    # uops kept it at 1.20 however shl moved)
+    # one not in the pair's kernel extension) is fitted again too, with the core's training
+    # experiments of it (Zen 4: `vmovq r64, xmm` beside `shl r32, imm8` 1.50 cycles a pair,
+    # the core form's uops kept it at 1.20 however shl moved). Only in a model bootstrapped
+    # here: a seeded one never measured its core (the training set would be measured now,
+    # outside the budget), and its core forms are the built-in's
+    bootstrapped = facts.get("bootstrap", {}).get("how") == "bootstrap"
     partners = partners_to_fit(mispredicted(model.uops, together.experiments, model.r_max),
-                               forms)
+                               forms) if bootstrapped else []
     if partners and not cut:
         # a core form keeps what the core's own pairs say of it (from the measurement cache)
         core = measure_training_set(packaged_forms("core"), cache_dir=cache_dir).combined()
