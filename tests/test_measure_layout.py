@@ -227,6 +227,47 @@ def test_per_copy_cycles_cancel_the_loop_overhead():
     assert failed["cycles"] == 1.0 and failed["method"] == "per-copy"
 
 
+def test_a_block_whose_longer_loops_run_slower_a_copy_is_timed_at_fewer_copies(monkeypatch):
+    """Zen 4 renames up to 24 read-modify-writes of one place through a base each has just
+    rewritten (`mov rdi, 0x640400; add qword ptr [rdi + 192], 1`), 1.0 cycles a link, and none
+    of 25 or more: 3.3 a copy at 25 copies, 6.4 at 50. Such a block is timed again at half the
+    copies until a pair differs by its copies alone, and that pair gives the figure; a block
+    whose loops all run alike is timed once."""
+    import pmpredict.measure.block as block_module
+    from pmpredict.measure.runner import Timing
+
+    def loop_cycles(copies: int, limit: int) -> float:          # the dec/jnz: 0.5 a loop
+        return copies * (1.0 if copies <= limit else min(6.4, 2.26 * (copies - limit) + 1)) + 0.5
+
+    builds, limits = [], {"pm_b0": 24, "pm_b1": 99}     # per block: copies it renames
+
+    def run_kernels(kernels, options, **_):
+        builds.append([k.name for k in kernels])
+        out = []
+        for k in kernels:
+            block, copies = k.name.rsplit("_", 1)
+            c = loop_cycles(int(copies), limits[block])
+            out.append(Timing(c, c, c, 0.0, samples=3, confirmed=True, passes=(c, c),
+                              counted=(c, c)))
+        return out
+    monkeypatch.setattr(block_module, "run_kernels", run_kernels)
+    rebased = prepare_block("mov rdi, 0x640400\nadd qword ptr [rdi + 192], 1\n", "intel")
+    plain = prepare_block("add rax, rbx\nadd rcx, rbx\n", "intel")
+    first, second = block_module.measure_blocks([rebased, plain])
+    assert (first.cycles, first.method, first.pair, first.fewer_copies) == \
+        (1.0, "difference", (12, 24), True)
+    assert [v.unroll for v in first.variants] == [12, 24, 25, 50] and first.stable
+    assert (second.cycles, second.pair, second.fewer_copies) == (1.0, (25, 50), False)
+    assert builds == [["pm_b0_25", "pm_b0_50", "pm_b1_25", "pm_b1_50"], ["pm_b0_12", "pm_b0_24"]]
+    # no pair within the rounds differs by its copies alone: the fastest a copy of any loop
+    monkeypatch.setattr(block_module, "FEWER_COPIES_ROUNDS", 1)
+    limits["pm_b0"] = 23
+    only, = block_module.measure_blocks([rebased])
+    assert (only.pair, only.method, only.stable) == ((12, 24), "per-copy", False)
+    assert only.cycles == pytest.approx(min(loop_cycles(k, 23) / k for k in (12, 24, 25, 50)),
+                                        abs=1e-5)
+
+
 def test_a_block_figure_is_settled_only_when_a_second_pass_would_not_move_it():
     """(T(2u) - T(u)) / u doubles a variant's disagreement: a short variant whose second
     process read it 3% slow moves the figure 3% (a Zen 3 beside a busy guest read two loads
@@ -263,15 +304,16 @@ def test_a_block_measurement_keeps_the_json_of_the_dict_it_replaced():
     block = prepare_block(".L1:\nvmulps .LC0(%rip), %ymm0, %ymm0\nmov (%rax), %rax\njne .L1\n",
                           "att")
     fine = Timing(25.5, 25.5, 25.5, 0.01, samples=7, passes=(25.5, 25.6))
-    timing = _timing((25, 50), [fine, Timing(50.5, 50.5, 50.5, 0.02, samples=9)], [".LC0"])
+    timing = _timing((25, 50), {25: fine, 50: Timing(50.5, 50.5, 50.5, 0.02, samples=9)},
+                     [".LC0"])
     assert list(timing.to_json()) == ["cycles", "spread", "method", "overhead", "variants",
-                                      "symbols", "stable"]
+                                      "symbols", "stable", "unroll"]
     assert BlockTiming.from_json(json.loads(json.dumps(timing.to_json()))) == timing
     measured = _describe(block, timing, cached=True)
     data = measured.to_json()
     assert list(data) == ["cycles", "spread", "stable", "range", "instructions", "syntax", "cpu",
-                          "loop_counter", "kernel", "method", "overhead", "variants", "symbols",
-                          "cached", "registers", "pointer_loads", "dropped"]
+                          "loop_counter", "kernel", "method", "overhead", "variants", "unroll",
+                          "symbols", "cached", "registers", "pointer_loads", "dropped"]
     assert (data["cycles"], data["method"], data["overhead"]) == (1.0, "difference", 0.5)
     assert data["range"] == [1.0, 1.024]          # the figure and every pass of every variant
     assert data["variants"][0] == {"unroll": 25, "cycles": 1.02, "loop_cycles": 25.5,
@@ -281,9 +323,10 @@ def test_a_block_measurement_keeps_the_json_of_the_dict_it_replaced():
     assert data["instructions"] == measured.instruction_count == 2
     assert data["registers"]["rax"] == hex(dict(measured.initial_registers)["rax"])
     failed = _describe(prepare_block("add %rax, %rbx\n", "att"),
-                       _timing((50, 100), [Timing(error="crash: SIGSEGV")] * 2, []), cached=False)
+                       _timing((50, 100), dict.fromkeys((50, 100), Timing(error="crash: SIGSEGV")),
+                               []), cached=False)
     assert failed.cycles is None and failed.error == "crash: SIGSEGV"
-    assert list(failed.to_json())[-4:] == ["variants", "error", "cached", "registers"]
+    assert list(failed.to_json())[-5:] == ["variants", "unroll", "error", "cached", "registers"]
     assert failed.variants[0].to_json()["error"] == "crash: SIGSEGV"
 
 
@@ -429,7 +472,7 @@ def test_division_notes_say_what_was_divided():
     from pmpredict.measure.block import _describe, _timing
     from pmpredict.measure.runner import Timing
     t = Timing(25.5, 25.5, 25.5, 0.01, samples=7)
-    timing = _timing((25, 50), [t, Timing(50.5, 50.5, 50.5, 0.02, samples=9)], [])
+    timing = _timing((25, 50), {25: t, 50: Timing(50.5, 50.5, 50.5, 0.02, samples=9)}, [])
     chained = _describe(prepare_block("xorl %edx, %edx\ndivq %rbx\n", "att"), timing, False)
     (note,) = chained.to_json()["notes"]
     assert note.startswith("line 2 'divq %rbx'") and "x / 1 keeps x" in note
@@ -450,8 +493,8 @@ def test_the_text_view_shows_the_notes():
     from pmpredict.measure.block_measurement import BlockMeasurement
     from pmpredict.measure.runner import Timing
     from pmpredict.views import measure as view
-    timing = _timing((25, 50), [Timing(25.5, 25.5, 25.5, 0.01, samples=7),
-                                Timing(50.5, 50.5, 50.5, 0.02, samples=9)], [])
+    timing = _timing((25, 50), {25: Timing(25.5, 25.5, 25.5, 0.01, samples=7),
+                                50: Timing(50.5, 50.5, 50.5, 0.02, samples=9)}, [])
     plain = _describe(prepare_block("add %rax, %rbx\njmp .L1\n", "att"), timing, False)
     assert type(plain) is BlockMeasurement and plain.notes == ()
     text = view.text(plain, path="k.s")

@@ -45,6 +45,13 @@ OVERHEAD_SHARE = 0.03
 # ... and an overhead this far below zero is timing noise (about 1% on each variant)
 NOISE_CYCLES = 1.0
 NOISE_SHARE = 0.03
+# a block whose longer loop runs slower a copy than the shorter one plus u copies (the overhead
+# the pair implies far below zero) meets a limit of the core that the longer loop's copies
+# exceed (Zen 4: a loop of up to 24 read-modify-writes of one place, each through a base it
+# has just rewritten, renames every one, 1.0 cycles a link; of 25 or more none, 6.4): the
+# block is timed again at half the copies, as often as this, and the fewest copies that
+# differ by their copies alone give its figure (docs/MEASUREMENT.md)
+FEWER_COPIES_ROUNDS = 3
 # a block's figure is settled when either variant's second-fastest pass would move it at most
 # this much (figure_band): two settled figures then agree within the 3% promised
 FIGURE_AGREEMENT = 0.015
@@ -283,15 +290,39 @@ def cached_block(cache: ResultCache, block: PreparedBlock,
 
 def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTIONS,
                    cache: ResultCache | None = None) -> list[BlockTiming]:
-    """Time several prepared blocks in one harness build: their timings, in order; those with
-    cycles are put in `cache`."""
-    kernels, spans, pairs = [], [], []
-    for j, block in enumerate(blocks):
-        body, symbols = rename_symbols(list(block.lines))
-        factors = unroll_factors(len(body))
-        spans.append((len(kernels), factors, sorted(symbols)))
-        pairs.append((len(kernels), factors[0], len(kernels) + 1, factors[1]))
-        for copies in factors:
+    """Time several prepared blocks in one harness build (a further build per round of fewer
+    copies): their timings, in order; those with cycles are put in `cache`."""
+    bodies = [rename_symbols(list(block.lines)) for block in blocks]
+    pairs = [unroll_factors(len(body)) for body, _ in bodies]
+    timed: list[dict[int, Timing]] = [{} for _ in blocks]
+    todo = list(range(len(blocks)))
+    for round_ in range(1 + FEWER_COPIES_ROUNDS):
+        _time_pairs(blocks, bodies, pairs, timed, todo, options)
+        todo = [j for j in todo if _longer_runs_slower(pairs[j], timed[j])]
+        if not todo or round_ == FEWER_COPIES_ROUNDS:
+            break
+        for j in todo:
+            half = pairs[j][0] // 2
+            pairs[j] = (half, 2 * half)
+    results = []
+    for block, (_, symbols), pair, times in zip(blocks, bodies, pairs, timed):
+        timing = _timing(pair, times, sorted(symbols))
+        if cache is not None and timing.cycles is not None:
+            cache.put(block_key(block.syntax, block.lines, cpu_identity(), options.cache_params()),
+                      timing.cycles, None, result=timing.to_json())
+        results.append(timing)
+    return results
+
+
+def _time_pairs(blocks, bodies, pairs, timed, todo: list[int], options: RunOptions) -> None:
+    """Time the unroll pair (u, 2u) of each block in `todo` in one harness build, into
+    timed[j][copies]."""
+    kernels, where, kernel_pairs = [], [], []
+    for j in todo:
+        body, symbols = bodies[j]
+        block = blocks[j]
+        kernel_pairs.append((len(kernels), pairs[j][0], len(kernels) + 1, pairs[j][1]))
+        for copies in pairs[j]:
             name = f"pm_b{j}_{copies}"
             names = {"@@" + new: f"{name}_{new}" for new in symbols.values()}
             own = [_substitute(line, names) for line in body]
@@ -299,16 +330,20 @@ def measure_blocks(blocks: list[PreparedBlock], options: RunOptions = BLOCK_OPTI
                                         block.vector_width, block.layout,
                                         {old: names["@@" + new] for old, new in symbols.items()},
                                         copies))
+            where.append((j, copies))
     timings = run_kernels(kernels, options, passes=PASSES, max_passes=MAX_PASSES,
-                          unsettled=_unsettled_blocks(pairs))
-    results = []
-    for block, (first, factors, symbols) in zip(blocks, spans):
-        timing = _timing(factors, timings[first:first + len(factors)], symbols)
-        if cache is not None and timing.cycles is not None:
-            cache.put(block_key(block.syntax, block.lines, cpu_identity(), options.cache_params()),
-                      timing.cycles, None, result=timing.to_json())
-        results.append(timing)
-    return results
+                          unsettled=_unsettled_blocks(kernel_pairs))
+    for (j, copies), timing in zip(where, timings):
+        timed[j][copies] = timing
+
+
+def _longer_runs_slower(pair: tuple[int, int], times: dict[int, Timing]) -> bool:
+    """The pair's longer loop ran slower a copy than u copies more can explain (the overhead
+    it implies far below zero), and fewer copies are left to try."""
+    if pair[0] < 2 or any(times[k].error for k in pair):
+        return False
+    measured = per_copy(*((k, times[k]) for k in pair))
+    return measured["method"] == "per-copy" and (measured.get("overhead") or 0.0) < 0
 
 
 def _variant(copies: int, t: Timing) -> UnrollVariant:
@@ -322,27 +357,34 @@ def _variant(copies: int, t: Timing) -> UnrollVariant:
                          error=t.error or None, contended=t.contended, busy=t.busy)
 
 
-def _timing(factors: tuple[int, int], timings: list[Timing], symbols: list[str]) -> BlockTiming:
-    """The timing of one block from the timings of its two unroll variants."""
-    measured = per_copy(*zip(factors, timings))
+def _timing(pair: tuple[int, int], times: dict[int, Timing], symbols: list[str]) -> BlockTiming:
+    """The timing of one block from its unroll pair's timings (the fewest copies timed where
+    longer loops ran slower a copy); every variant timed is reported."""
+    measured = per_copy(*((k, times[k]) for k in pair))
     cycles = measured["cycles"]
+    if measured["method"] == "per-copy" and cycles is not None:
+        # no pair differed by its copies alone: the fastest a copy of any loop timed
+        cycles = min(kernel_cycles(t) / k for k, t in times.items()
+                     if kernel_cycles(t) is not None)
+    short, long = (times[k] for k in pair)
     # stable: both variants reproduced their fastest runs within a process and across two
     # processes, closely enough that the figure they give together is settled, no sample was
     # kept while the canary said the core was shared, and they differ by the copies alone (a
     # large spread with a confirmed minimum is a busy machine, shown but not held against it)
     stable = bool(cycles is not None and measured["method"] == "difference"
                   and all(t.confirmed and not t.dirty and not t.busy and reproduced(t)
-                          for t in timings)
-                  and settled_figure(factors[0], timings[0], factors[1], timings[1]))
+                          for t in (short, long))
+                  and settled_figure(pair[0], short, pair[1], long))
     return BlockTiming(
         cycles=None if cycles is None else round(cycles, 5),
         spread=None if measured["spread"] is None else round(measured["spread"], 4),
         method=measured["method"],
         overhead=None if measured.get("overhead") is None else round(measured["overhead"], 3),
-        variants=tuple(_variant(copies, t) for copies, t in zip(factors, timings)),
+        variants=tuple(_variant(k, times[k]) for k in sorted(times)),
         symbols=tuple(symbols), stable=stable,
         error=None if cycles is not None else
-        next((t.error for t in timings if t.error), "no usable timing"))
+        next((t.error for t in times.values() if t.error), "no usable timing"),
+        unroll=pair)
 
 
 def division_note(start: DivisionStart, line: int, text: str) -> str:

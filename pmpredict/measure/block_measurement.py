@@ -57,10 +57,25 @@ class BlockTiming:
     spread: float | None                 # the larger of the variants' spreads
     method: str                          # "difference": (T(2u) - T(u)) / u; or "per-copy"
     overhead: float | None               # the loop overhead the two variants imply (cycles)
-    variants: tuple[UnrollVariant, ...]  # u and 2u copies
+    variants: tuple[UnrollVariant, ...]  # u and 2u copies (and fewer, block.measure_blocks)
     symbols: tuple[str, ...]             # rip-relative symbols that got data objects (sorted)
     stable: bool                         # reproduced in and across processes, variants agree
     error: str | None = None             # why there are no cycles
+    # the copies of the two variants the figure comes from (None: the first two variants)
+    unroll: tuple[int, int] | None = None
+
+    @property
+    def pair(self) -> tuple[int, int]:
+        """The copies (u, 2u) of the variants the figure comes from."""
+        if self.unroll is not None:
+            return self.unroll
+        return tuple(v.unroll for v in self.variants[:2])
+
+    @property
+    def fewer_copies(self) -> bool:
+        """Longer loops ran slower a copy, so the figure comes from fewer copies than the
+        first pair timed."""
+        return len(self.variants) > 2
 
     @property
     def range(self) -> tuple[float, float] | None:
@@ -73,7 +88,7 @@ class BlockTiming:
     def to_json(self) -> dict:
         out = {"cycles": self.cycles, "spread": self.spread, "method": self.method,
                "overhead": self.overhead, "variants": [v.to_json() for v in self.variants],
-               "symbols": list(self.symbols), "stable": self.stable}
+               "symbols": list(self.symbols), "stable": self.stable, "unroll": list(self.pair)}
         if self.error is not None:
             out["error"] = self.error
         return out
@@ -84,7 +99,8 @@ class BlockTiming:
         try:
             return cls(data["cycles"], data["spread"], data["method"], data["overhead"],
                        tuple(UnrollVariant.from_json(v) for v in data["variants"]),
-                       tuple(data["symbols"]), data["stable"], data.get("error"))
+                       tuple(data["symbols"]), data["stable"], data.get("error"),
+                       tuple(data["unroll"]) if data.get("unroll") else None)
         except (KeyError, TypeError, AttributeError) as exc:
             raise MalformedTiming(f"not a block timing: {exc!r}") from None
 
@@ -154,7 +170,8 @@ class BlockMeasurement:
                "range": list(t.range) if t.range else None,
                "instructions": self.instruction_count, "syntax": self.syntax, "cpu": self.cpu,
                "loop_counter": self.loop_counter, "kernel": self.kernel, "method": t.method,
-               "overhead": t.overhead, "variants": [v.to_json() for v in t.variants]}
+               "overhead": t.overhead, "variants": [v.to_json() for v in t.variants],
+               "unroll": list(t.pair)}
         if t.symbols:
             out["symbols"] = list(t.symbols)
         if t.error is not None:

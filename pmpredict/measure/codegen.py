@@ -21,8 +21,9 @@ from pmpredict.measure.layout import NORMAL_FILL, Layout
 HARNESS_VERSION = 9
 # Bump when only the block loop changes (block_kernel): part of the blocks' cache key, so the
 # experiments a model was inferred from stay cached. 2: drifting registers moved back. 3: a
-# shift count in a register starts at 3, not 0 (layout.SHIFT_COUNT).
-BLOCK_LOOP_VERSION = 3
+# shift count in a register starts at 3, not 0 (layout.SHIFT_COUNT). 4: a block whose longer
+# loops run slower a copy is timed at fewer copies (block.FEWER_COPIES_ROUNDS).
+BLOCK_LOOP_VERSION = 4
 
 # Value of every allocatable general-purpose register at kernel entry: as large as data and
 # addresses are (on an Intel Xeon with AVX-512 FP16, rorx and shlx from a register holding 37

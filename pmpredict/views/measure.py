@@ -52,6 +52,10 @@ def text(result, *, path: str = "", large_spread: float = 0.0) -> str:
     elif retaken:
         notes.append(f"{retaken} samples taken again: the core's other hardware thread was "
                      "busy (the canary ran slow)")
+    if result.timing.fewer_copies:
+        short, long = result.timing.pair
+        notes.append(f"from {short} and {long} copies: longer loops ran slower a copy (a limit "
+                     "of the core more copies of the block exceed)")
     if result.cached:
         notes.append("cached: --no-cache measures again")
     kernel = result.kernel
