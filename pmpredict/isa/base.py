@@ -135,6 +135,10 @@ class InstructionSemantics:
     # the register family a shift or rotate takes its count from ("" for an immediate count
     # or no shift): a count of 0 leaves the flags unchanged, a case a harness must not make
     shift_count: str = ""
+    # the flags such a shift reads only because a count of 0 would keep them (not rcl's CF,
+    # which it shifts in): a core that does not wait for them (model fact
+    # shift_count_flags) has no such dependency
+    count_kept_flags: frozenset = frozenset()
 
     # asked for again and again per kernel (annotation, pairing, kinds): found once
     @cached_property

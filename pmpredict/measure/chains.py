@@ -191,6 +191,12 @@ def _reference_list() -> tuple[Reference, ...]:
                   "read-modify-writes through rsp back to back: add [rsp + 64], 1 repeated"),
         Reference("atomic_cycles", Chain(("lock add qword ptr [rbx + 64], 1",)),
                   "atomic read-modify-write: lock add [m], imm back to back"),
+        # the harness's cl is 3 (layout.SHIFT_COUNT): the flags the test wrote are replaced,
+        # and only a core that waits for them anyway puts the test on the link
+        Reference("shl_cl", Chain(("shl rdx, cl",)), "shl r64, cl: self-chain"),
+        Reference("shift_count_flags", Chain(("test rdx, rdx", "shl rdx, cl"),
+                                             companions=("shl_cl",)),
+                  "a shift by cl after a flags writer: test rdx, rdx; shl rdx, cl, minus shl"),
     ]
     for width, prefix in ((128, "xmm"), (256, "ymm"), (512, "zmm")):
         refs.append(Reference(f"vpaddd{width}", Chain((f"vpaddd {prefix}0, {prefix}0, {prefix}1",)),

@@ -113,6 +113,15 @@ FACTS: tuple[Fact, ...] = (
          "the round trip vmulps; vshufps)", 0.0,
          "a vector value between FP operations and shuffles: no extra cycle",
          probe="chains:bypass_fp_shuffle"),
+    # a count of 0 leaves the flags as they were, so a shift by cl may wait for the flags an
+    # instruction before it wrote; Zen 4: 0 (`test rdx, rdx; shl rdx, cl` as fast as `shl
+    # rdx, cl` alone, where the dependency predicted 2.00 cycles a link for 1.00)
+    Fact("shift_count_flags", CYCLES, "cycles a shift by a count in a register (shl r, cl) "
+         "waits for the flags an instruction before it wrote, which a count of 0 would keep "
+         "(the link of test rdx, rdx; shl rdx, cl less shl rdx, cl alone; under half a cycle: "
+         "it does not wait, and the engine drops the dependency)", 1.0,
+         "a shift by a count in a register waits for the flags before it",
+         probe="chains:shift_count_flags"),
     # one taken branch a cycle: a loop iteration takes at least a cycle
     Fact("taken_branch", CYCLES, "front-end cycles a taken loop branch costs at least per "
          "iteration", 1.0, "a taken loop branch {:g} cycle", probe="loops"),

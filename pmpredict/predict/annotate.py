@@ -175,6 +175,12 @@ class MachineFacts:
             return bool(self.pipeline[key]), True
         return bool(self.value("macro_fusion")), False
 
+    @property
+    def shift_waits_for_flags(self) -> bool:
+        """Whether a shift by a count in a register waits for the flags before it, which a
+        count of 0 would keep (shift_count_flags: cycles, half a cycle or more)."""
+        return float(self.value("shift_count_flags")) >= 0.5
+
     def counts(self, beyond_model: str) -> bool:
         """Whether the machine's facts count an instruction that costs more than its form
         (InstructionSemantics.beyond_model): an atomic, when atomic_cycles is measured."""
@@ -271,6 +277,8 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
                 a.uops = ()          # the pair runs as the jump's uop; a jump the model
             b.slot, b.fused = 0, True    # lacks leaves the pair the first one's uops
     _share_nop_slots(out, machine, reader)
+    if any(sem.count_kept_flags for sem in semantics):
+        reader.value("shift_count_flags")           # said where the model lacks it
     return out, machine, reader
 
 
@@ -367,9 +375,11 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,
     mem_latency = {m.operand: _load_latency(operand_latency(m.operand), base, pure_load,
                                             machine.load_latency)
                    for m in sem.memory if m.load}
+    kept = sem.count_kept_flags if sem.count_kept_flags and not machine.shift_waits_for_flags \
+        else ()
     sources = [Source(r.name, float(_read_latency(r, sem, form, base, pure_load, mem_latency,
                                                   operand_latency, notes)), r.operand)
-               for r in sem.reads]
+               for r in sem.reads if r.name not in kept]
     latency = max([s.latency for s in sources] + [0.0 if (eliminated or idiom == "zero") or
                                                   (sem.stores and not sem.loads) else base])
     updated = _address_updates(sem)

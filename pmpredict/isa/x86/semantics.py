@@ -1164,6 +1164,7 @@ class _Builder:
                 beyond = BARRIER
         reads = tuple(self.reads.values()) + _flag_accesses(flags_read)
         writes = tuple(self.writes.values()) + _flag_accesses(flags_written)
+        counted = spec is not None and _shift_count_in_register(spec, ops)
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
             idiom=idiom, move=self._move(), select=spec is not None and spec.select,
@@ -1172,8 +1173,8 @@ class _Builder:
             notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(),
             copies=self._copies(),
             beyond_model=beyond, upper=self._upper(writes),
-            shift_count=family(ops[-1].name) if spec is not None
-            and _shift_count_in_register(spec, ops) else "")
+            shift_count=family(ops[-1].name) if counted else "",
+            count_kept_flags=spec.flags_written - spec.flags_read if counted else NONE)
 
     def _upper(self, writes) -> str:
         """What the instruction does to the vector registers' upper halves: a VEX/EVEX write
