@@ -665,3 +665,24 @@ def test_a_bypass_fact_is_read_in_a_chain_of_other_forms_timed_as_a_block(fact, 
     if pair is None or None in alone:
         pytest.skip("a block did not reproduce in three tries (a busy machine)")
     assert pair == pytest.approx(sum(alone) + 2 * refs[fact], abs=0.5), (pair, alone, refs[fact])
+
+
+@needs_host
+def test_the_shift_facts_are_read_in_other_forms_timed_as_blocks():
+    """By a second path, AT&T blocks of other forms than the references: a shift by cl after a
+    flags writer (`test; shr`) takes the shift alone plus shift_count_flags, within half a
+    cycle; and a vector shift of every bit out runs without its source (`vpsrlq $64` on ymm,
+    against `vpsrlq $3`) exactly where the reference `vpslld xmm0, xmm0, 42` does: the engine
+    takes one fact for every such shift. Zen 4: both 0 and 0.50 cycles a link."""
+    from pmpredict.measure.latency import measure_latencies
+    from pmpredict.predict.annotate import SHIFT_OUT_SHARE
+    refs = measure_latencies([], cache_dir=None).references
+    pair = fastest_block("test %rax, %rax\nshr %cl, %rax\n")
+    shift = fastest_block("shr %cl, %rax\n")
+    kept = fastest_block("vpslld $3, %xmm0, %xmm0\n")
+    out, keeps = (fastest_block(f"vpsrlq ${n}, %ymm1, %ymm1\n") for n in (64, 3))
+    if None in (pair, shift, kept, out, keeps):
+        pytest.skip("a block did not reproduce in three tries (a busy machine)")
+    assert pair == pytest.approx(shift + refs["shift_count_flags"], abs=0.5), (pair, shift, refs)
+    assert (refs["shift_out_latency"] < SHIFT_OUT_SHARE * kept) == \
+        (out < SHIFT_OUT_SHARE * keeps), (refs["shift_out_latency"], kept, out, keeps)

@@ -73,3 +73,45 @@ def test_the_reference_is_the_link_less_the_shift_alone(link, expected):
     cycles = {name: 1.0 for name in REFERENCES}
     cycles["shift_count_flags"] = link
     assert reference_values(cycles)["shift_count_flags"] == pytest.approx(expected)
+
+
+# --- a vector shift by its element width or more (shifted_out, shift_out_latency) -----------
+
+VPSLLD = "VPSLLD_((REG:W:V:128)),_((REG:R:V:128)),_((IMM:8))"
+VECTOR_TOY = MachineModel(name="toy-vector-shift", isa="x86", ports=("A", "B"),
+                          uops={VPSLLD: ((0b11, 1),)}, latency={VPSLLD: 1.0})
+
+
+def predict_vector(body: str, **pipeline):
+    text = "# OSACA-BEGIN\n" + body + "# OSACA-END\n"
+    model = replace(VECTOR_TOY, pipeline=pipeline)
+    return Predictor(model).predict(select_kernel(parse(text, "intel", "k.s")), "intel", "k.s")
+
+
+def test_every_bit_shifted_out_is_named_by_the_semantics():
+    assert _semantics("vpslld xmm0, xmm0, 42").shifted_out
+    assert _semantics("psrlq xmm1, 64").shifted_out
+    assert not _semantics("vpslld xmm0, xmm0, 31").shifted_out
+    assert not _semantics("vpsrad xmm0, xmm0, 42").shifted_out       # arithmetic: sign fill
+    assert not _semantics("vpsllq xmm0, xmm0, 63").shifted_out
+
+
+def test_a_core_that_knows_the_result_is_0_does_not_wait_for_the_source():
+    body = "vpslld xmm0, xmm0, 42\n"
+    # Zen 4: the link at the form's throughput (two ports), 0.50
+    broken = predict_vector(body, shift_out_latency=0.5)
+    assert broken.bounds.loop_carried == pytest.approx(0.0)
+    assert broken.cycles == pytest.approx(0.5)
+    waits = predict_vector(body, shift_out_latency=1.0)
+    assert waits.cycles == pytest.approx(1.0)
+    # a shift that keeps bits waits whatever the fact
+    assert predict_vector("vpslld xmm0, xmm0, 3\n", shift_out_latency=0.5).cycles == \
+        pytest.approx(1.0)
+
+
+def test_without_the_fact_the_shift_waits_and_it_is_said():
+    r = predict_vector("vpslld xmm0, xmm0, 42\n")
+    assert r.cycles == pytest.approx(1.0)
+    assert "a vector shift by its element width or more waits for its source" in \
+        " ".join(assumptions(r))
+    assert "element width" not in " ".join(assumptions(predict_vector("vpslld xmm0, xmm0, 3\n")))

@@ -139,6 +139,10 @@ class InstructionSemantics:
     # which it shifts in): a core that does not wait for them (model fact
     # shift_count_flags) has no such dependency
     count_kept_flags: frozenset = frozenset()
+    # a logical vector shift by an immediate of at least its element width (vpslld x, y, 42):
+    # its result is 0 whatever its source; a core may not wait for the source (model fact
+    # shift_out_latency)
+    shifted_out: bool = False
 
     # asked for again and again per kernel (annotation, pairing, kinds): found once
     @cached_property

@@ -197,6 +197,10 @@ def _reference_list() -> tuple[Reference, ...]:
         Reference("shift_count_flags", Chain(("test rdx, rdx", "shl rdx, cl"),
                                              companions=("shl_cl",)),
                   "a shift by cl after a flags writer: test rdx, rdx; shl rdx, cl, minus shl"),
+        # every bit shifted out: the result is 0, and a core that knows it does not wait
+        Reference("shift_out_latency", Chain(("vpslld xmm0, xmm0, 42",)),
+                  "a vector shift by its element width or more: vpslld xmm0, xmm0, 42 "
+                  "repeated"),
     ]
     for width, prefix in ((128, "xmm"), (256, "ymm"), (512, "zmm")):
         refs.append(Reference(f"vpaddd{width}", Chain((f"vpaddd {prefix}0, {prefix}0, {prefix}1",)),

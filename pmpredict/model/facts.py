@@ -122,6 +122,15 @@ FACTS: tuple[Fact, ...] = (
          "it does not wait, and the engine drops the dependency)", 1.0,
          "a shift by a count in a register waits for the flags before it",
          probe="chains:shift_count_flags"),
+    # a logical vector shift by its element width or more shifts every bit out: its result is
+    # 0 whatever its source; Zen 4 does not wait for the source (`vpslld xmm0, xmm0, 42`
+    # repeated 0.50 cycles a link, as its two ports allow, where a shift by 3 takes 1.00)
+    Fact("shift_out_latency", CYCLES, "cycles a link of a logical vector shift by at least its "
+         "element width takes (vpslld xmm0, xmm0, 42 repeated); below three quarters of the "
+         "form's latency the core does not wait for the source (the link runs at the form's "
+         "throughput), and the engine drops that dependency",
+         wording="a vector shift by its element width or more waits for its source",
+         probe="chains:shift_out_latency"),
     # one taken branch a cycle: a loop iteration takes at least a cycle
     Fact("taken_branch", CYCLES, "front-end cycles a taken loop branch costs at least per "
          "iteration", 1.0, "a taken loop branch {:g} cycle", probe="loops"),

@@ -38,6 +38,9 @@ ATOMIC_ORDER = "atomics"
 # barriers (lfence, mfence) wait for what is in flight: one waits for the one before it, the
 # form's measured latency being its time back to back (measure/chains.py BARRIER)
 BARRIER_ORDER = "barriers"
+# a vector shift by its element width or more whose link runs below this share of its form's
+# latency does not wait for its source (Zen 4: 0.50 a link against 1.00)
+SHIFT_OUT_SHARE = 0.75
 
 
 @dataclass
@@ -175,6 +178,12 @@ class MachineFacts:
             return bool(self.pipeline[key]), True
         return bool(self.value("macro_fusion")), False
 
+    def shift_out_breaks(self, latency: float) -> bool:
+        """Whether a vector shift by its element width or more, whose form takes `latency`,
+        runs without waiting for its source (shift_out_latency below three quarters of it)."""
+        value = self.value("shift_out_latency")
+        return value is not None and float(value) < SHIFT_OUT_SHARE * latency
+
     @property
     def shift_waits_for_flags(self) -> bool:
         """Whether a shift by a count in a register waits for the flags before it, which a
@@ -279,6 +288,8 @@ def annotate(forms, semantics, model, loop: bool = True, stack_engine: str = "",
     _share_nop_slots(out, machine, reader)
     if any(sem.count_kept_flags for sem in semantics):
         reader.value("shift_count_flags")           # said where the model lacks it
+    if any(sem.shifted_out for sem in semantics):
+        reader.value("shift_out_latency")
     return out, machine, reader
 
 
@@ -377,6 +388,8 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,
                    for m in sem.memory if m.load}
     kept = sem.count_kept_flags if sem.count_kept_flags and not machine.shift_waits_for_flags \
         else ()
+    if sem.shifted_out and machine.shift_out_breaks(base):
+        kept = {r.name for r in sem.reads if r.kind == VECTOR and r.role != ADDRESS}
     sources = [Source(r.name, float(_read_latency(r, sem, form, base, pure_load, mem_latency,
                                                   operand_latency, notes)), r.operand)
                for r in sem.reads if r.name not in kept]

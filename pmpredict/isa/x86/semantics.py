@@ -749,6 +749,11 @@ def _expand_access(access: tuple[str, ...], ops) -> tuple[str, ...]:
     return tuple(out)
 
 
+# the element width of each logical vector shift by an immediate
+_SHIFT_ELEMENT_BITS = {f"ps{d}{e}": bits for d in ("ll", "rl")
+                       for e, bits in (("w", 16), ("d", 32), ("q", 64))}
+
+
 def _shift_count_in_register(spec: _Spec, ops) -> bool:
     return spec.count_flags and len(ops) >= 2 and ops[-1].kind == "reg"
 
@@ -1174,7 +1179,8 @@ class _Builder:
             copies=self._copies(),
             beyond_model=beyond, upper=self._upper(writes),
             shift_count=family(ops[-1].name) if counted else "",
-            count_kept_flags=spec.flags_written - spec.flags_read if counted else NONE)
+            count_kept_flags=spec.flags_written - spec.flags_read if counted else NONE,
+            shifted_out=self._shifted_out())
 
     def _upper(self, writes) -> str:
         """What the instruction does to the vector registers' upper halves: a VEX/EVEX write
@@ -1207,6 +1213,14 @@ class _Builder:
             if mem.base and family(mem.base) == dest and mem.index is None and not mem.symbols:
                 return ((dest, mem.disp),)
         return ()
+
+    def _shifted_out(self) -> bool:
+        """A logical vector shift (psll/psrl of words, dwords, qwords) by an immediate of at
+        least its element width: every bit is shifted out, the result is 0."""
+        m, ops = self.res.mnemonic, self.ops
+        bits = _SHIFT_ELEMENT_BITS.get(m[1:] if m.startswith("v") else m)
+        return bool(bits and ops and ops[-1].kind == "imm" and ops[-1].value is not None
+                    and ops[-1].value >= bits)
 
     def _copies(self) -> tuple[tuple[str, str, int], ...]:
         """A 64-bit register set to another one plus a constant: mov r64, r64 and lea r64,
