@@ -195,6 +195,31 @@ def test_pointer_chasing_gets_pointers_only_where_they_are_loaded():
     assert is_normal_or_zero(low, 32) and is_normal_or_zero(high, 32)
 
 
+def test_a_misaligned_data_load_reads_whole_floats():
+    """The fill holds 1.0f in each half of a word; a load at an offset that is not a multiple
+    of 4 would read the halves of two floats, a denormal (Zen 4: `vmulss xmm0, xmm0, [rdi +
+    189]` 4.21 cycles a link where at + 188 it is 3.00). The fill is written again from such
+    a load's offset, for every byte it reads; aligned loads and pointer regions keep theirs."""
+    block = prepare_block("vmulss xmm0, xmm0, dword ptr [rdi + 189]\n"
+                          "vmovdqu ymm1, ymmword ptr [rsi + 445]\n"
+                          "mov rax, qword ptr [rbx + 8]\nmov rcx, qword ptr [rdx + 12]\n", "intel")
+    regs, data = dict(block.layout.registers), \
+        next(g for g in block.layout.regions if g.name == "data")
+    memory = bytearray(struct.pack("<Q", data.fill) * (REGION_BYTES // 8))
+    for offset, word in data.slots:
+        memory[offset:offset + 8] = struct.pack("<Q", word)
+
+    def floats(register: str, disp: int, count: int) -> list[float]:
+        at = regs[register] - data.address + disp
+        return list(struct.unpack_from(f"<{count}f", memory, at))
+    assert floats("rdi", 189, 1) == [1.0]
+    assert floats("rsi", 445, 8) == [1.0] * 8               # every lane of the ymm load
+    assert {o for o, _ in data.slots} == {regs["rdi"] - data.address + 189} | \
+        {regs["rsi"] - data.address + 445 + 8 * k for k in range(4)}   # 8 and 12: aligned
+    chase, _ = address_registers("mov 3(%rax), %rax\n")            # a pointer's region
+    assert all(word != NORMAL_FILL for g in chase.layout.regions for _, word in g.slots)
+
+
 def test_a_chase_through_a_moving_register_fills_its_region_with_pointers():
     block, _ = address_registers("mov (%rax), %rbx\nadd $8, %rax\nmov (%rbx), %rcx\n")
     rax = next(g for g in block.layout.regions if g.name == "data")

@@ -22,8 +22,9 @@ HARNESS_VERSION = 9
 # Bump when only the block loop changes (block_kernel): part of the blocks' cache key, so the
 # experiments a model was inferred from stay cached. 2: drifting registers moved back. 3: a
 # shift count in a register starts at 3, not 0 (layout.SHIFT_COUNT). 4: a block whose longer
-# loops run slower a copy is timed at fewer copies (block.FEWER_COPIES_ROUNDS).
-BLOCK_LOOP_VERSION = 4
+# loops run slower a copy is timed at fewer copies (block.FEWER_COPIES_ROUNDS). 5: a data load
+# at an offset that is not a multiple of 4 reads whole floats (layout._misaligned_data_loads).
+BLOCK_LOOP_VERSION = 5
 
 # Value of every allocatable general-purpose register at kernel entry: as large as data and
 # addresses are (on an Intel Xeon with AVX-512 FP16, rorx and shlx from a register holding 37
