@@ -19,7 +19,7 @@ from pmpredict.measure.probes import (FLAG_STORE_PAIR, FORWARDED_STORE_PAIR, FUS
                                       STORE_PAIRS, STORE_SPLIT_BLOCKS,
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
                                       _leftover_probe, _nop_probe, _split_probe, _stream_probe,
-                                      _sub_line_probe,
+                                      _sub_line_probe, _vector_split_probe,
                                       doubted_probes, doubts,
                                       probes,
                                       read_frontend, snap_width)
@@ -44,7 +44,7 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
                          paired_vector=True, store_commits=1, leftover_shared=True,
                          nops_share=(), reads_sync=True, split_extra=(1, 1),
                          forwarded_pair=True, store_split=64, upper_merge=True,
-                         flag_pair=True, stream_bytes=None) -> dict:
+                         flag_pair=True, stream_bytes=None, split_alone=False) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -59,7 +59,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     condition (setcc) if `flag_pair`; a legacy-SSE
     load beside a 256-bit write waits for its register's old value if `upper_merge`; two
     32-byte loads and a 32-byte store a cycle, loads and stores together at most
-    `stream_bytes` bytes a cycle (None: no such limit)."""
+    `stream_bytes` bytes a cycle (None: no such limit); a vector load across a line alone in
+    its cycle if `split_alone`."""
     cycles = {"width: zero idioms (general-purpose)": 2.0, "width: zero idioms (vector)": 2.0,
               "width: eliminated moves": 2.5, "width: mix": 2.08, "nops": 2.0,
               "slots: register": 3.5, "slots: load-op": 3.5, "slots: indexed load-op": 4.0,
@@ -96,6 +97,10 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     cycles[_stream_probe("loads")] = cycles[_stream_probe("stores")] = 4.0
     cycles[_stream_probe("groups")] = max(4.0, 384 / stream_bytes) if stream_bytes else 4.0
     cycles["upper: dirty"] = 2.0 if upper_merge else 0.75
+    # a vector split load twice its access on the two load ports, single loads two a cycle
+    cycles[_vector_split_probe("a load across a line")] = 1.0
+    cycles[_vector_split_probe("two single loads")] = 1.0
+    cycles[_vector_split_probe("the split and a single load")] = 2.0 if split_alone else 1.5
     for name, _, _ in NOP_SUBJECTS:     # twice a copy: six fillers, the subject (and a nop)
         cycles[_nop_probe(name, False)] = 14 / 4
         cycles[_nop_probe(name, True)] = (14 if name in nops_share else 16) / 4
@@ -128,6 +133,7 @@ def test_a_four_wide_core_read_from_its_timings():
                               "split_load_extra": 1, "split_store_extra": 1,
                               "store_split_bytes": 64, "sse_upper_merge": 1, "nop_fusion": 0,
                               "nop_fusion_vector": 0, "memory_bytes_per_cycle": 0,
+                              "split_load_alone": 0, "vector_loads_per_cycle": 2,
                               "stack_sync_latency": 1.0, "stack_sync_reads": 1,
                               "window": 219, "taken_branch": 1.0}
     assert set(front.how) == set(front.pipeline)          # each says what it rests on
@@ -897,3 +903,27 @@ def test_a_width_that_is_not_whole_is_in_doubt():
     front = read_frontend(fast)
     assert front.r_max == 4.4
     assert "the width probes read 4.4 instructions a cycle, not a whole number" in doubts(front)
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_a_vector_split_alone_in_its_cycle_shows_in_other_forms_timed_by_themselves(measured):
+    """Every core: the split and a single load run no faster than the split alone. By a
+    second path (a ymm load across a line and a `vmovsd` load, AT&T, other registers and
+    offsets, each timed as a block): where the probes read that a split runs alone in its
+    cycle, the pair takes at least the split and a cycle more; where they read it does not,
+    at most the split plus the single load (the ports). The engine takes one fact for every
+    vector load (Zen 4: 1 and 2; the pair 2.00, the split alone 1.00)."""
+    front = measured.facts
+    probe = front.details["vector_split_cycles"]
+    assert probe["the split and one"] >= probe["split"] * 0.97, probe
+    alone = front.pipeline["split_load_alone"]
+    split = fastest_block("vmovdqu 240(%rdx), %ymm3\n")
+    single = fastest_block("vmovsd 448(%rdx), %xmm4\n")
+    pair = fastest_block("vmovdqu 240(%rdx), %ymm3\nvmovsd 448(%rdx), %xmm4\n")
+    if None in (split, single, pair):
+        pytest.skip("a block did not reproduce in three tries (a busy machine)")
+    if alone:
+        assert pair >= 0.95 * (split + 1.0), (probe, split, single, pair)
+    else:
+        assert pair <= 1.05 * (split + single), (probe, split, single, pair)

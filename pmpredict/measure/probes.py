@@ -372,6 +372,29 @@ def _stream_probes() -> list[Probe]:
                                         ("stores", False, True))]
 
 
+# a vector load across a line (16 bytes, 60 into the first of SPLIT_LINES), two single vector
+# loads in lines of their own, and the split with one of them: a split that runs alone in its
+# cycle makes the last slower than its parts together (split_load_alone; Zen 4: 1.00, 1.00
+# and 2.00 cycles a copy, where a port mapping allows 1.50 at most); the two single loads give
+# the core's vector loads a cycle (vector_loads_per_cycle; Zen 4: 2)
+VECTOR_SPLIT = f"vmovdqu xmm0, xmmword ptr [rsi + {SPLIT_LINES[0] + SPLIT_AT}]"
+VECTOR_SINGLES = tuple(f"movss {reg}, dword ptr [rsi + {d}]"
+                       for reg, d in (("xmm1", SPLIT_LINES[1]), ("xmm2", SPLIT_LINES[2])))
+ALONE_ABOVE = 0.2               # cycles beyond the parts' sum that say a split runs alone
+
+
+def _vector_split_probe(part: str) -> str:
+    return f"vector splits: {part}"
+
+
+def _vector_split_probes() -> list[Probe]:
+    return [Probe(_vector_split_probe(part), lines, family="vector splits")
+            for part, lines in (("a load across a line", (VECTOR_SPLIT,)),
+                                ("two single loads", VECTOR_SINGLES),
+                                ("the split and a single load",
+                                 (VECTOR_SPLIT, VECTOR_SINGLES[0])))]
+
+
 # the instruction a nop follows, by class: whether the nop shares its slot (nop_fusion: a
 # general-purpose instruction; nop_fusion_vector: a vector one)
 NOP_SUBJECTS = (("integer", "lea r10, [r9 + 8]", "nop_fusion"),
@@ -459,7 +482,8 @@ def _upper_probes() -> list[Probe]:
 def probes() -> tuple[Probe, ...]:
     return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
                  + _split_probes() + _nop_probes() + _stack_probes() + _loop_probes()
-                 + _window_probes() + _upper_probes() + _stream_probes())
+                 + _window_probes() + _upper_probes() + _stream_probes()
+                 + _vector_split_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------
@@ -535,6 +559,7 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     _read_splits(cycles, out)
     _read_upper(cycles, out)
     _read_streams(cycles, out)
+    _read_vector_splits(cycles, out)
     _read_stack(cycles, out)
     _read_window(cycles, out)
     _read_loops(cycles, out)
@@ -867,6 +892,30 @@ def _read_streams(cycles, out: ProbeReading) -> None:
         f"four groups of two 32-byte loads and a 32-byte store {groups:.2f} cycles a copy, "
         f"the loads alone {loads:.2f}, the stores alone {stores:.2f}"
         + (f": {moved / groups:.1f} bytes a cycle" if limited else ": no limit beyond the ports"))
+
+
+@produces("vector splits", "split_load_alone", "vector_loads_per_cycle")
+def _read_vector_splits(cycles, out: ProbeReading) -> None:
+    """Whether a vector load across a line runs alone in its cycle: the split with a single
+    load ALONE_ABOVE cycles or more slower than the two apart (one single load: half of two);
+    and the vector loads the core runs a cycle (two single loads' copy). A reading near the
+    threshold is suspect."""
+    split, singles, both = (cycles.get(_vector_split_probe(p)) for p in (
+        "a load across a line", "two single loads", "the split and a single load"))
+    if not (split and singles and both):
+        return
+    out.details["vector_split_cycles"] = {"split": _round(split), "two single loads":
+                                          _round(singles), "the split and one": _round(both)}
+    beyond = both - (split + singles / 2)
+    out.pipeline["split_load_alone"] = int(beyond > ALONE_ABOVE)
+    out.pipeline["vector_loads_per_cycle"] = max(1, round(2 / singles))
+    if ALONE_ABOVE / 2 < beyond < ALONE_ABOVE * 1.5:
+        _suspect(out, "vector splits", f"a split vector load and a single one {both:.2f} "
+                                       f"cycles a copy, {beyond:.2f} beyond their parts")
+    out.how["split_load_alone"] = (f"{VECTOR_SPLIT} (across a line) {split:.2f} cycles a copy, "
+                                   f"with {VECTOR_SINGLES[0]} {both:.2f}, two single loads "
+                                   f"{singles:.2f}")
+    out.how["vector_loads_per_cycle"] = f"two single vector loads {singles:.2f} cycles a copy"
 
 
 @produces("stack", "stack_sync_latency", "stack_sync_reads")

@@ -215,6 +215,15 @@ FACTS: tuple[Fact, ...] = (
          "a cycle, where groups of two 32-byte loads and a 32-byte store run slower than their "
          "loads alone and their stores alone (0: no such limit seen, the ports hold it)", 0,
          probe="streams"),
+    # Zen 4: 1, `vmovdqu xmm0, [rsi + 120]` (across a line) 1.00 cycles a loop, `movss` 0.50,
+    # the two 2.00 (no port mapping gives more than the sum); two vector loads a cycle
+    Fact("split_load_alone", FLAG, "1 if a vector load across a cache line runs alone in its "
+         "cycle (the vector loads after it wait for the next: a loop's vector loads take a "
+         "cycle per split one and ceil(k / vector_loads_per_cycle) per run of k others "
+         "between them), else 0", 0, probe="vector splits"),
+    # two loads a cycle on every recent x86 core
+    Fact("vector_loads_per_cycle", COUNT, "vector loads (movss xmm, [m]) the core runs a "
+         "cycle, as split_load_alone counts them", 2, probe="vector splits"),
     Fact("store_commits", COUNT, "stores committed to the cache a cycle apart from pairing, "
          "whatever their forms (the engine gives each store a uop on that many commit ports)",
          0, probe="store commits"),

@@ -57,6 +57,8 @@ class Evidence:
     window: int | None = None
     memory_bytes: float = 0.0         # bytes one iteration loads and stores
     memory_rate: float = 0.0          # the L1's bytes a cycle for them (0: no limit measured)
+    # cycles the vector loads take where a split one runs alone in its cycle (None: no rule)
+    split_load_cycles: float | None = None
 
 
 class Bottleneck:
@@ -165,6 +167,23 @@ class Memory(Bottleneck):
         return f"{self.bound_name} {value:.2f}" if value is not None else ""
 
 
+class SplitLoads(Bottleneck):
+    """A vector load across a line runs alone in its cycle on some cores (pipeline
+    split_load_alone; Zen 4: `vmovdqu xmm0, [rsi + 120]` 1.00 cycles a loop, `movss` 0.50, the
+    two 2.00, where every port mapping allows 1.50 at most): a cycle per such load, and the
+    vector loads between two of them a cycle per vector_loads_per_cycle started
+    (line_splits.vector_split_cycles). No event: the simulation does not see it; the
+    prediction is at least the bound."""
+    key, event_kind, event_rank = "split_loads", "split loads", 5
+    bound_name, limit_name = "vector loads across a line", "vector loads across a line"
+
+    def bound(self, evidence):
+        return evidence.split_load_cycles
+
+    def bound_text(self, value):
+        return f"{self.bound_name} {value:.2f}" if value is not None else ""
+
+
 def bytes_moved(nodes) -> float:
     """Bytes one iteration of the dependence graph's nodes loads and stores (a
     read-modify-write both; an access of unknown width none)."""
@@ -172,7 +191,8 @@ def bytes_moved(nodes) -> float:
                for node in nodes for ref in node.memory if ref.width)
 
 
-BOTTLENECKS: tuple[Bottleneck, ...] = (Ports(), LoopCarried(), FrontEnd(), Window(), Memory())
+BOTTLENECKS: tuple[Bottleneck, ...] = (Ports(), LoopCarried(), FrontEnd(), Window(), Memory(),
+                                       SplitLoads())
 BY_EVENT_KIND = {b.event_kind: b for b in BOTTLENECKS}
 BOUND_KINDS = tuple(b for b in BOTTLENECKS if b.key is not None)
 

@@ -183,6 +183,28 @@ def apply_splits(annotated: list[Annotated], splits: list[Split], node_rows: lis
     return out
 
 
+def vector_split_cycles(nodes: list[Node], split_loads, per_cycle: int) -> float | None:
+    """Cycles an iteration's vector loads take where a vector load across a line runs alone in
+    its cycle (the pipeline's split_load_alone; Zen 4: `vmovdqu xmm0, [rsi + 120]` 1.00 cycles
+    a loop, `movss` 0.50, the two 2.00, with two `movss` 2.00, with three 3.00): a cycle each,
+    and each run of other vector loads between two of them (the loop wraps) ceil(run /
+    per_cycle), the loads after a split waiting for the next cycle. `split_loads`: (node,
+    access) of the loads that cross a line every iteration. None: no vector load does."""
+    sequence = [(n, k) in split_loads for n, node in enumerate(nodes)
+                for k, ref in enumerate(node.memory) if ref.load and ref.vector]
+    if not any(sequence):
+        return None
+    first = sequence.index(True)
+    cycles, run = 0, 0
+    for split in sequence[first:] + sequence[:first] + [True]:
+        if split:
+            cycles += 1 + -(-run // max(1, per_cycle))
+            run = 0
+        else:
+            run += 1
+    return float(cycles - 1)                    # the closing marker is the first split again
+
+
 def _merged(uops, more) -> tuple[tuple[int, int], ...]:
     counts: dict[int, int] = {}
     for mask, count in tuple(uops) + tuple(more):

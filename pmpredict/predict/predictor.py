@@ -57,7 +57,8 @@ from pmpredict.isa.forms import parse_form, split_variant
 from pmpredict.model.facts import BYPASS_KEYS, STORE_SPLIT_BLOCKS, FactReader
 from pmpredict.predict.kinds import instruction_kinds, kinds_within, port_kinds
 from pmpredict.predict.line_splits import (apply_splits, could_split, line_splits,
-                                          measured_splits, sub_line_store_splits)
+                                          measured_splits, sub_line_store_splits,
+                                          vector_split_cycles)
 from pmpredict.predict import simulation_native
 from pmpredict.predict.simulation import Body, Run
 from pmpredict.predict.simulation import CoreLimits
@@ -105,6 +106,8 @@ class Annotation:
     # the split variants (isa.forms.split_variant) of the forms whose load crosses a line on
     # every iteration: what the host model measures for the kernel (in the model or not)
     split_variants: tuple[str, ...] = ()
+    # (node, access) of the loads that cross a line on every iteration
+    split_loads: frozenset = frozenset()
 
 
 @dataclass(frozen=True)
@@ -561,6 +564,8 @@ class Predictor:
         store_block = int(reader.value("store_split_bytes")) if addresses is not None and \
             sub_line_store_splits(nodes, STORE_SPLIT_BLOCKS, addresses) else None
         splits = line_splits(nodes, addresses, store_block=store_block)
+        split_loads = frozenset((s.node, s.access) for s in splits
+                                if not s.store and s.share >= 1.0)
         annotated, splits, variants = measured_splits(annotated, splits, node_rows,
                                                       self._split_variant)
         if any(s.share >= 1.0 for s in splits):
@@ -572,7 +577,7 @@ class Predictor:
         elif splits:
             annotated = apply_splits(annotated, splits, node_rows, self._access_uops, 0, 0)
         return Annotation(tuple(annotated), facts, reader.assumptions(), tuple(nodes),
-                          tuple(node_rows), tuple(mains), variants)
+                          tuple(node_rows), tuple(mains), variants, split_loads)
 
     def _split_variant(self, form: str):
         """(the split variant of `form`, its uops in the model or None); (None, None) for a
@@ -598,9 +603,21 @@ class Predictor:
         evidence = Evidence(schedule.cycles, schedule.neck, tuple(self._names(schedule.neck)),
                             chains, sum(a.slot for a in annotation.annotated), model.r_max,
                             facts.taken_branch, facts.window, bytes_moved(annotation.nodes),
-                            float(reader.value("memory_bytes_per_cycle") or 0))
+                            float(reader.value("memory_bytes_per_cycle") or 0),
+                            self._split_load_cycles(annotation, reader))
         return BoundsFound(Bounds.of(evidence), evidence, schedule.balance, schedule.pressure,
                            schedule.load, graph, chains, path_, reader.assumptions())
+
+    @staticmethod
+    def _split_load_cycles(annotation: Annotation, reader: FactReader) -> float | None:
+        """The vector loads' cycles where a split one runs alone in its cycle (the pipeline's
+        split_load_alone and vector_loads_per_cycle; None where the model does not say so or
+        no vector load crosses a line)."""
+        if not annotation.split_loads or not reader.value("split_load_alone"):
+            return None
+        per_cycle = reader.value("vector_loads_per_cycle")
+        return vector_split_cycles(list(annotation.nodes), annotation.split_loads,
+                                   int(per_cycle)) if per_cycle else None
 
     def _simulate(self, annotation: Annotation, found: BoundsFound) -> Simulated:
         """Stage 4, "simulated": the out-of-order simulation of the loop, and each
