@@ -192,6 +192,30 @@ def test_each_form_takes_the_candidate_its_own_experiments_prefer():
     assert {f: chosen[f] for f in FIXED} == FIXED
 
 
+def test_a_candidate_that_misses_its_singleton_is_not_taken_for_its_pairs():
+    """per_form keeps a form's singleton within SINGLETON_SLACK where a candidate does: uops
+    that fit the form's pairs closer but miss its singleton (Zen 4: `movdqu xmm, m128`
+    refitted to 0.33 cycles alone, measured 0.50) lose to uops that keep it, and a start that
+    misses it moves to them. Here sub alone measures the truth's 0.25 cycles, and three pairs
+    with vpaddd measure 1.00, as sub on the vector ALUs would run them."""
+    from pmpredict.host.extend import SINGLETON_SLACK, mean_error, per_form
+
+    def timed(counts, cycles):
+        e = Experiment.of(counts)
+        return e.__class__(e.counts, cycles, e.other)
+    exps = [timed({SUB: 1}, 0.25)] + [timed({SUB: 1, VPADDD: 1}, 1.0)] * 3
+    narrow = ((VEC, 1),)
+    assert mean_error({**FIXED, SUB: narrow}, exps) < mean_error({**FIXED, SUB: TRUTH[SUB]}, exps)
+    assert mean_error({**FIXED, SUB: narrow}, exps[:1]) > SINGLETON_SLACK
+    for start in (TRUTH[SUB], narrow):
+        chosen = per_form({**FIXED, SUB: start}, {SUB: [start, narrow if start != narrow
+                                                         else TRUTH[SUB]]}, exps)
+        assert chosen[SUB] == TRUTH[SUB]
+    # where no candidate keeps the singleton, the closest overall is taken as before
+    wide = ((0b111111, 1),)
+    assert per_form({**FIXED, SUB: wide}, {SUB: [wide, narrow]}, exps)[SUB] == narrow
+
+
 def test_earlier_pairs_are_a_refitted_forms_pairs_checked_before():
     """The pairs earlier checks measured with a form to fit again go into its fit: those of
     the model's forms whose digest was checked, in either order, the port-sharing ones first,
