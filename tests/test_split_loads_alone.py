@@ -22,10 +22,12 @@ from pmpredict.views.summary import text as summary_text
 MOVDQU = "VMOVDQU_((REG:W:V:128)),_xmmword_ptr_[((MEM:64))_+_((MIMM:16))]"
 MOVSS = "MOVSS_((REG:W:V:128)),_dword_ptr_[((MEM:64))_+_((MIMM:16))]"
 MOV = "MOV_((REG:W:G:64)),_qword_ptr_[((MEM:64))_+_((MIMM:16))]"
+VUCOMISS = "VUCOMISS_((REG:R:V:128)),_dword_ptr_[((MEM:64))_+_((MIMM:16))]"
 # two load ports: a vector load 0.50 a cycle, a split one (twice its access) 1.00
 TOY = MachineModel(name="toy-loads", isa="x86", ports=("L0", "L1", "A"),
-                   uops={MOVDQU: ((0b011, 1),), MOVSS: ((0b011, 1),), MOV: ((0b011, 1),)},
-                   latency={MOVDQU: 5.0, MOVSS: 5.0, MOV: 4.0})
+                   uops={MOVDQU: ((0b011, 1),), MOVSS: ((0b011, 1),), MOV: ((0b011, 1),),
+                         VUCOMISS: ((0b011, 1), (0b100, 1))},
+                   latency={MOVDQU: 5.0, MOVSS: 5.0, MOV: 4.0, VUCOMISS: 5.0})
 ALONE = {"split_load_alone": 1, "vector_loads_per_cycle": 2, "split_load_extra": 1}
 
 
@@ -57,6 +59,10 @@ def test_two_splits_a_cycle_each_and_general_purpose_loads_apart():
     # a general-purpose load is no vector load: the bound counts the split alone
     beside = predict(SPLIT + "mov rax, qword ptr [rdi]\n", **ALONE)
     assert beside.bounds.split_loads == pytest.approx(1.0)
+    # a compare of a vector register with memory loads for a vector unit (it writes flags):
+    # AnICA's `vucomiss xmm1, [rbx + 445]; vmovss xmm1, [rsi + 189]`, 2.00 measured on Zen 4
+    compare = predict(SPLIT + "vucomiss xmm1, dword ptr [rdi]\n", **ALONE)
+    assert compare.bounds.split_loads == pytest.approx(2.0)
     # no load crosses a line: no bound
     assert predict("vmovdqu xmm0, xmmword ptr [rsi + 64]\nmovss xmm1, dword ptr [rdi]\n",
                    **ALONE).bounds.split_loads is None

@@ -483,11 +483,13 @@ def _memory_refs(sem: InstructionSemantics, mem_latency: dict, base: float,
     flags_data = sem.stores and not sem.loads and \
         any(r.role == DATA and r.kind == FLAG for r in sem.reads) and \
         not any(r.role == DATA and r.kind != FLAG for r in sem.reads)
+    vector_unit = any(w.kind == VECTOR for w in sem.writes) or \
+        any(r.kind == VECTOR and r.role == DATA for r in sem.reads)
     return tuple(MemRef(m.address, tuple(x for x in (m.base, m.index) if x), m.width, m.load,
                         m.store, mem_latency.get(m.operand, 0.0), m.operand is None, vector,
                         0.0 if pure_load else base,
                         m.load and not m.store and not sem.stores and not pure_load,
-                        flags_data and m.store)
+                        flags_data and m.store, m.load and vector_unit)
                  for m in sem.memory)
 
 

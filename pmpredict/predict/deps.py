@@ -82,6 +82,9 @@ class MemRef:
     load_op: bool = False         # the load of a load-op (add r, [m]; not mov r, [m], add [m], r)
     flags_data: bool = False      # a store of a condition the instruction reads off the flags
                                   # (setcc to memory), no register's data
+    # a load whose data a vector unit takes: into a vector register, or into an operation on
+    # vector registers (vucomiss xmm, [m] writes the flags)
+    vector_unit: bool = False
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,7 @@ def vector_split_cycles(nodes: list[Node], split_loads, per_cycle: int) -> float
     per_cycle), the loads after a split waiting for the next cycle. `split_loads`: (node,
     access) of the loads that cross a line every iteration. None: no vector load does."""
     sequence = [(n, k) in split_loads for n, node in enumerate(nodes)
-                for k, ref in enumerate(node.memory) if ref.load and ref.vector]
+                for k, ref in enumerate(node.memory) if ref.load and ref.vector_unit]
     if not any(sequence):
         return None
     first = sequence.index(True)
