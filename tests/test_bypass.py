@@ -7,19 +7,18 @@ are hand-computed from the toy model's latencies."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import pytest
 
-from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.isa import semantics
 from pmpredict.measure.chains import REFERENCES, reference_values
 from pmpredict.model.facts import BYPASS_KEYS
 from pmpredict.model.machine import MachineModel
 from pmpredict.predict.kinds import bypass_domain
-from pmpredict.predict.predictor import Predictor
 from pmpredict.views.summary import assumptions
+
+from toy_kernels import predict_on
 
 VPAND = "VPAND_((REG:W:V:128)),_((REG:R:V:128)),_((REG:R:V:128))"
 VMULPS = "VMULPS_((REG:W:V:128)),_((REG:R:V:128)),_((REG:R:V:128))"
@@ -35,9 +34,7 @@ TOY = MachineModel(name="toy-vector", isa="x86", ports=("A", "B", "C", "D"),
 
 
 def predict(body: str, **pipeline):
-    text = "# OSACA-BEGIN\n" + body + "# OSACA-END\n"
-    model = replace(TOY, pipeline=pipeline)
-    return Predictor(model).predict(select_kernel(parse(text, "intel", "k.s")), "intel", "k.s")
+    return predict_on(TOY, body, **pipeline)
 
 
 @pytest.mark.parametrize("body, pair, plain", [

@@ -14,7 +14,7 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
-from pmpredict.measure.probes import (FLAG_STORE_PAIR, FORWARDED_STORE_PAIR, FUSION_SUBJECTS, LEFTOVER_STORES,
+from pmpredict.measure.probes import (ALONE_ABOVE, FLAG_STORE_PAIR, FORWARDED_STORE_PAIR, FUSION_SUBJECTS, LEFTOVER_STORES,
                                       MAX_LOOP_BODY, NOP_SLOTS_PLAUSIBLE, NOP_SUBJECTS, STORE_COMMITS,
                                       STORE_PAIRS, STORE_SPLIT_BLOCKS,
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
@@ -911,9 +911,9 @@ def test_a_vector_split_alone_in_its_cycle_shows_in_other_forms_timed_by_themsel
     """Every core: the split and a single load run no faster than the split alone. By a
     second path (a ymm load across a line and a `vmovsd` load, AT&T, other registers and
     offsets, each timed as a block): where the probes read that a split runs alone in its
-    cycle, the pair takes at least the split and a cycle more; where they read it does not,
-    at most the split plus the single load (the ports). The engine takes one fact for every
-    vector load (Zen 4: 1 and 2; the pair 2.00, the split alone 1.00)."""
+    cycle, the pair runs more than ALONE_ABOVE beyond the split and the single load
+    together; where they read it does not, no more. The engine takes one fact for every
+    vector load (Zen 4: 1 and 2; the pair 2.00, the parts 1.00 and 0.50)."""
     front = measured.facts
     probe = front.details["vector_split_cycles"]
     assert probe["the split and one"] >= probe["split"] * 0.97, probe
@@ -923,7 +923,9 @@ def test_a_vector_split_alone_in_its_cycle_shows_in_other_forms_timed_by_themsel
     pair = fastest_block("vmovdqu 240(%rdx), %ymm3\nvmovsd 448(%rdx), %xmm4\n")
     if None in (split, single, pair):
         pytest.skip("a block did not reproduce in three tries (a busy machine)")
-    if alone:
-        assert pair >= 0.95 * (split + 1.0), (probe, split, single, pair)
-    else:
-        assert pair <= 1.05 * (split + single), (probe, split, single, pair)
+    # read as the probes are read (probes._read_vector_splits): beyond the parts' sum by more
+    # than ALONE_ABOVE, or not; a reading in the band the reader doubts says nothing
+    beyond = pair - (split + single)
+    if ALONE_ABOVE / 2 < beyond < ALONE_ABOVE * 1.5:
+        pytest.skip(f"the second path reads {beyond:.2f} cycles beyond its parts: in doubt")
+    assert (beyond > ALONE_ABOVE) == bool(alone), (probe, split, single, pair)

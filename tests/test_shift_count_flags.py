@@ -7,17 +7,16 @@ the toy model's latencies."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import pytest
 
-from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.isa import semantics
 from pmpredict.measure.chains import REFERENCES, reference_values
 from pmpredict.model.machine import MachineModel
-from pmpredict.predict.predictor import Predictor
 from pmpredict.views.summary import assumptions
+
+from toy_kernels import predict_on
 
 TEST = "TEST_((REG:R:G:64)),_((REG:R:G:64))"
 SHL_CL = "SHL_((REG:RW:G:64)),_cl"
@@ -29,9 +28,7 @@ X86 = semantics.get("x86")
 
 
 def predict(body: str, **pipeline):
-    text = "# OSACA-BEGIN\n" + body + "# OSACA-END\n"
-    model = replace(TOY, pipeline=pipeline)
-    return Predictor(model).predict(select_kernel(parse(text, "intel", "k.s")), "intel", "k.s")
+    return predict_on(TOY, body, **pipeline)
 
 
 def _semantics(line: str):
@@ -83,9 +80,7 @@ VECTOR_TOY = MachineModel(name="toy-vector-shift", isa="x86", ports=("A", "B"),
 
 
 def predict_vector(body: str, **pipeline):
-    text = "# OSACA-BEGIN\n" + body + "# OSACA-END\n"
-    model = replace(VECTOR_TOY, pipeline=pipeline)
-    return Predictor(model).predict(select_kernel(parse(text, "intel", "k.s")), "intel", "k.s")
+    return predict_on(VECTOR_TOY, body, **pipeline)
 
 
 def test_every_bit_shifted_out_is_named_by_the_semantics():

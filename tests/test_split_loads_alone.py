@@ -8,16 +8,14 @@ sum. Expected cycles are hand-computed."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 import pytest
 
-from pmpredict.asm.kernel import select_kernel
-from pmpredict.asm.parse import parse
 from pmpredict.measure.probes import probes, read_frontend
 from pmpredict.model.machine import MachineModel
-from pmpredict.predict.predictor import Predictor
 from pmpredict.views.summary import text as summary_text
+
+from toy_kernels import predict_on
 
 MOVDQU = "VMOVDQU_((REG:W:V:128)),_xmmword_ptr_[((MEM:64))_+_((MIMM:16))]"
 MOVSS = "MOVSS_((REG:W:V:128)),_dword_ptr_[((MEM:64))_+_((MIMM:16))]"
@@ -32,9 +30,7 @@ ALONE = {"split_load_alone": 1, "vector_loads_per_cycle": 2, "split_load_extra":
 
 
 def predict(body: str, **pipeline):
-    text = "# OSACA-BEGIN\n" + body + "# OSACA-END\n"
-    model = replace(TOY, pipeline=pipeline)
-    return Predictor(model).predict(select_kernel(parse(text, "intel", "k.s")), "intel", "k.s")
+    return predict_on(TOY, body, **pipeline)
 
 
 SPLIT = "vmovdqu xmm0, xmmword ptr [rsi + 120]\n"
