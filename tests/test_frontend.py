@@ -14,7 +14,7 @@ import pytest
 from pmpredict.asm.kernel import select_kernel
 from pmpredict.asm.parse import parse
 from pmpredict.measure.frontend import FRONT_END_VERSION, width_floor
-from pmpredict.measure.probes import (ALONE_ABOVE, FLAG_STORE_PAIR, FORWARDED_STORE_PAIR, FUSION_SUBJECTS, LEFTOVER_STORES,
+from pmpredict.measure.probes import (ALONE_ABOVE, FLAG_STORE_PAIR, MIXED_STORE_PAIRS, FORWARDED_STORE_PAIR, FUSION_SUBJECTS, LEFTOVER_STORES,
                                       MAX_LOOP_BODY, NOP_SLOTS_PLAUSIBLE, NOP_SUBJECTS, STORE_COMMITS,
                                       STORE_PAIRS, STORE_SPLIT_BLOCKS,
                                       VECTOR_STORE_PAIR, WIDE_STORE_PAIRS, WINDOW_SIZES,
@@ -44,7 +44,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
                          paired_vector=True, store_commits=1, leftover_shared=True,
                          nops_share=(), reads_sync=True, split_extra=(1, 1),
                          forwarded_pair=True, store_split=64, upper_merge=True,
-                         flag_pair=True, stream_bytes=None, split_alone=False) -> dict:
+                         flag_pair=True, stream_bytes=None, split_alone=False,
+                         mixed_width=16) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -56,7 +57,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     overlap up to `window` instructions; two loads a cycle and a load or store across a line
     runs its access `split_extra` (loads, stores) times more, a store across a `store_split`-byte
     block as across a line; stores that loads read back pair if `forwarded_pair`, stores of a
-    condition (setcc) if `flag_pair`; a legacy-SSE
+    condition (setcc) if `flag_pair`, a vector register's with a general-purpose one if
+    `paired_vector` or it is at most `mixed_width` bytes; a legacy-SSE
     load beside a 256-bit write waits for its register's old value if `upper_merge`; two
     32-byte loads and a 32-byte store a cycle, loads and stores together at most
     `stream_bytes` bytes a cycle (None: no such limit); a vector load across a line alone in
@@ -76,6 +78,9 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
             else 2.0
     cycles[f"stores: {VECTOR_STORE_PAIR}"] = 1.0 if 32 <= paired_within and paired_vector \
         else 2.0
+    for width, (name, _) in MIXED_STORE_PAIRS.items():
+        cycles[f"stores: {name}"] = 1.0 if 32 <= paired_within and (
+            paired_vector or width <= mixed_width) else 2.0
     cycles[f"stores: {STORE_COMMITS}"] = 4.0 / store_commits
     # two stores that loads read back, with the loads: paired they share a commit (the four
     # accesses on three address ports), else a store a cycle
@@ -348,6 +353,24 @@ def test_whether_two_stores_of_a_kind_pair(key, probe, flag):
     assert key not in read_frontend(skylake_like_timings()).pipeline
     between = {**skylake_like_timings(paired_within=32), f"stores: {probe}": 1.6}
     assert any(f"{probe}: between" in d for d in doubts(read_frontend(between)))
+
+
+@pytest.mark.parametrize("width", [0, 8, 16])
+def test_the_widest_vector_store_that_pairs_with_another_kind(width):
+    """vmovq [m], xmm8; mov [m + 8], r8, then the same with a 16-byte vmovdqu, in one 32-byte
+    block: 1.00 cycles a copy where they pair (Zen 4 both: 16), 2.00 where not; read only
+    where two vector stores do not pair."""
+    front = read_frontend(skylake_like_timings(paired_within=32, paired_vector=False,
+                                               mixed_width=width))
+    assert front.pipeline["paired_store_mixed"] == width and doubts(front) == []
+    # where two vector stores pair, or nothing pairs, the fact is unsaid
+    assert "paired_store_mixed" not in read_frontend(
+        skylake_like_timings(paired_within=32, mixed_width=0)).pipeline
+    assert "paired_store_mixed" not in read_frontend(skylake_like_timings()).pipeline
+    name = MIXED_STORE_PAIRS[8][0]
+    between = {**skylake_like_timings(paired_within=32, paired_vector=False),
+               f"stores: {name}": 1.6}
+    assert any(f"{name}: between" in d for d in doubts(read_frontend(between)))
 
 
 def test_the_stack_sync_is_the_push_chain_minus_an_alu_operation():
@@ -862,6 +885,23 @@ def test_the_flag_store_fact_shows_in_a_setcc_store_timed_by_itself(measured):
     if not good:
         pytest.skip("the block did not reproduce in three tries (a busy machine)")
     assert (min(good) <= 0.65) if flags else (min(good) >= 0.85), (flags, good)
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_the_mixed_store_fact_shows_in_other_stores_timed_by_themselves(measured):
+    """A register's store, then a vector register's `movsd` into the same 32-byte block, timed
+    as a block in AT&T syntax (the probe's order reversed, other forms, registers and
+    offsets): where the probes read that a vector store that wide pairs with another kind,
+    the two take a cycle (1.15 or less; Zen 4: 1.00); where they read that it does not, a
+    store a cycle at least (1.70 or more)."""
+    widest = measured.facts.pipeline.get("paired_store_mixed")
+    if widest is None:
+        return               # two vector stores pair, or stores pair in no 32-byte block
+    cycles = fastest_block("movq %r12, 256(%rbx)\nmovsd %xmm5, 264(%rbx)\n")
+    if cycles is None:
+        pytest.skip("the block did not reproduce in three tries (a busy machine)")
+    assert (cycles <= 1.15) if widest >= 8 else (cycles >= 1.7), (widest, cycles)
 
 
 @ON_X86_LINUX

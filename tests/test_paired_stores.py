@@ -436,3 +436,39 @@ def test_an_unmeasured_store_of_a_condition_is_said_to_pair():
         " ".join(assumptions(report))
     quiet = cycles("movb %al, 445(%rdi)\n")[1]
     assert "condition" not in " ".join(assumptions(quiet))
+
+
+@pytest.mark.parametrize("body, apart, mixed", [
+    # Zen 4 (AMD EPYC family 25 model 17, 2026-12-08, `pmpredict measure`, cycles a loop):
+    # a vector store and a register's into one block 1.00, in either order and to one place
+    # (AnICA campaign 12 #16: `vmovsd [rbx], xmm3; mov [rbx], r11`, predicted 2.00)
+    ("vmovsd %xmm3, (%rsi)\nmovq %r11, 8(%rsi)\n", 2.0, 1.0),
+    ("movq %r11, (%rsi)\nvmovsd %xmm3, 8(%rsi)\n", 2.0, 1.0),
+    ("vmovsd %xmm3, (%rsi)\nmovq %r11, (%rsi)\n", 2.0, 1.0),
+    ("vmovdqu %xmm3, (%rsi)\nmovq %r11, 16(%rsi)\n", 2.0, 1.0),     # 16 bytes: 1.00
+    ("vmovdqu %ymm3, (%rsi)\nmovq %r11, 8(%rsi)\n", 2.0, 2.0),      # 32 bytes: 2.00
+    # two vector stores still commit alone (2.00), and so does one with itself (1.00)
+    ("vmovsd %xmm3, (%rsi)\nvmovsd %xmm4, 8(%rsi)\n", 2.0, 2.0),
+    ("vmovsd %xmm3, (%rsi)\n", 1.0, 1.0),
+    # a register's store between two vector ones pairs with one of them: 2.00; a vector one
+    # between two registers' pairs across iterations: 1.50
+    ("vmovsd %xmm3, (%rsi)\nmovq %r11, 8(%rsi)\nvmovsd %xmm4, 16(%rsi)\n", 3.0, 2.0),
+    ("movq %r11, (%rsi)\nvmovsd %xmm3, 8(%rsi)\nmovq %r12, 16(%rsi)\n", 2.0, 1.5),
+    # stores into two blocks pair with none (2.00 measured)
+    ("vmovdqu %xmm3, (%rsi)\nmovq %r11, 32(%rsi)\n", 2.0, 2.0),
+])
+def test_a_vector_store_pairs_with_another_kind_as_wide_as_measured(body, apart, mixed):
+    uops = {**ONE_PORT.uops, **{f"{name}_{width}_ptr_[((MEM:64))_+_((MIMM:16))],_((REG:R:V:{bits}))":
+                                ((0b01, 1),) for name, width, bits in (
+                                    ("VMOVSD", "qword", 128), ("VMOVDQU", "xmmword", 128),
+                                    ("VMOVDQU", "ymmword", 256))}}
+    pipeline = {"paired_stores": 1, "paired_store_vector": 0}
+    for width, expected in ((0, apart), (16, mixed)):
+        model = replace(ONE_PORT, uops=uops, pipeline={**pipeline, "paired_store_mixed": width})
+        assert cycles(body, model)[0] == pytest.approx(expected), width
+    # unmeasured: they commit alone, as before the fact, and the prediction says so where a
+    # vector store meets another kind
+    report = cycles(body, replace(ONE_PORT, uops=uops, pipeline=pipeline))[1]
+    assert report.cycles == pytest.approx(apart)
+    said = "a vector-register store pairs with no other store" in " ".join(assumptions(report))
+    assert said == ("movq" in body)

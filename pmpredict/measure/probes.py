@@ -232,6 +232,17 @@ WIDE_STORE_PAIRS = (
 # `vmovsd` / `movq` from xmm a store a cycle, where general-purpose and immediate stores pair)
 VECTOR_STORE_PAIR = "two 8-byte vector-register stores in one 32-byte block"
 
+# a vector register's store (8, then 16 bytes) and a general-purpose one a copy, in one 32-byte
+# block: the widest vector store that pairs with a store of another kind where two do not
+# (paired_store_mixed; measured on Zen 4: 16, 1.00 cycles a copy both; a ymm store and a
+# register's in one block 2.00)
+MIXED_STORE_PAIRS = {
+    8: ("an 8-byte vector-register and a general-purpose store in one 32-byte block",
+        ("vmovq qword ptr [rsi + 8], xmm8", "mov qword ptr [rsi + 16], r8")),
+    16: ("a 16-byte vector-register and a general-purpose store in one 32-byte block",
+         ("vmovdqu xmmword ptr [rsi], xmm8", "mov qword ptr [rsi + 16], r8")),
+}
+
 
 # two 8-byte stores a copy in one 32-byte block, each read back by the load after it: whether
 # a store a load reads pairs (paired_store_forwarded; measured on Zen 4: no, 2.00 cycles a copy,
@@ -292,11 +303,13 @@ def _store_probes() -> list[Probe]:
     forwarded = [Probe(f"stores: {FORWARDED_STORE_PAIR}", FORWARDED_STORE_LINES,
                        family="stores")]
     flags = [Probe(f"stores: {FLAG_STORE_PAIR}", FLAG_STORE_LINES, family="stores")]
+    mixed = [Probe(f"stores: {name}", lines, family="stores")
+             for name, lines in MIXED_STORE_PAIRS.values()]
     leftover = [Probe(f"stores: {_leftover_probe(block)}",
                       tuple(f"mov qword ptr [rsi + {d}], {r}"
                             for d, r in zip(offsets, LEFTOVER_REGISTERS)), family="stores")
                 for block, offsets in LEFTOVER_STORES.items()]
-    return narrow + wide + vector + commits + forwarded + flags + leftover
+    return narrow + wide + vector + mixed + commits + forwarded + flags + leftover
 
 
 # four loads, and four stores, a copy, each in a line of its own, first at the line's start,
@@ -707,6 +720,7 @@ def _read_stores(cycles, out: ProbeReading) -> None:
     _read_leftover_stores(cycles, size, out)
     _read_forwarded_stores(cycles, size, out)
     _read_flag_stores(cycles, size, out)
+    _read_mixed_stores(cycles, size, out)
 
 
 @produces("leftover stores", "paired_store_leftover")
@@ -742,6 +756,32 @@ def _read_flag_stores(cycles, block: int, out: ProbeReading) -> None:
     32-byte block."""
     _read_store_pair(cycles, block, out, "paired_store_flags", FLAG_STORE_PAIR,
                      FLAG_STORE_LINES, UNCLEAR_STORES)
+
+
+@produces("mixed stores", "paired_store_mixed")
+def _read_mixed_stores(cycles, block: int, out: ProbeReading) -> None:
+    """The widest vector register's store that pairs with a general-purpose one where two
+    vector stores do not (paired_store_vector 0; where they pair, so does this pair: unsaid):
+    each width in turn, 0 where the narrowest does not pair. A core pairing within less than
+    32 bytes leaves it unsaid."""
+    if out.pipeline.get("paired_store_vector", 1) or block < 32:
+        return
+    widest, said = 0, []
+    for width, (name, lines) in MIXED_STORE_PAIRS.items():
+        c = cycles.get(f"stores: {name}")
+        if c is None:
+            break
+        each = c / 2
+        out.details.setdefault("cycles_per_store", {})[name] = _round(each)
+        if _unclear(each):
+            _suspect(out, "stores", f"{name}: between one and two a cycle")
+        said.append(f"{name} ({'; '.join(lines)}) {each:.2f} cycles each")
+        if each >= PAIRED_BELOW:
+            break
+        widest = width
+    if said:
+        out.pipeline["paired_store_mixed"] = widest
+        out.how["paired_store_mixed"] = "; ".join(said)
 
 
 def _read_store_pair(cycles, block: int, out: ProbeReading, key: str, name: str, lines,

@@ -168,6 +168,13 @@ FACTS: tuple[Fact, ...] = (
     Fact("paired_store_vector", FLAG, "1 if stores of a vector register's data pair as "
          "general-purpose ones do, else 0", 1, "vector-register stores pair as others do",
          probe="wide stores"),
+    # Zen 4: 16, `vmovsd qword ptr [rsi], xmm3; mov qword ptr [rsi + 8], r11` 1.00 cycles a
+    # loop in either order, with `vmovdqu xmmword ptr [rsi]` 1.00 (two vmovsd 2.00, a ymm
+    # store and a register's in one block 2.00)
+    Fact("paired_store_mixed", BYTES, "where two stores of vector registers do not pair "
+         "(paired_store_vector 0): the widest vector-register store that pairs with a store of "
+         "another kind (a general-purpose register's, an immediate), bytes; 0: none", 0,
+         "a vector-register store pairs with no other store", probe="mixed stores"),
     Fact("paired_store_leftover", FLAG, "1 if the stores a run of same-block stores leaves over "
          "share commits (a loop's stores then commit at max(stores that start a block, half of "
          "all) cycles), 0 if they commit alone", 0,

@@ -12,7 +12,8 @@ Two facts of a model's pipeline (model/facts.py) say how its stores leave for th
     paired_store_vector (whether a vector register's data pairs), paired_store_leftover
     (whether the stores a run of same-block stores leaves over share commits),
     paired_store_forwarded (whether a store a load reads back pairs), paired_store_flags
-    (whether a store of a condition, setcc to memory, pairs).
+    (whether a store of a condition, setcc to memory, pairs), paired_store_mixed (the widest
+    vector register's store that pairs with a store of another kind where two do not).
 `store_commit_rule(facts)` reads them and returns the rule the engines ask (StoreCommitRule):
 CommitsAlone where stores do not pair, PairedWithinBlock where they do. The rule's `commit`
 gives the instructions with their paired stores' uops, and the facts its decisions used, in
@@ -90,9 +91,10 @@ class PairedWithinBlock(StoreCommitRule):
     """Two consecutive stores into one aligned block of `block_bytes` commit at once
     (paired_stores 1, the block paired_store_bytes): the second runs only its address
     generation on the iterations it pairs (paired_stores). `max_width`: the widest store that
-    pairs, bytes (paired_store_width; None: any); `vector`: whether a vector register's data
-    pairs (paired_store_vector); `leftover`: whether the stores a run leaves over share
-    commits (paired_store_leftover)."""
+    pairs, bytes (paired_store_width; None: any); `vector`: whether two stores of a vector
+    register's data pair (paired_store_vector); `mixed`: where they do not, the widest that
+    pairs with a store of another kind, bytes (paired_store_mixed); `leftover`: whether the
+    stores a run leaves over share commits (paired_store_leftover)."""
     block_bytes: int
     max_width: int | None = None
     vector: bool = True
@@ -101,6 +103,7 @@ class PairedWithinBlock(StoreCommitRule):
     commit_mask: int = 0
     forwarded: bool = True
     flags: bool = True
+    mixed: int = 0
 
     def pairs(self, nodes: list[Node], alone: frozenset = frozenset()
               ) -> tuple[dict[int, int], bool]:
@@ -111,7 +114,7 @@ class PairedWithinBlock(StoreCommitRule):
             (i, k) for i, node in enumerate(nodes) for k, ref in enumerate(node.memory)
             if ref.flags_data)
         return paired_stores(nodes, self.block_bytes, self.max_width, self.vector,
-                             bool(self.commit_mask), self.leftover, alone, apart)
+                             bool(self.commit_mask), self.leftover, alone, apart, self.mixed)
 
     def commit(self, annotated, nodes, node_rows, address) -> Committed:
         # a store a load reads back commits alone where paired_store_forwarded is 0
@@ -128,8 +131,11 @@ class PairedWithinBlock(StoreCommitRule):
             used.append("paired_store_forwarded")
         if any(ref.store and ref.width and ref.width > 64 for n in nodes for ref in n.memory):
             used.append("paired_store_width")
-        if any(ref.store and ref.vector for n in nodes for ref in n.memory):
+        kinds = {ref.vector for n in nodes for ref in n.memory if ref.store}
+        if True in kinds:
             used.append("paired_store_vector")
+            if not self.vector and False in kinds:
+                used.append("paired_store_mixed")
         if any(ref.flags_data for n in nodes for ref in n.memory):
             used.append("paired_store_flags")
         return Committed(annotated, tuple(used))
@@ -148,7 +154,8 @@ def store_commit_rule(facts: MachineFacts) -> StoreCommitRule:
                              bool(facts.value("paired_store_leftover")),
                              commits, facts.commit_mask,
                              bool(facts.value("paired_store_forwarded")),
-                             bool(facts.value("paired_store_flags")))
+                             bool(facts.value("paired_store_flags")),
+                             int(facts.value("paired_store_mixed")))
 
 
 def _pair_stores(annotated: list[Annotated], paired: tuple[dict[int, int], bool],
@@ -199,8 +206,8 @@ def uop_cycles(a: Annotated) -> tuple[int, ...]:
 
 def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = None,
                   vector: bool = True, implicit: bool = False, leftover: bool = False,
-                  alone: frozenset = frozenset(), apart: frozenset = frozenset()
-                  ) -> tuple[dict[int, int], bool]:
+                  alone: frozenset = frozenset(), apart: frozenset = frozenset(),
+                  mixed: int = 0) -> tuple[dict[int, int], bool]:
     """Stores that commit together with the store before them, on a core that commits two
     consecutive stores into one aligned block of `block_bytes` at once (the pipeline's
     paired_store_bytes; measured on Zen 4: 0.5 cycles per store for two stores at [rbp + 8],
@@ -227,11 +234,15 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
     measured as a run of pushes to adjacent addresses, which pair on a pairing core, so its
     uops already carry the pairing (measured on Zen 4: push r64 0.57 cycles in a block of its
     own, its form 0.5; paired again, 0.25); unless `implicit`: where the stores' commit is a
-    port of its own (the pipeline's store_commits), pushes pair as other stores do. A store of
-    a vector register's data pairs only where `vector` (the pipeline's paired_store_vector;
-    measured on Zen 4: they do not pair, whatever their width). The stores of `alone` ((node,
-    access): on Zen 4 the stores a load of the loop reads back, forwarded_stores) do not pair
-    and end a run: two such stores into one block 2.00 cycles a copy, where pairing says 1.00.
+    port of its own (the pipeline's store_commits), pushes pair as other stores do. Two stores
+    of a vector register's data pair only where `vector` (the pipeline's paired_store_vector;
+    measured on Zen 4: they do not, whatever their width); where they do not, one of at most
+    `mixed` bytes pairs with a store of another kind (paired_store_mixed, 0: none; measured on
+    Zen 4: 16, `vmovsd [m], xmm3; mov [m + 8], r11` 1.00 cycles a loop and so with a 16-byte
+    `vmovdqu`, two `vmovsd` 2.00, a 32-byte store and a register's 2.00). The stores of
+    `alone` ((node, access): on Zen 4 the stores a load of the loop reads back,
+    forwarded_stores) do not pair and end a run: two such stores into one block 2.00 cycles a
+    copy, where pairing says 1.00.
     Nor does a store whose bytes pass its block's end (its base taken as aligned). No two
     stores of `apart` pair with each other (on Zen 4 stores of a condition, setcc to memory:
     `setne [m]; sete [m + 8]` 2.00 cycles, `mov [m], r14; setne [m + 8]` 1.00 as a pair;
@@ -271,13 +282,18 @@ def paired_stores(nodes: list[Node], block_bytes: int, max_width: int | None = N
             return False
         if nodes[i].memory[k].implicit and not implicit:
             return False                     # its measured uops hold the pairing already
-        if nodes[i].memory[k].vector and not vector:
-            return False
         width = nodes[i].memory[k].width
+        if nodes[i].memory[k].vector and not vector:
+            return mixed > 0 and (width is None or width <= 8 * mixed)
         return max_width is None or width is None or width <= 8 * max_width
 
     def both_apart(j: int, before: int) -> bool:
-        return stores[j] in apart and stores[before] in apart
+        # two stores of a condition where paired_store_flags is 0, two of vector registers
+        # where paired_store_vector is 0
+        if stores[j] in apart and stores[before] in apart:
+            return True
+        return not vector and all(nodes[stores[x][0]].memory[stores[x][1]].vector
+                                  for x in (j, before))
 
     same = [wrap and narrow(0) and narrow(m - 1) and not both_apart(0, m - 1)] + [
         same_block(at(j), at(j - 1)) and narrow(j) and narrow(j - 1) and not both_apart(j, j - 1)
