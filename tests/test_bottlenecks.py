@@ -35,7 +35,8 @@ def test_every_kind_has_its_own_event_kind_and_every_bound_a_key():
     assert len({b.event_kind for b in BOTTLENECKS}) == len(BOTTLENECKS)
     assert set(BY_EVENT_KIND) == {b.event_kind for b in BOTTLENECKS}
     keys = [b.key for b in BOUND_KINDS]
-    assert keys == ["throughput", "loop_carried", "front_end", "memory", "split_loads"]
+    assert keys == ["throughput", "loop_carried", "front_end", "memory", "split_loads",
+                    "accesses"]
     assert len(set(keys)) == len(keys)
 
 

@@ -45,7 +45,7 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
                          nops_share=(), reads_sync=True, split_extra=(1, 1),
                          forwarded_pair=True, store_split=64, upper_merge=True,
                          flag_pair=True, stream_bytes=None, split_alone=False,
-                         mixed_width=16) -> dict:
+                         mixed_width=16, access_rate=None) -> dict:
     """Cycles of every probe on a core 4 slots wide (on paper): each probe is front-end bound,
     slots / 4; fused pairs take one slot, an indexed load-op two (integer and vector), a loop
     iteration >= 1; a store a cycle (two a cycle within `paired_within` bytes, if at most
@@ -58,7 +58,8 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
     runs its access `split_extra` (loads, stores) times more, a store across a `store_split`-byte
     block as across a line; stores that loads read back pair if `forwarded_pair`, stores of a
     condition (setcc) if `flag_pair`, a vector register's with a general-purpose one if
-    `paired_vector` or it is at most `mixed_width` bytes; a legacy-SSE
+    `paired_vector` or it is at most `mixed_width` bytes; loads and stores together at most
+    `access_rate` a cycle (None: no such limit); a legacy-SSE
     load beside a 256-bit write waits for its register's old value if `upper_merge`; two
     32-byte loads and a 32-byte store a cycle, loads and stores together at most
     `stream_bytes` bytes a cycle (None: no such limit); a vector load across a line alone in
@@ -91,6 +92,11 @@ def skylake_like_timings(fused=("cmp", "test", "add", "sub", "and", "inc", "dec"
         cycles[f"stores: {_leftover_probe(block)}"] = (
             4.0 if not paired_within else 2.0 if leftover_shared or block != paired_within
             else 3.0)
+    # four loads two a cycle; four stores in two 32-byte blocks, two commits where they pair
+    loads, stores = 2.0, 2.0 if paired_within >= 32 else 4.0
+    cycles["accesses: loads"], cycles["accesses: stores"] = loads, stores
+    cycles["accesses: loads and stores"] = max(loads, stores, 8 / access_rate if access_rate
+                                               else 0.0)
     for kind, extra, each in (("loads", split_extra[0], 0.5), ("stores", split_extra[1], 1.0)):
         cycles[_split_probe(kind, False)] = 4 * each
         cycles[_split_probe(kind, True)] = 4 * each * (1 + extra)
@@ -140,7 +146,8 @@ def test_a_four_wide_core_read_from_its_timings():
                               "nop_fusion_vector": 0, "memory_bytes_per_cycle": 0,
                               "split_load_alone": 0, "vector_loads_per_cycle": 2,
                               "stack_sync_latency": 1.0, "stack_sync_reads": 1,
-                              "window": 219, "taken_branch": 1.0}
+                              "window": 219, "taken_branch": 1.0,
+                              "memory_accesses_per_cycle": 0}
     assert set(front.how) == set(front.pipeline)          # each says what it rests on
     assert front.how["window"].endswith("copies of 219 instructions overlap, of 230 not")
     assert front.details["instructions_per_cycle"]["width: eliminated moves"] == 3.2
@@ -353,6 +360,24 @@ def test_whether_two_stores_of_a_kind_pair(key, probe, flag):
     assert key not in read_frontend(skylake_like_timings()).pipeline
     between = {**skylake_like_timings(paired_within=32), f"stores: {probe}": 1.6}
     assert any(f"{probe}: between" in d for d in doubts(read_frontend(between)))
+
+
+@pytest.mark.parametrize("rate, paired_within, expected", [
+    (3, 32, 3),            # Zen 4: 2.67 cycles a copy, the parts 1.33 (there 2) and 2.00
+    (None, 32, 0),         # no limit: as fast as the stores
+    (3, 0, 0),             # stores a cycle: the stores' 4.00 hide a rate of 3 (8 / 3 = 2.67)
+    (2, 0, 0),             # ... and one of 2 (4.00 both)
+    (1, 0, 1),             # one access a cycle: 8.00 against 4.00
+])
+def test_loads_and_stores_together_a_cycle(rate, paired_within, expected):
+    front = read_frontend(skylake_like_timings(paired_within=paired_within, access_rate=rate))
+    assert front.pipeline["memory_accesses_per_cycle"] == expected
+    assert not [d for d in doubts(front) if "accesses" in d]
+    # a reading just past the threshold, or between whole numbers, is in doubt
+    near = {**skylake_like_timings(paired_within=32), "accesses: loads and stores": 2.2}
+    assert any("10% slower than its parts" in d for d in doubts(read_frontend(near)))
+    odd = {**skylake_like_timings(paired_within=32), "accesses: loads and stores": 3.2}
+    assert any("2.50 accesses a cycle, not a whole number" in d for d in doubts(read_frontend(odd)))
 
 
 @pytest.mark.parametrize("width", [0, 8, 16])
@@ -902,6 +927,34 @@ def test_the_mixed_store_fact_shows_in_other_stores_timed_by_themselves(measured
     if cycles is None:
         pytest.skip("the block did not reproduce in three tries (a busy machine)")
     assert (cycles <= 1.15) if widest >= 8 else (cycles >= 1.7), (widest, cycles)
+
+
+@ON_X86_LINUX
+@pytest.mark.slow
+def test_the_accesses_a_cycle_show_in_other_accesses_timed_by_themselves(measured):
+    """Every core: the probe's loads and stores together run no faster than either part. By a
+    second path (three loads and two stores into one 32-byte block, AT&T, other registers and
+    offsets, each part timed as a block): where the probes read a rate, the five take at
+    least five over it (Zen 4: 1.67 cycles, the parts 1.00 each); where they read none, no
+    slower than their slower part."""
+    front = measured.facts
+    probe = front.details["access_cycles"]
+    assert probe["loads and stores"] >= max(probe["loads"], probe["stores"]) * 0.97, probe
+    rate = front.pipeline["memory_accesses_per_cycle"]
+    loads = "".join(f"movq {d}(%rbx), %{r}\n" for d, r in ((320, "rax"), (576, "rcx"),
+                                                            (832, "rdx")))
+    stores = "movq %r14, 2056(%rbx)\nmovq %r15, 2064(%rbx)\n"
+
+    def fastest(body):
+        cycles = fastest_block(body)
+        if cycles is None:
+            pytest.skip("a block did not reproduce in three tries (a busy machine)")
+        return cycles
+    together = fastest(loads + stores)
+    if rate:
+        assert together >= 0.9 * 5 / rate, (rate, together)
+    else:
+        assert together <= 1.1 * max(fastest(loads), fastest(stores)), (probe, together)
 
 
 @ON_X86_LINUX

@@ -153,7 +153,7 @@ def test_cli_reports_every_llvm_mca_region(tmp_path, capsys):
     assert out["cycles"] == pytest.approx(1.0)
     assert out["bounds"] == pytest.approx({"throughput": 0.5, "loop_carried": 1.0,
                                            "front_end": None, "memory": None,
-                                           "split_loads": None})
+                                           "split_loads": None, "accesses": None})
     assert [r["cycles"] for r in out["regions"]] == pytest.approx([1.0, 2.0])
     assert main(["predict", f, "--model", model, "--json", "--region", "b"]) == 0
     assert json.loads(capsys.readouterr().out)["cycles"] == pytest.approx(2.0)

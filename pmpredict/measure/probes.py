@@ -63,6 +63,11 @@ cycle of eight), the slot readings (fusion, load-ops, nops) are in doubt and say
   bytes a cycle than the forms' ports allow (the issue's Zen 3 daxpy: 13.3 cycles where its
   ports allow 8); the fact is the group's bytes a cycle, 0 where no such limit shows
   (measured on Zen 4: 4.00 cycles a copy, as the loads alone and the stores alone).
+* **Accesses** (`memory_accesses_per_cycle`): four 8-byte loads from lines of their own and
+  four stores that pair two by two, interleaved, against the loads alone and the stores
+  alone: where the eight run slower than both, the core starts fewer accesses a cycle than
+  the forms' ports allow; the fact is eight over their cycles, whole, 0 where no such limit
+  shows (measured on Zen 4: 2.67 cycles a copy, the parts 1.33 and 2.00: 3).
 * **Upper halves** (`sse_upper_merge`): a legacy-SSE load into xmm0 and `paddd xmm0, xmm0`,
   beside `vpaddd ymm8, ymm9, ymm9` (the upper halves dirty) and beside the xmm form (clean):
   where the load waits for xmm0's old value, the dirty probe runs the load and the add as a
@@ -385,6 +390,29 @@ def _stream_probes() -> list[Probe]:
                                         ("stores", False, True))]
 
 
+# four 8-byte loads from lines of their own and four stores that pair two by two (two 32-byte
+# blocks), interleaved, against the loads alone and the stores alone: where the eight run
+# slower than both parts, the core starts fewer accesses a cycle than the forms' ports allow
+# (memory_accesses_per_cycle; Zen 4: 3, 2.67 cycles a copy, the loads 1.33, the stores 2.00)
+ACCESS_LOADS = tuple(f"mov {r}, qword ptr [rsi + {d}]"
+                     for r, d in zip(("r10", "r11", "r12", "r13"), (256, 512, 768, 1024)))
+ACCESS_STORES = tuple(f"mov qword ptr [rsi + {d}], {r}"
+                      for d, r in zip((8, 16, 72, 80), ("r8", "r9", "r8", "r9")))
+ACCESS_SLOWER = 0.10            # the eight this much slower (relative) than both parts: a limit
+ACCESS_WHOLE = 0.15             # accesses a cycle this close to a whole number: that number
+
+
+def _access_probe(part: str) -> str:
+    return f"accesses: {part}"
+
+
+def _access_probes() -> list[Probe]:
+    mixed = tuple(line for pair in zip(ACCESS_LOADS, ACCESS_STORES) for line in pair)
+    return [Probe(_access_probe(part), lines, family="accesses")
+            for part, lines in (("loads and stores", mixed), ("loads", ACCESS_LOADS),
+                                ("stores", ACCESS_STORES))]
+
+
 # a vector load across a line (16 bytes, 60 into the first of SPLIT_LINES), two single vector
 # loads in lines of their own, and the split with one of them: a split that runs alone in its
 # cycle makes the last slower than its parts together (split_load_alone; Zen 4: 1.00, 1.00
@@ -496,7 +524,7 @@ def probes() -> tuple[Probe, ...]:
     return tuple(_width_probes() + _fusion_probes() + _load_op_probes() + _store_probes()
                  + _split_probes() + _nop_probes() + _stack_probes() + _loop_probes()
                  + _window_probes() + _upper_probes() + _stream_probes()
-                 + _vector_split_probes())
+                 + _vector_split_probes() + _access_probes())
 
 
 # --- reading the timings -----------------------------------------------------------------
@@ -573,6 +601,7 @@ def read_frontend(cycles: dict[str, float | None], floor: float | None = None) -
     _read_upper(cycles, out)
     _read_streams(cycles, out)
     _read_vector_splits(cycles, out)
+    _read_accesses(cycles, out)
     _read_stack(cycles, out)
     _read_window(cycles, out)
     _read_loops(cycles, out)
@@ -932,6 +961,35 @@ def _read_streams(cycles, out: ProbeReading) -> None:
         f"four groups of two 32-byte loads and a 32-byte store {groups:.2f} cycles a copy, "
         f"the loads alone {loads:.2f}, the stores alone {stores:.2f}"
         + (f": {moved / groups:.1f} bytes a cycle" if limited else ": no limit beyond the ports"))
+
+
+@produces("accesses", "memory_accesses_per_cycle")
+def _read_accesses(cycles, out: ProbeReading) -> None:
+    """Loads and stores the core starts a cycle together: the eight accesses over the mixed
+    probe's cycles, whole, where it runs ACCESS_SLOWER slower than both its loads alone and
+    its stores alone, else 0 (no limit beyond the ports seen). A reading near the threshold,
+    or a rate not near a whole number, is suspect."""
+    mixed, loads, stores = (cycles.get(_access_probe(p))
+                            for p in ("loads and stores", "loads", "stores"))
+    if not (mixed and loads and stores):
+        return
+    out.details["access_cycles"] = {"loads and stores": _round(mixed), "loads": _round(loads),
+                                    "stores": _round(stores)}
+    parts = max(loads, stores)
+    slower = mixed / parts - 1
+    limited = slower > ACCESS_SLOWER
+    count = len(ACCESS_LOADS) + len(ACCESS_STORES)
+    rate = count / mixed
+    out.pipeline["memory_accesses_per_cycle"] = max(1, round(rate)) if limited else 0
+    if ACCESS_SLOWER / 2 < slower < 2 * ACCESS_SLOWER:
+        _suspect(out, "accesses", f"{_access_probe('loads and stores')}: {mixed:.2f} cycles a "
+                                  f"copy, {slower:.0%} slower than its parts ({parts:.2f})")
+    elif limited and abs(rate - round(rate)) > ACCESS_WHOLE:
+        _suspect(out, "accesses", f"{rate:.2f} accesses a cycle, not a whole number")
+    out.how["memory_accesses_per_cycle"] = (
+        f"four 8-byte loads and four stores that pair, interleaved, {mixed:.2f} cycles a copy, "
+        f"the loads alone {loads:.2f}, the stores alone {stores:.2f}"
+        + (f": {rate:.2f} accesses a cycle" if limited else ": no limit beyond the ports"))
 
 
 @produces("vector splits", "split_load_alone", "vector_loads_per_cycle")

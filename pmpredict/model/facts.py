@@ -222,6 +222,12 @@ FACTS: tuple[Fact, ...] = (
          "a cycle, where groups of two 32-byte loads and a 32-byte store run slower than their "
          "loads alone and their stores alone (0: no such limit seen, the ports hold it)", 0,
          probe="streams"),
+    # Zen 4: 3, four 8-byte loads and four stores that pair 2.67 cycles a loop (the loads
+    # alone 1.33, the stores 2.00); three 8-byte loads and two stores 1.67
+    Fact("memory_accesses_per_cycle", COUNT, "loads and stores together the core starts a "
+         "cycle (address generations: a read-modify-write two), where four loads and four "
+         "stores run slower than the loads alone and the stores alone (0: no such limit seen, "
+         "the ports hold it)", 0, probe="accesses"),
     # Zen 4: 1, `vmovdqu xmm0, [rsi + 120]` (across a line) 1.00 cycles a loop, `movss` 0.50,
     # the two 2.00 (no port mapping gives more than the sum); two vector loads a cycle
     Fact("split_load_alone", FLAG, "1 if a vector load across a cache line runs alone in its "

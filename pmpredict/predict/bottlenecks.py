@@ -12,6 +12,8 @@ Engine layer: plain data, no I/O.
   window        (none: only the simulation sees it)        an unlimited reorder buffer
   memory        bytes loaded and stored / the L1's rate    (none: the simulation does not
                 (where the model measured a limit)          see it, the prediction is at least it)
+  split loads   vector loads around one across a line      (none, as memory)
+  accesses      loads and stores / addresses a cycle       (none, as memory)
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Evidence:
     memory_rate: float = 0.0          # the L1's bytes a cycle for them (0: no limit measured)
     # cycles the vector loads take where a split one runs alone in its cycle (None: no rule)
     split_load_cycles: float | None = None
+    accesses: float = 0.0             # address generations one iteration's accesses take
+    access_rate: float = 0.0          # the core's a cycle for loads and stores (0: not measured)
 
 
 class Bottleneck:
@@ -184,6 +188,31 @@ class SplitLoads(Bottleneck):
         return f"{self.bound_name} {value:.2f}" if value is not None else ""
 
 
+class Accesses(Bottleneck):
+    """The memory accesses a core starts a cycle, loads and stores together, where it measured
+    fewer than the forms' ports allow (pipeline memory_accesses_per_cycle; Zen 4: 3, four
+    8-byte loads and four stores that pair 2.67 cycles a loop, where the loads alone take 1.33
+    and the stores 2.00). No event, as Memory; the prediction is at least the bound."""
+    key, event_kind, event_rank = "accesses", "accesses", 6
+    bound_name, limit_name = "memory accesses", "the memory accesses a cycle"
+
+    def bound(self, evidence):
+        if not evidence.access_rate or not evidence.accesses:
+            return None
+        return evidence.accesses / evidence.access_rate
+
+    def bound_text(self, value):
+        return f"{self.bound_name} {value:.2f}" if value is not None else ""
+
+
+def accesses_started(nodes, split_extra: float = 0.0) -> float:
+    """Address generations one iteration of the dependence graph's nodes takes: a load or a
+    store one each, a read-modify-write two (Zen 4: two `add [m], r` and two loads 2.09 cycles
+    a loop on three, as six); a paired store still one (it commits with another but has an
+    address of its own); `split_extra`: those the accesses across a line add."""
+    return float(sum(ref.load + ref.store for node in nodes for ref in node.memory)) + split_extra
+
+
 def bytes_moved(nodes) -> float:
     """Bytes one iteration of the dependence graph's nodes loads and stores (a
     read-modify-write both; an access of unknown width none)."""
@@ -192,7 +221,7 @@ def bytes_moved(nodes) -> float:
 
 
 BOTTLENECKS: tuple[Bottleneck, ...] = (Ports(), LoopCarried(), FrontEnd(), Window(), Memory(),
-                                       SplitLoads())
+                                       SplitLoads(), Accesses())
 BY_EVENT_KIND = {b.event_kind: b for b in BOTTLENECKS}
 BOUND_KINDS = tuple(b for b in BOTTLENECKS if b.key is not None)
 

@@ -48,8 +48,8 @@ from pmpredict.asm.match import APPROX_LOAD, FormMatcher, form_pattern
 from pmpredict.isa.keys import render_key
 from pmpredict.isa.syntax import Instruction
 from pmpredict.predict.port_bound import optimum
-from pmpredict.predict.bottlenecks import (FRONTEND_BOTTLENECK, Bounds, Evidence, bytes_moved,
-                                          event_classes)
+from pmpredict.predict.bottlenecks import (FRONTEND_BOTTLENECK, Bounds, Evidence,
+                                           accesses_started, bytes_moved, event_classes)
 from pmpredict.predict.criticality import Criticality, analyse, slack
 from pmpredict.predict.deps import (Cycle, Graph, Path, SymbolicAddresses, build_graph,
                                     critical_path, loop_carried_chains)
@@ -108,6 +108,9 @@ class Annotation:
     split_variants: tuple[str, ...] = ()
     # (node, access) of the loads that cross a line on every iteration
     split_loads: frozenset = frozenset()
+    # the accesses the splits add, each as many times as it runs again on the share of
+    # iterations it crosses (split_load_extra, split_store_extra)
+    split_accesses: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -568,6 +571,7 @@ class Predictor:
                                 if not s.store and s.share >= 1.0)
         annotated, splits, variants = measured_splits(annotated, splits, node_rows,
                                                       self._split_variant)
+        extra = {False: 0, True: 0}
         if any(s.share >= 1.0 for s in splits):
             extra = {store: int(reader.value(key)) if any(
                 s.store == store and s.share >= 1.0 for s in splits) else 0
@@ -576,8 +580,9 @@ class Predictor:
                                      extra[False], extra[True])
         elif splits:
             annotated = apply_splits(annotated, splits, node_rows, self._access_uops, 0, 0)
+        split_accesses = sum(s.share * extra[s.store] for s in splits)
         return Annotation(tuple(annotated), facts, reader.assumptions(), tuple(nodes),
-                          tuple(node_rows), tuple(mains), variants, split_loads)
+                          tuple(node_rows), tuple(mains), variants, split_loads, split_accesses)
 
     def _split_variant(self, form: str):
         """(the split variant of `form`, its uops in the model or None); (None, None) for a
@@ -604,7 +609,9 @@ class Predictor:
                             chains, sum(a.slot for a in annotation.annotated), model.r_max,
                             facts.taken_branch, facts.window, bytes_moved(annotation.nodes),
                             float(reader.value("memory_bytes_per_cycle") or 0),
-                            self._split_load_cycles(annotation, reader))
+                            self._split_load_cycles(annotation, reader),
+                            accesses_started(annotation.nodes, annotation.split_accesses),
+                            float(reader.value("memory_accesses_per_cycle") or 0))
         return BoundsFound(Bounds.of(evidence), evidence, schedule.balance, schedule.pressure,
                            schedule.load, graph, chains, path_, reader.assumptions())
 
