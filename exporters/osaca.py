@@ -30,7 +30,7 @@ Decisions made here (the template only lays them out):
   pure store forms (OSACA adds them to register forms used with memory
   operands that have no explicit memory form).
 * `pmpredict_form` (+ `pmpredict_latency_from`, `_latency_source`,
-  `_move_elimination`, `_idiom_ports` where the form has them) on every entry
+  `_move_elimination`, `_idiom_ports`, `_idiom_breaks` where the form has them) on every entry
   and a top-level `pmpredict` block (name, R_max, provenance, pipeline facts
   and their sources) make export -> import exact. OSACA ignores them.
 Several of our forms can share one OSACA key (e.g. `add $imm8` and `add $imm32`
@@ -51,6 +51,7 @@ import re
 from pmpredict.isa import semantics
 from pmpredict.formats.osaca import OSACA_PIPELINE_KEYS
 from pmpredict.isa.forms import parse_form, split_operands
+from pmpredict.model.machine import FORM_FLAGS
 from pmpredict.isa.osaca_forms import WILD, UnsupportedForm, is_foreign, osaca_identity
 
 from pmpredict.formats.files import write_atomic
@@ -342,7 +343,7 @@ def _entry_facts(model, form) -> list[tuple[str, str]]:
             model.operand_latency[form].items())})))
     if form in model.latency_source:
         out.append(("pmpredict_latency_source", _flow(model.latency_source[form])))
-    for key in ("move_elimination", "idiom_ports"):
+    for key in FORM_FLAGS:
         if form in getattr(model, key):
             out.append(("pmpredict_" + key, _flow(getattr(model, key)[form])))
     return out

@@ -309,6 +309,7 @@ def timed_models(draw):
         latency_source={f: draw(_text) for f in draw(some)},
         move_elimination={f: draw(st.booleans()) for f in draw(some)},
         idiom_ports={f: draw(st.booleans()) for f in draw(some)},
+        idiom_breaks={f: draw(st.booleans()) for f in draw(some)},
         pipeline=pipeline, pipeline_source=pipeline_source,
         provenance={"description": draw(_text)})
 

@@ -32,6 +32,7 @@ def _assert_same_model(a, b):
     assert b.latency == a.latency and b.r_max == a.r_max
     assert b.operand_latency == a.operand_latency and b.latency_source == a.latency_source
     assert b.move_elimination == a.move_elimination and b.idiom_ports == a.idiom_ports
+    assert b.idiom_breaks == a.idiom_breaks
     assert b.pipeline == a.pipeline and b.pipeline_source == a.pipeline_source
 
 
@@ -92,7 +93,7 @@ def test_round_trip_keeps_every_timing_fact(tmp_path):
         latency={add_mem: 1.0, vadd: 4.0, vadd_mem: 1e-05, mov: 1e6},
         operand_latency={add_mem: {1: 6.0}, vadd_mem: {0: 0.0, 2: 10.5}},
         latency_source={add_mem: tricky, vadd: "osaca:skx.yml"},
-        move_elimination={mov: False}, idiom_ports={vadd: True},
+        move_elimination={mov: False}, idiom_ports={vadd: True}, idiom_breaks={vadd: False},
         pipeline={"window": 224, "load_latency": 5.0, "store_forward_latency": 4.5,
                   "macro_fusion": 1, "taken_branch": 2.5e-07},
         pipeline_source={"window": tricky, "load_latency": "llvm"})

@@ -16,7 +16,8 @@ from pmpredict.errors import InputError
 from pmpredict.formats import prepared
 from pmpredict.formats.jsonio import JsonDocument, read_json, write_json
 from pmpredict.formats.osaca import load_osaca_model
-from pmpredict.model.machine import (FORMAT_NAME, FORMAT_VERSION, HOST_MODEL, PER_FORM_FIELDS,
+from pmpredict.model.machine import (FORM_FLAGS, FORMAT_NAME, FORMAT_VERSION, HOST_MODEL,
+                                     PER_FORM_FIELDS,
                                      MachineModel, normalize_uops, operand_index_problem,
                                      pipeline_problem)
 from pmpredict.models import builtin_path
@@ -146,7 +147,7 @@ def _form_timing(doc: JsonDocument, form: str, entry: dict, isa: str, timing: di
             raise doc.error(f"form {form!r}: latency_source must be a string, "
                             f"not {entry['latency_source']!r}", form)
         timing["latency_source"][form] = entry["latency_source"]
-    for key in ("move_elimination", "idiom_ports"):
+    for key in FORM_FLAGS:
         if key in entry:
             if not isinstance(entry[key], bool):
                 raise doc.error(f"form {form!r}: {key} must be true or false, not {entry[key]!r}",

@@ -37,7 +37,8 @@ import re
 from pmpredict.isa import semantics
 from pmpredict.errors import InputError
 from pmpredict.formats.files import read_text
-from pmpredict.model.machine import PER_FORM_FIELDS, MachineModel, normalize_uops, pipeline_problem
+from pmpredict.model.machine import (FORM_FLAGS, PER_FORM_FIELDS, MachineModel, normalize_uops,
+                                     pipeline_problem)
 from pmpredict.isa.osaca_forms import FOREIGN_PREFIX, foreign_entry_problem, foreign_form_name
 from pmpredict.model.validate import (MAX_COUNT, json_value_problem, latency_problem, name_problem,
                                       number_problem, port_list_problem, r_max_problem)
@@ -207,7 +208,7 @@ def _entry_timing(path, entry, source: str) -> dict:
             raise InputError(path, "pmpredict_latency_from must map operand indices to "
                                    f"latencies >= 0, not {per!r}", line)
         facts["operand_latency"] = {int(k): float(v) for k, v in per.items()}
-    for key in ("latency_source", "move_elimination", "idiom_ports"):
+    for key in ("latency_source",) + FORM_FLAGS:
         value = entry.get("pmpredict_" + key)
         if value is None:
             continue

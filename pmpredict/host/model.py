@@ -43,6 +43,7 @@ from pmpredict.isa.keys import render_key
 from pmpredict.formats.jsonio import rounded
 from pmpredict.formats.model_files import load_model, save_model
 from pmpredict.measure.cpu import HARNESS_ISA, cpu_identity, cpu_name
+from pmpredict.model.machine import PER_FORM_FIELDS
 from pmpredict.models import builtin_names
 from pmpredict.userdirs import cache_dir as user_cache_dir
 
@@ -649,8 +650,7 @@ def _check_kernel_pairs(model, kernels, cache_dir, progress, update: HostUpdate,
 
 def _add_forms(model, uops: dict, table):
     """The model with more forms: their uops and their measured latencies."""
-    fields = {name: dict(getattr(model, name)) for name in
-              ("latency", "operand_latency", "latency_source", "move_elimination", "idiom_ports")}
+    fields = {name: dict(getattr(model, name)) for name in PER_FORM_FIELDS}
     for form in uops:
         for name, value in table.model_fields(form).items():
             fields[name][form] = value

@@ -106,6 +106,9 @@ class InstructionSemantics:
     writes: tuple[RegAccess, ...] = ()              # registers and flags written
     memory: tuple[MemAccess, ...] = ()
     idiom: str | None = None          # "zero" / "ones": a dependency-breaking idiom (reads nothing)
+    # the idiom it would be where the core recognises it (only some do: the model's
+    # idiom_breaks says); its reads are kept
+    candidate_idiom: str | None = None
     move: bool = False                # register-to-register copy a core may eliminate at rename
     select: bool = False              # the destination becomes a copy of one of its sources,
                                       # chosen at run time (a conditional move), never a sum

@@ -238,7 +238,7 @@ PIPELINE_REFERENCES = CHAIN_FACTS
 
 # how a form's chains are planned and read (plan_form, form_timing): raised with any change
 # that can move a latency the reference chains do not show
-PLANS_VERSION = 1
+PLANS_VERSION = 2
 
 
 def chains_version() -> str:
@@ -265,11 +265,13 @@ class SourcePlan:
 class IdiomPlan:
     """Dependency-breaking idiom of a form: a chain through it, and the port test blocks."""
     kind: str                               # "zero" / "ones"
-    chain: Chain                            # a known operation + the idiom, per link
+    # a known operation + the idiom, per link (None: the idiom writes no register, cmp r, r)
+    chain: Chain | None
     companion: str                          # the known operation's reference
     saturating: Chain                       # IDIOM_SATURATING independent instances
     with_idioms: Chain                      # ... + IDIOM_ADDED idioms
     with_nops: Chain                        # ... + IDIOM_ADDED nops
+    candidate: bool = False                 # an idiom only some cores recognise
 
 
 @dataclass(frozen=True)
@@ -284,7 +286,7 @@ class FormPlan:
         out = [c for s in self.sources for c in s.chains]
         if self.idiom:
             i = self.idiom
-            out += [i.chain, i.saturating, i.with_idioms, i.with_nops]
+            out += [c for c in (i.chain, i.saturating, i.with_idioms, i.with_nops) if c]
         return out
 
 
@@ -508,7 +510,8 @@ def plan_form(form: str) -> FormPlan:
 def _check(chain: Chain) -> None:
     """A chain instance must not turn into an idiom by accident (`vpxor x1, x1, x1`)."""
     for line in chain.lines:
-        if instruction(line).idiom:
+        sem = instruction(line)
+        if sem.idiom or sem.candidate_idiom:
             raise AssertionError(f"chain line {line!r} is a dependency-breaking idiom")
 
 
@@ -696,12 +699,14 @@ def _idiom_plan(form, fs, operands, pinned) -> IdiomPlan | None:
     z = alloc.take(cls)
     same = _Operands({o.index: z for o in regs})
     idiom_line = render(form, same)
-    kind = instruction(idiom_line).idiom
+    sem = instruction(idiom_line)
+    kind = sem.idiom or sem.candidate_idiom
     if kind is None:
         return None
     const = alloc.take(cls)
     known, name = _known_operation(cls, width, z, const, slow=True)
-    chain = Chain((known, idiom_line), 1)
+    # an idiom that writes no register (cmp r, r) breaks no chain a timing could show
+    chain = Chain((known, idiom_line), 1) if any("W" in o.access for o in regs) else None
     # eight independent instances: destinations of their own, sources constant
     alloc = _Allocator(pinned)
     consts = {o.index: alloc.take(cls) for o in sources if "W" not in o.access}
@@ -714,7 +719,8 @@ def _idiom_plan(form, fs, operands, pinned) -> IdiomPlan | None:
               for r in (alloc.take(cls) for _ in range(IDIOM_ADDED))]
     return IdiomPlan(kind, chain, name, Chain(tuple(saturating), IDIOM_SATURATING),
                      Chain(tuple(saturating + idioms), IDIOM_SATURATING),
-                     Chain(tuple(saturating + ["nop"] * IDIOM_ADDED), IDIOM_SATURATING))
+                     Chain(tuple(saturating + ["nop"] * IDIOM_ADDED), IDIOM_SATURATING),
+                     candidate=sem.idiom is None)
 
 
 # --- reading the timings -----------------------------------------------------------------------
@@ -773,6 +779,7 @@ class FormTiming:
     idiom: str | None = None
     idiom_breaks: bool | None = None                # the idiom breaks the chain
     idiom_ports: bool | None = None
+    candidate: bool = False                         # an idiom only some cores recognise
     notes: list = field(default_factory=list)
     through_memory: tuple = ()                      # sources measured read-modify-write
 
@@ -807,9 +814,9 @@ def form_timing(plan: FormPlan, cycles: dict[Chain, float | None], refs: dict[st
         out.sources[sp.source] = snap(value)
     if plan.idiom:
         i = plan.idiom
-        out.idiom = i.kind
+        out.idiom, out.candidate = i.kind, i.candidate
         known = refs.get(i.companion)
-        link = cycles.get(i.chain)
+        link = cycles.get(i.chain) if i.chain else None
         if known and link is not None:
             out.idiom_breaks = link < BROKEN_BELOW * known
         t0, t1, t2 = (cycles.get(c) for c in (i.saturating, i.with_idioms, i.with_nops))
@@ -821,4 +828,7 @@ def form_timing(plan: FormPlan, cycles: dict[Chain, float | None], refs: dict[st
             else:
                 out.notes.append("idiom ports: the front end is as narrow as the ports "
                                  f"(saturated {t0:.2f}, + idioms {t1:.2f}, + nops {t2:.2f})")
+        if i.chain is None and out.idiom_ports is not None:
+            # recognised at rename where it takes no port; taking one, taken as not
+            out.idiom_breaks = not out.idiom_ports
     return out

@@ -32,6 +32,7 @@ from pmpredict.measure.chains import (BARRIER, DIVIDEND, FLAGS, PIPELINE_REFEREN
 from pmpredict.measure.experiment_runs import MeasurementStopped, Progress
 from pmpredict.measure.instantiate import HARNESS_ISA
 from pmpredict.measure.runner import RunOptions, check_host
+from pmpredict.model.machine import PER_FORM_FIELDS
 
 # chains per harness build (two kernels each): a build costs its compile, canary reference
 # and at least two processes, each waiting up to BLOCK_OPTIONS.quiet_phase_ns for a quiet
@@ -74,13 +75,13 @@ class LatencyTable:
             out["move_elimination"] = t.eliminated
         if t.idiom_ports is not None:
             out["idiom_ports"] = t.idiom_ports
+        if t.idiom_breaks is not None and t.candidate:
+            out["idiom_breaks"] = t.idiom_breaks
         return out
 
     def apply(self, model):
         """The model with the measured latencies of its forms and the pipeline facts."""
-        fields = {name: dict(getattr(model, name)) for name in
-                  ("latency", "operand_latency", "latency_source", "move_elimination",
-                   "idiom_ports")}
+        fields = {name: dict(getattr(model, name)) for name in PER_FORM_FIELDS}
         for form in model.uops:
             for name, value in self.model_fields(form).items():
                 fields[name][form] = value

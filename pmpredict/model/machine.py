@@ -14,7 +14,7 @@ Native JSON (documented in docs/FORMATS.md)::
      "provenance": {...}}
 
 Optional timing facts: per form "latency_from" ({"<operand index>": cycles}),
-"latency_source", "move_elimination", "idiom_ports"; top level "pipeline"
+"latency_source", "move_elimination", "idiom_ports", "idiom_breaks"; top level "pipeline"
 ({key: number}, keys in PIPELINE_KEYS) and "pipeline_source" ({key: text}).
 
 Reading files (native JSON, PMEvo Mapping3, OSACA YAML, built-in names) is
@@ -89,6 +89,10 @@ class MachineModel:
     # forms whose dependency-breaking idiom instances (xor r, r) still take a port: True;
     # take none: False; absent: unknown (the semantics' default applies)
     idiom_ports: dict[str, bool] = field(default_factory=dict)
+    # forms whose instances with equal sources a core may or may not recognise as an idiom
+    # (InstructionSemantics.candidate_idiom: vandnpd x, y, y; cmp r, r) that this machine
+    # does: True; measured not: False; absent: unknown (taken as not recognised)
+    idiom_breaks: dict[str, bool] = field(default_factory=dict)
     # machine-wide timing facts, each optional (see PIPELINE_KEYS): issue width is r_max
     pipeline: dict = field(default_factory=dict)
     # where each pipeline fact comes from (key -> "osaca:skx.yml", "llvm-mca 19.1.7 ...")
@@ -168,7 +172,7 @@ class MachineModel:
             if self.operand_latency.get(form):
                 entry["latency_from"] = {str(i): lat for i, lat in
                                          sorted(self.operand_latency[form].items())}
-            for key in ("latency_source", "move_elimination", "idiom_ports"):
+            for key in ("latency_source",) + FORM_FLAGS:
                 if form in getattr(self, key):
                     entry[key] = getattr(self, key)[form]
             forms[form] = entry
@@ -184,8 +188,9 @@ class MachineModel:
 
 
 # the fields keyed by form besides uops
-PER_FORM_FIELDS = ("latency", "operand_latency", "latency_source", "move_elimination",
-                   "idiom_ports")
+# the per-form facts that are true or false (the model's dicts of the same names)
+FORM_FLAGS = ("move_elimination", "idiom_ports", "idiom_breaks")
+PER_FORM_FIELDS = ("latency", "operand_latency", "latency_source") + FORM_FLAGS
 
 
 def pipeline_problem(key, value) -> str | None:
@@ -268,7 +273,7 @@ def timing_problem(model: "MachineModel") -> str | None:
     for form, text in model.latency_source.items():
         if not isinstance(text, str):
             return f"form {form!r}: latency_source must be a string, not {text!r}"
-    for name in ("move_elimination", "idiom_ports"):
+    for name in FORM_FLAGS:
         for form, flag in getattr(model, name).items():
             if not isinstance(flag, bool):
                 return f"form {form!r}: {name} must be true or false, not {flag!r}"

@@ -369,6 +369,8 @@ def _one(i: int, form, sem: InstructionSemantics, model, machine: MachineFacts,
     """Instruction i as the engines see it: its uops, its dependence-graph node (and its
     address update's), its front-end slots and what was assumed for it."""
     notes: list[Note] = []
+    if sem.candidate_idiom and form:
+        sem = _as_recognised(sem, form, model, notes)
     uops = tuple(model.uops.get(form, ())) if form else ()
     pure_load = _pure_load(sem)
     base = _base_latency(form, model, machine, pure_load, notes)
@@ -431,6 +433,21 @@ def _base_latency(form, model, machine: MachineFacts, pure_load: bool, notes: li
     notes.append(Note(LATENCY, f"latency {base:g} assumed", base) if form else
                  Note(NOT_IN_MODEL, f"not in the model: no uops, latency {base:g} assumed", base))
     return base
+
+
+def _as_recognised(sem: InstructionSemantics, form, model, notes: list) -> InstructionSemantics:
+    """An instruction that is an idiom where the core recognises it (candidate_idiom:
+    `vandnpd x, y, y`, `cmp r, r`), as this machine runs it: an idiom reading nothing but its
+    address where the model says the core breaks it (idiom_breaks), else as it is; where the
+    model does not say, as it is, and noted."""
+    recognised = model.idiom_breaks.get(form)
+    if recognised is None:
+        notes.append(Note(IDIOM, f"{sem.candidate_idiom} idiom on some cores: not measured, "
+                                 "assumed not recognised"))
+    if not recognised:
+        return sem
+    return replace(sem, idiom=sem.candidate_idiom,
+                   reads=tuple(r for r in sem.reads if r.role == ADDRESS))
 
 
 def _idiom(idiom: str, form, model, uops, base: float, notes: list) -> tuple:

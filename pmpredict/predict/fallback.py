@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pmpredict.predict.align import Alignment, align
 from pmpredict.model.facts import PIPELINE_KEYS
-from pmpredict.model.machine import MachineModel, normalize_uops
+from pmpredict.model.machine import FORM_FLAGS, MachineModel, normalize_uops
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def merge(model: MachineModel, fallback: MachineModel, alignment: Alignment) -> 
     for f in taken:
         uops[f] = normalize_uops((renamed(m), c) for m, c in fallback.uops[f])
     timing = {}
-    for name in ("latency", "operand_latency", "move_elimination", "idiom_ports"):
+    for name in ("latency", "operand_latency") + FORM_FLAGS:
         facts = dict(getattr(model, name))
         facts.update({f: v for f, v in getattr(fallback, name).items() if f in taken})
         timing[name] = facts

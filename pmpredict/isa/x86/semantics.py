@@ -29,7 +29,12 @@ Decisions worth knowing:
   (v)xorpd/(v)psub[bwdq]/(v)pcmpgt[bwdq] with equal sources; ("ones") (v)pcmpeq[bwdq]
   with equal sources, unmasked, vector destination. They read nothing (no register, no
   flag); 8/16-bit GPR forms are not idioms (they merge). `sbb r, r` is no idiom but
-  depends on CF only (its register reads are dropped, noted).
+  depends on CF only (its register reads are dropped, noted). Candidates ("zero" where the
+  core recognises them, `candidate_idiom`: the host measures whether it does, the model's
+  `idiom_breaks`): (v)andnps/(v)andnpd/(v)pandn/vpandn[dq] and andn with equal sources
+  (~y & y is 0), cmp of a 32/64-bit register with itself (constant flags). Zen 4 recognises
+  them (`vandnpd xmm1, xmm0, xmm0` and `cmp rax, rax` 6 a cycle, as wide as it dispatches);
+  their reads are kept in `reads`, and dropped where the model says the core breaks them.
 * Moves a core may eliminate (`move`): mov r64, r64 and mov r32, r32; (v)movaps/movapd/
   movups/movupd/movdqa/movdqu (and the EVEX vmovdqa32/64, vmovdqu8..64) between vector
   registers, unmasked. Not movzx r32, r8: it is an operation (zero-extension of a byte),
@@ -156,6 +161,7 @@ class _Spec:
     trap: str | None = None
     fusion: bool = False
     idiom: str | None = None
+    candidate_idiom: str | None = None     # an idiom only some cores recognise
     move: bool = False
     select: bool = False              # a conditional move (InstructionSemantics.select)
     count_flags: bool = False         # a shift count in a register may be 0: flags read too
@@ -506,6 +512,9 @@ _VECTOR_MOVES = set(expand_mnemonics("mov{aps,ups,apd,upd,dqa,dqu}")) | set(
 _ZERO_IDIOMS = set(expand_mnemonics("xor sub pxor xorps xorpd vpxor vxorps vxorpd vpxor{d,q} "
                            "psub{b,w,d,q} vpsub{b,w,d,q} pcmpgt{b,w,d,q} vpcmpgt{b,w,d,q}"))
 _ONES_IDIOMS = set(expand_mnemonics("pcmpeq{b,w,d,q} vpcmpeq{b,w,d,q}"))
+# zero idioms only some cores recognise (~y & y; the flags of x - x)
+_CANDIDATE_ZERO_IDIOMS = set(expand_mnemonics("andnps andnpd vandnps vandnpd pandn vpandn "
+                                              "vpandn{d,q} andn cmp"))
 
 for _m in _DESTRUCTIVE:
     _def(_m, "RW,R*")
@@ -577,6 +586,8 @@ for _m in _ZERO_IDIOMS | _ONES_IDIOMS:
     if _m in _TABLE:
         _TABLE[_m] = _Spec(**{**_TABLE[_m].__dict__,
                               "idiom": "zero" if _m in _ZERO_IDIOMS else "ones"})
+for _m in _CANDIDATE_ZERO_IDIOMS:
+    _TABLE[_m] = _Spec(**{**_TABLE[_m].__dict__, "candidate_idiom": "zero"})
 for _m in _VECTOR_MOVES:
     _TABLE[_m] = _Spec(**{**_TABLE[_m].__dict__, "move": True})
 
@@ -1172,7 +1183,8 @@ class _Builder:
         counted = spec is not None and _shift_count_in_register(spec, ops)
         return InstructionSemantics(
             mnemonic=res.mnemonic, reads=reads, writes=writes, memory=tuple(self.memory),
-            idiom=idiom, move=self._move(), select=spec is not None and spec.select,
+            idiom=idiom, candidate_idiom=self._idiom(candidate=True),
+            move=self._move(), select=spec is not None and spec.select,
             branch=_branch(spec, ops),
             fusion=self._fusion(), trap=self._trap(), known=res.known,
             notes=tuple(dict.fromkeys(self.notes)), offsets=imp.offsets + self._offsets(),
@@ -1256,9 +1268,10 @@ class _Builder:
         return (len(srcs) >= 2 and all(o.kind == "reg" and not o.mask for o in srcs)
                 and len({o.name for o in srcs}) == 1)
 
-    def _idiom(self) -> str | None:
+    def _idiom(self, candidate: bool = False) -> str | None:
         spec = self.res.spec
-        if spec is None or spec.idiom is None or not self._same_sources():
+        kind = None if spec is None else spec.candidate_idiom if candidate else spec.idiom
+        if kind is None or not self._same_sources():
             return None
         dest = self.ops[0]
         if dest.kind != "reg" or dest.mask:
@@ -1267,7 +1280,7 @@ class _Builder:
             return None                               # 8/16-bit: merges, not recognised
         if dest.cls not in ("G", "V", "M"):
             return None
-        return spec.idiom
+        return kind
 
     def _move(self) -> bool:
         spec, ops = self.res.spec, self.ops
