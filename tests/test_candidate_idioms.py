@@ -43,7 +43,8 @@ def sem(line: str):
     ("vpandn ymm1, ymm2, ymm2", "zero"), ("andn rax, rbx, rbx", "zero"),
     ("cmp rax, rax", "zero"), ("cmp eax, eax", "zero"),
     ("vandnpd xmm1, xmm0, xmm2", None), ("cmp rax, rbx", None),
-    ("cmp al, al", None),                   # 8/16-bit registers: as the universal idioms
+    ("cmp al, al", "zero"), ("cmp cx, cx", "zero"),   # no register written: no merge
+    ("xor al, al", None),                   # an 8-bit write merges: no idiom
 ])
 def test_which_instructions_are_candidates(line, candidate):
     s = sem(line)

@@ -32,7 +32,8 @@ Decisions worth knowing:
   depends on CF only (its register reads are dropped, noted). Candidates ("zero" where the
   core recognises them, `candidate_idiom`: the host measures whether it does, the model's
   `idiom_breaks`): (v)andnps/(v)andnpd/(v)pandn/vpandn[dq] and andn with equal sources
-  (~y & y is 0), cmp of a 32/64-bit register with itself (constant flags). Zen 4 recognises
+  (~y & y is 0), cmp of a register with itself (constant flags; it writes no register, so
+  8- and 16-bit ones too: Zen 4 runs `cmp dl, dl` six a cycle). Zen 4 recognises
   them (`vandnpd xmm1, xmm0, xmm0` and `cmp rax, rax` 6 a cycle, as wide as it dispatches);
   their reads are kept in `reads`, and dropped where the model says the core breaks them.
 * Moves a core may eliminate (`move`): mov r64, r64 and mov r32, r32; (v)movaps/movapd/
@@ -1276,7 +1277,7 @@ class _Builder:
         dest = self.ops[0]
         if dest.kind != "reg" or dest.mask:
             return None
-        if dest.cls == "G" and dest.width not in (32, 64):
+        if dest.cls == "G" and dest.width not in (32, 64) and "W" in self.res.access[0]:
             return None                               # 8/16-bit: merges, not recognised
         if dest.cls not in ("G", "V", "M"):
             return None
