@@ -257,6 +257,8 @@ ZERO_IDIOMS = "".join(f"xorl %{r}, %{r}\n" for r in ("eax", "ebx", "ecx", "edx",
     (ZERO_IDIOMS + "nop\n" * 6, 9, 1),                       # 1.50: xor + nop, then pairs
     (ZERO_IDIOMS[:48] + "nop\n" + ZERO_IDIOMS[48:] + "nop\n", 6, 1),   # 1.00: two apart
     ("nop\n" * 8, 4, 1),                                    # 0.67: two nops a slot
+    # a loop of nops alone pairs them across iterations: 0.08 cycles measured for one
+    ("nop\n", 0.5, 1), ("nop\n" * 3, 1.5, 1), ("nop\n", 1, 0),
     ("vpaddd %xmm0, %xmm0, %xmm7\nnop\n" + ZERO_IDIOMS, 8, 1),  # after a vector op: its own
     (ZERO_IDIOMS + "nop\nnop\n", 8, 0),                     # a core whose nops take slots
 ])
@@ -265,6 +267,18 @@ def test_nops_take_the_front_end_slots_zen4_measures(body, slots, fusion):
     assert report.complete
     assert report.bounds.front_end == pytest.approx(slots / 6)
     assert "nop_fusion" not in report.assumed_facts
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_a_loop_of_nops_runs_two_a_slot_in_the_simulation_too(count):
+    """Zen 4: `nop` alone 0.08 cycles a loop (twelve a cycle, six slots); the simulation
+    counts whole slots, so it runs half ones as a front end twice as wide."""
+    portless = replace(NOPS, uops={**NOPS.uops, "NOP": ()})
+    report = Predictor(replace(portless, pipeline={"nop_fusion": 1})).predict(
+        select_kernel(parse("# OSACA-BEGIN\n" + "nop\n" * count + "# OSACA-END\n", "att",
+                            "k.s")), "att", "k.s")
+    assert report.cycles == pytest.approx(count / 12)
+    assert report.rows[0].annotated.slot == 0.5
 
 
 def test_a_model_that_does_not_say_is_said_to_assume_a_slot_per_nop():

@@ -54,7 +54,8 @@ class Annotated:
     # the write-back of address registers (ldr x0, [x1], #8; push; movs), a result of its own:
     # due `address_update_latency` after the base, not after the load
     update: Node | None = None
-    slot: int = 1                              # front-end slots (0: fused into the previous one)
+    # front-end slots (0: fused into the previous one; 0.5: a nop of a loop of nops, two a slot)
+    slot: float = 1
     eliminated: bool = False                   # move eliminated at rename
     idiom: str | None = None                   # dependency-breaking idiom: "zero" / "ones"
     fused: bool = False                        # the jump of a macro-fused pair
@@ -298,10 +299,21 @@ def _share_nop_slots(out: list[Annotated], machine: MachineFacts, reader: FactRe
     before it, one nop a slot: after a general-purpose instruction or a nop (the pipeline's
     nop_fusion), after a vector one (nop_fusion_vector; measured on Zen 4: `lea r10, [r9 + 8]`
     then a nop one slot, two nops one slot, a nop after `vpaddd` a slot of its own,
-    measure/probes.py). The block repeats, so the first instruction follows the last."""
-    if len(out) < 2 or not any(_is_nop(a) for a in out):
+    measure/probes.py). The block repeats, so the first instruction follows the last: a loop
+    of nothing but nops runs two a slot across iterations, half a slot each (Zen 4: `nop`
+    alone 0.08 cycles a loop, twelve a cycle at six slots)."""
+    if not any(_is_nop(a) for a in out):
         return
     given = machine.given("nop_fusion")
+    if all(_is_nop(a) for a in out):
+        if not given:
+            reader.value("nop_fusion")
+        if machine.value("nop_fusion"):
+            for a in out:
+                a.slot = 0.5
+        return
+    if len(out) < 2:
+        return
     # the vector fact counts only beside the general one (older models measured neither)
     shares = bool(machine.value("nop_fusion"))
     shares_vector = bool(machine.value("nop_fusion_vector") if given

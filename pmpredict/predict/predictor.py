@@ -634,12 +634,18 @@ class Predictor:
             a = annotation.annotated[annotation.node_rows[k]]
             node_uops.append(_uop_cycles(a) if main else ())
             node_slots.append(a.slot if main else 0)
+        # the simulation counts whole slots: half slots (a loop of nops) as whole ones of a
+        # front end twice as wide, which dispatches and retires the same
+        width = self.model.r_max
+        if any(s != int(s) for s in node_slots):
+            node_slots = [2 * s for s in node_slots]
+            width = 2 * width if width else width
         body = Body(tuple(node.latency for node in annotation.nodes), tuple(node_uops),
                     tuple(tuple((e.src, e.distance, e.latency) for e in incoming)
                           for incoming in found.graph.in_edges()),
-                    tuple(node_slots), len(self.ports), found.balance)
+                    tuple(int(s) for s in node_slots), len(self.ports), found.balance)
         facts = annotation.facts
-        core = CoreLimits(self.model.r_max, facts.window, facts.taken_branch)
+        core = CoreLimits(width, facts.window, facts.taken_branch)
         # results and retirements are what the slack needs; the views that need more ask
         # for the derived "full run"
         run = simulate_schedule(body, core, keep=TIMES, engine=self.engine, slack=True)

@@ -136,7 +136,7 @@ def _chain_told(report) -> str:
 
 def _front_end_told(report) -> str:
     slots = sum(r.annotated.slot for r in report.rows if r.annotated)
-    what = f"{slots} instructions at {report.r_max:g} per cycle" if report.r_max else \
+    what = f"{slots:g} instructions at {report.r_max:g} per cycle" if report.r_max else \
         "one taken branch per iteration"
     return f"the front end ({what})"
 
